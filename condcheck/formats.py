@@ -1,0 +1,422 @@
+"""Floating-point formats as data (SPEC 2.1).
+
+A :class:`Format` is a finite set of binary floating-point values: every value is
+``s * m * 2**(e - M)`` with an integer significand ``0 <= m < 2**(M+1)`` and ``e >= e_min``, and
+``|value| <= Omega``.  That one grid describes every format condcheck supports: IEEE binary formats,
+custom IEEE-like ``bM_E`` formats, and the non-IEEE ml_dtypes formats (``fn``: no infinity,
+``fnuz``: one zero and NaN at the ``-0`` pattern, other biases).
+
+For ml_dtypes formats (and float16) the fields are *derived from the real encodings*: every bit
+pattern is decoded by ml_dtypes and the resulting value set is checked against the grid above, so a
+wrong field can not go unnoticed.  float32 and float64 are IEEE binary32/binary64, whose fields
+follow from (M, E); ``bM_E`` formats are defined here, with IEEE encodings.
+
+Values are exact :class:`fractions.Fraction` objects in the reference path, and float64 numbers in
+the fast path (every value of a format whose range fits float64 is a float64 exactly).
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from fractions import Fraction
+from functools import lru_cache
+
+import ml_dtypes
+import numpy as np
+
+from .errors import CondcheckError, NotInFormatError, UnknownNameError
+
+# Formats that ml_dtypes provides and that have a zero (float8_e8m0fnu has none and is refused).
+ML_DTYPES_FORMATS = (
+    "bfloat16", "float8_e5m2", "float8_e4m3", "float8_e4m3fn", "float8_e3m4", "float8_e5m2fnuz",
+    "float8_e4m3fnuz", "float8_e4m3b11fnuz", "float6_e3m2fn", "float6_e2m3fn", "float4_e2m1fn",
+)
+NUMPY_FORMATS = ("float16", "float32", "float64")
+REFUSED_FORMATS = {"float8_e8m0fnu": "it has no zero (every value is a power of two), so affine maps "
+                                     "and AD can not be expressed in it"}
+_CUSTOM = re.compile(r"^b(\d+)_(\d+)$")
+# Largest formats enumerated as whole arrays.
+MAX_ENUMERATION_BITS = 24
+
+
+@dataclass(frozen=True)
+class Format:
+    """A binary floating-point format.  Fields follow numpy/ml_dtypes ``finfo`` names where they exist.
+
+    ``M``: stored fraction bits; ``E``: exponent bits; ``p = M + 1`` significand precision;
+    ``e_min``: exponent of the smallest normal; ``e_max``: exponent of the largest finite value.
+    """
+
+    name: str
+    bits: int
+    M: int
+    E: int
+    e_min: int
+    e_max: int
+    max: Fraction                 # Omega, the largest finite value
+    has_inf: bool
+    has_nan: bool
+    has_neg_zero: bool
+    ieee: bool                    # IEEE-style encoding: bias 2**(E-1)-1, inf/NaN at the top exponent
+    dtype: np.dtype | None = field(default=None, compare=False)
+
+    # ---- derived fields -------------------------------------------------------------------------
+    @property
+    def p(self) -> int:
+        return self.M + 1
+
+    @property
+    def Omega(self) -> Fraction:
+        return self.max
+
+    @property
+    def smallest_normal(self) -> Fraction:
+        return Fraction(2) ** self.e_min
+
+    @property
+    def smallest_subnormal(self) -> Fraction:
+        """omega: the smallest positive value."""
+        return Fraction(2) ** (self.e_min - self.M)
+
+    @property
+    def eps(self) -> Fraction:
+        """Distance from 1 to the next larger value."""
+        return Fraction(2) ** (-self.M)
+
+    @property
+    def fits_float64(self) -> bool:
+        """Every value, and every exact product/sum of two values, rounds correctly via float64.
+
+        Products of two p-bit numbers are exact in float64 when 2p <= 53 and sums are rounded
+        innocuously twice when 53 >= 2p + 1; the exponent range must sit inside float64's normal range
+        so that those float64 results are neither subnormal nor overflowed.
+        """
+        if self.name == "float64":
+            return True
+        return 2 * self.p + 1 <= 53 and 2 * (self.e_min - self.M) >= -1022 and 2 * (self.e_max + 1) <= 1023
+
+    @property
+    def enumerable(self) -> bool:
+        return self.bits <= MAX_ENUMERATION_BITS
+
+    def ulp_exponent(self, e: int) -> int:
+        """Exponent of the spacing of values in binade e (subnormals share e_min's)."""
+        return max(e, self.e_min) - self.M
+
+    # ---- membership and conversion --------------------------------------------------------------
+    def contains(self, value) -> bool:
+        """Is ``value`` (a number) exactly a finite value of this format?"""
+        try:
+            q = to_fraction(value)
+        except (ValueError, OverflowError, TypeError):
+            return False
+        if q == 0:
+            return True
+        a = abs(q)
+        if a > self.max:
+            return False
+        e = _floor_log2(a)
+        s = self.ulp_exponent(e)
+        scaled = a / Fraction(2) ** s
+        return scaled.denominator == 1
+
+    def check(self, value, what: str = "value") -> Fraction:
+        """Return ``value`` as an exact Fraction, or raise a clear error naming it."""
+        try:
+            q = to_fraction(value)
+        except (ValueError, OverflowError, TypeError):
+            raise NotInFormatError(f"{what} {value!r} is not a finite number; {self.name} holds finite "
+                                   f"values in [-{float(self.max)!r}, {float(self.max)!r}]") from None
+        if not self.contains(q):
+            raise NotInFormatError(
+                f"{what} {value!r} is not a value of {self.name} (nearest values: "
+                f"{_nearest_text(self, q)}); {self.name} has {self.M} fraction bits, "
+                f"exponents {self.e_min}..{self.e_max}, largest finite {float(self.max)!r}")
+        return q
+
+    def decompose(self, value) -> tuple[int, int, int]:
+        """(sign, m, e) with value = sign * m * 2**(e - M), 0 <= m < 2**(M+1), e >= e_min.
+
+        ``m`` is the integer significand including the implicit bit; zero gives (1, 0, e_min).
+        """
+        q = self.check(value)
+        sign = -1 if q < 0 else 1
+        if q == 0:
+            return 1, 0, self.e_min
+        a = abs(q)
+        e = max(_floor_log2(a), self.e_min)
+        m = a / Fraction(2) ** (e - self.M)
+        return sign, int(m), e
+
+    def has_even_significand(self, value) -> bool:
+        """Is the last significand bit of ``value`` zero (the "even" values of ties-to-even)?"""
+        return self.decompose(value)[1] % 2 == 0
+
+    def next_up(self, value) -> Fraction:
+        """The smallest value greater than ``value``; error at the largest finite value."""
+        q = self.check(value)
+        if q < 0:
+            return -self.next_down(-q)
+        if q >= self.max:
+            raise NotInFormatError(f"{float(q)!r} is the largest finite value of {self.name}; it has no successor")
+        e = _floor_log2(q) if q > 0 else self.e_min
+        return q + Fraction(2) ** self.ulp_exponent(e)
+
+    def next_down(self, value) -> Fraction:
+        """The largest value smaller than ``value``."""
+        q = self.check(value)
+        if q <= 0:
+            return -self.next_up(-q)
+        e = _floor_log2(q)
+        step_e = e - 1 if (q == Fraction(2) ** e and e > self.e_min) else e
+        return q - Fraction(2) ** self.ulp_exponent(step_e)
+
+    # ---- enumeration ----------------------------------------------------------------------------
+    def count_finite(self) -> int:
+        """Number of distinct finite values (one zero)."""
+        positive = 0
+        top_m = int(self.max / Fraction(2) ** (self.e_max - self.M))
+        positive += 2 ** self.M - 1                                   # subnormals
+        positive += (self.e_max - self.e_min) * 2 ** self.M           # full binades
+        positive += top_m - 2 ** self.M + 1                           # top binade
+        return 2 * positive + 1
+
+    def values(self) -> np.ndarray:
+        """All distinct finite values, ascending, as float64 (exact), one zero."""
+        return _values_float64(self)
+
+    def values_dtype(self) -> np.ndarray:
+        """All distinct finite values in the format's own numpy dtype (float64 for custom formats)."""
+        vals = self.values()
+        return vals.astype(self.dtype) if self.dtype is not None else vals
+
+    def fractions(self) -> list[Fraction]:
+        """All distinct finite values, ascending, as exact rationals."""
+        return [Fraction(float(v)) for v in self.values()] if self.fits_float64 else _values_fraction(self)
+
+    # ---- bit patterns ---------------------------------------------------------------------------
+    def to_bits(self, value, negative_zero: bool = False) -> int:
+        """The bit pattern encoding ``value`` (``negative_zero`` picks -0 where the format has one)."""
+        q = self.check(value)
+        if self.dtype is not None:
+            x = -0.0 if (q == 0 and negative_zero and self.has_neg_zero) else float(q)  # exact: q is in the format
+            arr = np.array([x], dtype=np.float64).astype(self.dtype)
+            return int(arr.view(_uint_dtype(arr.dtype.itemsize))[0]) & ((1 << self.bits) - 1)
+        sign, m, e = self.decompose(q)
+        s = 1 if (sign < 0 or (q == 0 and negative_zero)) else 0
+        if m < 2 ** self.M:                     # zero or subnormal
+            biased, frac = 0, m
+        else:
+            biased, frac = e - self.e_min + 1, m - 2 ** self.M
+        return (s << (self.bits - 1)) | (biased << self.M) | frac
+
+    def from_bits(self, pattern: int) -> Fraction:
+        """The finite value of a bit pattern; error for patterns of Inf, NaN or out of range."""
+        if not 0 <= int(pattern) < 2 ** self.bits:
+            raise NotInFormatError(f"bit pattern {pattern} is out of range for the {self.bits}-bit format {self.name}")
+        pattern = int(pattern)
+        if self.dtype is not None:
+            raw = np.array([pattern], dtype=_uint_dtype(self.dtype.itemsize)).view(self.dtype)
+            x = float(raw.astype(np.float64)[0])
+            if not math.isfinite(x):
+                raise NotInFormatError(f"bit pattern {pattern:#x} of {self.name} encodes {x}, not a finite value")
+            return Fraction(x)
+        s = pattern >> (self.bits - 1)
+        biased = (pattern >> self.M) & ((1 << self.E) - 1)
+        frac = pattern & ((1 << self.M) - 1)
+        if biased == (1 << self.E) - 1:
+            raise NotInFormatError(f"bit pattern {pattern:#x} of {self.name} encodes {'NaN' if frac else 'Inf'}")
+        if biased == 0:
+            v = Fraction(frac) * Fraction(2) ** (self.e_min - self.M)
+        else:
+            v = Fraction(frac + 2 ** self.M) * Fraction(2) ** (biased - 1 + self.e_min - self.M)
+        return -v if s else v
+
+    def bits_text(self, value, negative_zero: bool = False) -> str:
+        """The bit pattern as a binary string of ``bits`` digits."""
+        return format(self.to_bits(value, negative_zero), f"0{self.bits}b")
+
+    def describe(self) -> dict:
+        """The fields as plain data (for tables and JSON)."""
+        return {
+            "name": self.name, "bits": self.bits, "M": self.M, "E": self.E, "e_min": self.e_min,
+            "e_max": self.e_max, "max": float(self.max) if self.fits_float64 else str(self.max),
+            "smallest_normal": _num(self.smallest_normal), "smallest_subnormal": _num(self.smallest_subnormal),
+            "eps": _num(self.eps), "inf": self.has_inf, "nan": self.has_nan, "neg_zero": self.has_neg_zero,
+            "finite_values": self.count_finite(),
+        }
+
+    def __str__(self):
+        return self.name
+
+
+# ---- helpers --------------------------------------------------------------------------------------
+
+def to_fraction(value) -> Fraction:
+    """An exact rational from int, float (incl. numpy and ml_dtypes scalars), Fraction or hex string."""
+    if isinstance(value, Fraction):
+        return value
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        return Fraction(int(value))
+    if isinstance(value, str):
+        s = value.strip()
+        try:
+            return Fraction(float.fromhex(s)) if ("0x" in s.lower()) else Fraction(s)
+        except (ValueError, ZeroDivisionError):
+            raise ValueError(f"not a number: {value!r}") from None
+    x = float(value)  # ml_dtypes scalars convert exactly to float
+    if not math.isfinite(x):
+        raise ValueError(f"not finite: {value!r}")
+    return Fraction(x)
+
+
+def _floor_log2(a: Fraction) -> int:
+    """floor(log2(a)) for a > 0, exactly."""
+    n, d = a.numerator, a.denominator
+    e = n.bit_length() - d.bit_length()
+    if e >= 0:
+        if n < (d << e):
+            e -= 1
+    else:
+        if (n << -e) < d:
+            e -= 1
+    return e
+
+
+def _num(q: Fraction):
+    x = float(q)
+    return x if x != 0 and Fraction(x) == q else str(q)
+
+
+def _uint_dtype(itemsize: int):
+    return {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[itemsize]
+
+
+def _nearest_text(fmt: Format, q: Fraction) -> str:
+    from .rounding import round_down_up
+    lo, hi = round_down_up(q, fmt)
+    return " and ".join(repr(float(v)) for v in (lo, hi) if v is not None) or "none"
+
+
+@lru_cache(maxsize=None)
+def _values_float64_cached(fmt: Format) -> np.ndarray:
+    if not fmt.enumerable:
+        raise CondcheckError(f"{fmt.name} has {fmt.count_finite():,} finite values; enumerating it as an "
+                             f"array is limited to formats of at most {MAX_ENUMERATION_BITS} bits")
+    if not fmt.fits_float64:
+        raise CondcheckError(f"{fmt.name}: its values do not all fit float64; use fractions()")
+    M = fmt.M
+    pos = [np.arange(1, 2 ** M, dtype=np.float64) * 2.0 ** (fmt.e_min - M)]
+    sig = np.arange(2 ** M, 2 ** (M + 1), dtype=np.float64)
+    for e in range(fmt.e_min, fmt.e_max + 1):
+        pos.append(sig * 2.0 ** (e - M))
+    p = np.concatenate(pos)
+    p = p[p <= float(fmt.max)]
+    out = np.concatenate([-p[::-1], [0.0], p])
+    out.setflags(write=False)
+    return out
+
+
+def _values_float64(fmt: Format) -> np.ndarray:
+    return _values_float64_cached(fmt)
+
+
+def _values_fraction(fmt: Format) -> list[Fraction]:
+    if not fmt.enumerable:
+        raise CondcheckError(f"{fmt.name} is too large to enumerate ({fmt.bits} bits)")
+    M = fmt.M
+    pos = [Fraction(k) * Fraction(2) ** (fmt.e_min - M) for k in range(1, 2 ** M)]
+    for e in range(fmt.e_min, fmt.e_max + 1):
+        pos += [Fraction(k) * Fraction(2) ** (e - M) for k in range(2 ** M, 2 ** (M + 1))]
+    pos = [v for v in pos if v <= fmt.max]
+    return [-v for v in reversed(pos)] + [Fraction(0)] + pos
+
+
+# ---- construction of formats ----------------------------------------------------------------------
+
+def ieee_format(M: int, E: int, name: str | None = None, dtype=None) -> Format:
+    """The IEEE-like binary format with M fraction bits and E exponent bits (bias 2**(E-1)-1)."""
+    if M < 1 or E < 2:
+        raise CondcheckError(f"custom format b{M}_{E}: need at least 1 fraction bit (M >= 1) and 2 exponent "
+                             f"bits (E >= 2)")
+    e_max = 2 ** (E - 1) - 1
+    e_min = 2 - 2 ** (E - 1)
+    top = Fraction(2 ** (M + 1) - 1) * Fraction(2) ** (e_max - M)
+    return Format(name=name or f"b{M}_{E}", bits=1 + E + M, M=M, E=E, e_min=e_min, e_max=e_max, max=top,
+                  has_inf=True, has_nan=True, has_neg_zero=True, ieee=True,
+                  dtype=np.dtype(dtype) if dtype is not None else None)
+
+
+def _derive_from_encodings(name: str, dtype) -> Format:
+    """Read a format's fields off its decoded bit patterns and check them against the value grid."""
+    dt = np.dtype(dtype)
+    fi = ml_dtypes.finfo(dt) if name not in NUMPY_FORMATS else np.finfo(dt)
+    bits = int(getattr(fi, "bits", dt.itemsize * 8))
+    patterns = np.arange(2 ** bits, dtype=np.uint32).astype(_uint_dtype(dt.itemsize))
+    with np.errstate(invalid="ignore"):
+        decoded = patterns.view(dt).astype(np.float64)
+    finite = decoded[np.isfinite(decoded)]
+    zero_mask = finite == 0
+    if not zero_mask.any():
+        raise CondcheckError(f"format {name} has no zero")
+    has_neg_zero = bool(np.any(np.signbit(finite[zero_mask])))
+    pos = np.unique(finite[finite > 0])
+    M = int(fi.nmant)
+    omega_min = Fraction(float(pos[0]))
+    e_min = _floor_log2(omega_min) + M          # smallest subnormal is 2**(e_min - M)
+    top = Fraction(float(pos[-1]))
+    e_max = _floor_log2(top)
+    E = int(fi.nexp)
+    fmt = Format(name=name, bits=bits, M=M, E=E, e_min=e_min, e_max=e_max, max=top,
+                 has_inf=bool(np.isinf(decoded).any()), has_nan=bool(np.isnan(decoded).any()),
+                 has_neg_zero=has_neg_zero, ieee=False, dtype=dt)
+    grid = fmt.values()
+    if not np.array_equal(np.unique(finite), grid):
+        raise AssertionError(f"{name}: decoded values do not match the grid M={M}, e_min={e_min}, Omega={top}")
+    return fmt
+
+
+@lru_cache(maxsize=None)
+def _builtin(name: str) -> Format:
+    if name == "float32":
+        return ieee_format(23, 8, "float32", np.float32)
+    if name == "float64":
+        return ieee_format(52, 11, "float64", np.float64)
+    if name == "float16":
+        fmt = _derive_from_encodings(name, np.float16)
+    else:
+        fmt = _derive_from_encodings(name, getattr(ml_dtypes, name))
+    return fmt
+
+
+def known_format_names() -> list[str]:
+    return list(NUMPY_FORMATS) + list(ML_DTYPES_FORMATS)
+
+
+def get_format(name) -> Format:
+    """A format by name: numpy/ml_dtypes names, or ``bM_E`` for a custom IEEE-like format."""
+    if isinstance(name, Format):
+        return name
+    if not isinstance(name, str):
+        raise CondcheckError(f"format must be a name such as 'float8_e4m3' or 'b3_6', not {name!r}")
+    key = name.strip()
+    if key in REFUSED_FORMATS:
+        raise CondcheckError(f"format {key!r} is not supported: {REFUSED_FORMATS[key]}")
+    if key in NUMPY_FORMATS or key in ML_DTYPES_FORMATS:
+        return _builtin(key)
+    m = _CUSTOM.match(key)
+    if m:
+        M, E = int(m.group(1)), int(m.group(2))
+        if (M, E) == (52, 11):
+            return _builtin("float64")
+        if (M, E) == (23, 8):
+            return _builtin("float32")
+        if M + E + 1 > 128:
+            raise CondcheckError(f"custom format {key!r} has {M + E + 1} bits; at most 128 are supported")
+        return ieee_format(M, E, key)
+    raise UnknownNameError("format", key, known_format_names() + ["bM_E (custom, e.g. b3_6)"])
+
+
+def all_formats() -> list[Format]:
+    return [get_format(n) for n in known_format_names()]

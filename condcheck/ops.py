@@ -1,0 +1,64 @@
+"""Rounded arithmetic: every operation is "round the exact result" (SPEC 2.1).
+
+Two paths with one meaning:
+
+* exact: ``add``, ``sub``, ``mul`` on Fractions, rounded by ``rounding.round_fraction``;
+* fast: ``add_array``, ``sub_array``, ``mul_array`` on float64 arrays.  For a format with p significand
+  bits, 2p <= 53 makes a float64 product exact, and 53 >= 2p + 1 makes float64-then-F double rounding
+  of a sum innocuous (Figueroa 1995); ``Format.fits_float64`` states these conditions.  float64 itself
+  uses the IEEE operations of the machine, which are RN.  Formats outside both cases fall back to the
+  exact path element by element.  tests/test_ops.py proves the fast path equal to the exact one.
+"""
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+
+from .formats import Format
+from .rounding import round_array, round_fraction
+
+
+def add(a: Fraction, b: Fraction, fmt: Format) -> Fraction:
+    return round_fraction(Fraction(a) + Fraction(b), fmt, what="sum")
+
+
+def sub(a: Fraction, b: Fraction, fmt: Format) -> Fraction:
+    return round_fraction(Fraction(a) - Fraction(b), fmt, what="difference")
+
+
+def mul(a: Fraction, b: Fraction, fmt: Format) -> Fraction:
+    return round_fraction(Fraction(a) * Fraction(b), fmt, what="product")
+
+
+def _exact_elementwise(op, a, b, fmt: Format):
+    a, b = np.broadcast_arrays(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64))
+    out = np.empty(a.shape, dtype=np.float64)
+    over = np.zeros(a.shape, dtype=bool)
+    for idx in np.ndindex(a.shape):
+        try:
+            out[idx] = float(round_fraction(op(Fraction(a[idx]), Fraction(b[idx])), fmt))
+        except (OverflowError, ArithmeticError):
+            out[idx], over[idx] = np.inf, True
+    return out, over
+
+
+def _fast(op, a, b, fmt: Format):
+    """(rounded result, overflow mask) of an elementwise op on float64 arrays of values of fmt."""
+    if not fmt.fits_float64:
+        return _exact_elementwise(op, a, b, fmt)
+    with np.errstate(over="ignore", invalid="ignore"):
+        exact_or_rn64 = op(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64))
+    return round_array(exact_or_rn64, fmt)
+
+
+def add_array(a, b, fmt: Format):
+    return _fast(lambda x, y: x + y, a, b, fmt)
+
+
+def sub_array(a, b, fmt: Format):
+    return _fast(lambda x, y: x - y, a, b, fmt)
+
+
+def mul_array(a, b, fmt: Format):
+    return _fast(lambda x, y: x * y, a, b, fmt)

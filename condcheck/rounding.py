@@ -1,0 +1,125 @@
+"""RN_F: round to nearest, ties to even (SPEC 2.1).  The one rounding rule of condcheck.
+
+``round_fraction`` is the reference: exact integer arithmetic on a rational, no float in between.
+``round_array`` is the vectorized path for float64 arrays; it is exact on its input (scaling by powers
+of two and ``np.rint``, which rounds half to even), so it equals ``round_fraction`` whenever the float64
+input *is* the exact result.  ``condcheck.ops`` says when that is the case.
+
+Overflow: the result is rounded on the format's grid extended without an upper exponent bound; if it
+exceeds Omega the result is an overflow (IEEE: Inf; ``fn`` formats: NaN).  So 248 overflows in
+float8_e4m3 (the tie between 240 and 256 goes to the even 256), and 464 rounds to 448 in float8_e4m3fn.
+"""
+from __future__ import annotations
+
+from fractions import Fraction
+
+import mpmath
+import numpy as np
+
+from .errors import FormatOverflowError
+from .formats import Format, _floor_log2
+
+
+def _round_positive(a: Fraction, fmt: Format) -> Fraction:
+    """RN of a > 0 on the unbounded-above grid of fmt (may exceed Omega)."""
+    e = max(_floor_log2(a), fmt.e_min)
+    s = e - fmt.M                                  # quantum 2**s
+    n, d = a.numerator, a.denominator
+    if s >= 0:
+        d <<= s
+    else:
+        n <<= -s
+    q, r = divmod(n, d)                            # a / 2**s = q + r/d
+    twice = 2 * r
+    if twice > d or (twice == d and q % 2 == 1):
+        q += 1
+    return Fraction(q) * Fraction(2) ** s
+
+
+def round_fraction(x, fmt: Format, *, what: str = "result") -> Fraction:
+    """RN_F(x) for an exact rational x; raises FormatOverflowError beyond Omega."""
+    x = Fraction(x)
+    if x == 0:
+        return Fraction(0)
+    r = _round_positive(abs(x), fmt)
+    if r > fmt.max:
+        raise FormatOverflowError(f"{what} {float(x):.6g} overflows {fmt.name} (largest finite {float(fmt.max):g})")
+    return r if x > 0 else -r
+
+
+def round_or_none(x, fmt: Format) -> Fraction | None:
+    """RN_F(x), or None on overflow."""
+    try:
+        return round_fraction(x, fmt)
+    except FormatOverflowError:
+        return None
+
+
+def round_down_up(x, fmt: Format) -> tuple[Fraction | None, Fraction | None]:
+    """The values of fmt just below-or-at and just above-or-at x (None beyond the range)."""
+    x = Fraction(x)
+    r = round_or_none(x, fmt)
+    if r is None:
+        return (fmt.max, None) if x > 0 else (None, -fmt.max)
+    if r == x:
+        return r, r
+    if r < x:
+        return r, (fmt.next_up(r) if r < fmt.max else None)
+    return (fmt.next_down(r) if r > -fmt.max else None), r
+
+
+def midpoints_around(v: Fraction, fmt: Format) -> tuple[Fraction, Fraction]:
+    """The rounding boundaries on each side of the value v: RN_F maps (lo, hi) to v, lo and hi are ties."""
+    lo_n = fmt.next_down(v) if v > -fmt.max else v - (fmt.next_up(v) - v)
+    hi_n = fmt.next_up(v) if v < fmt.max else v + (v - fmt.next_down(v))
+    return (lo_n + v) / 2, (v + hi_n) / 2
+
+
+def mpf_to_fraction(x: mpmath.mpf) -> Fraction:
+    """An mpmath number is a dyadic rational; return it exactly."""
+    man, exp = mpmath.mpf(x).man_exp
+    return Fraction(int(man)) * Fraction(2) ** int(exp) if man else Fraction(0)
+
+
+def round_mpf(x, fmt: Format) -> Fraction:
+    """RN_F of the exact value of an mpmath number (no double rounding)."""
+    if not mpmath.isfinite(x):
+        raise FormatOverflowError(f"value {x} is not finite")
+    return round_fraction(mpf_to_fraction(x), fmt)
+
+
+def round_array(x: np.ndarray, fmt: Format) -> tuple[np.ndarray, np.ndarray]:
+    """RN_F of every element of a float64 array, exactly.  Returns (rounded values, overflow mask).
+
+    Normal range: the classic ties-to-even bit trick on the float64 encoding (add half an ulp of F
+    minus one, plus the last kept bit, then clear the dropped bits; a carry moves into the exponent as
+    it should).  Below F's smallest normal: ``(a + K) - K`` with ``ulp(K)`` = F's subnormal spacing,
+    where float64 addition itself rounds to nearest-even.  Non-finite inputs count as overflow and
+    overflowed entries hold +-Inf.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    if fmt.name == "float64":
+        return x.copy(), ~np.isfinite(x)
+    shift = 52 - fmt.M
+    a = np.abs(x)
+    b = a.view(np.int64)
+    rb = (b + np.int64((1 << (shift - 1)) - 1) + ((b >> shift) & 1)) & np.int64(~((1 << shift) - 1))
+    r = rb.view(np.float64)
+    small = a < 2.0 ** fmt.e_min
+    if small.any():
+        K = 2.0 ** (fmt.e_min - fmt.M + 52)
+        r = np.where(small, (a + K) - K, r)
+    r = np.copysign(r, x)
+    over = ~(np.abs(r) <= float(fmt.max))
+    if over.any():
+        r[over] = np.copysign(np.inf, x[over])
+    return r, over
+
+
+def round_array_checked(x: np.ndarray, fmt: Format, what: str = "result") -> np.ndarray:
+    """round_array, raising FormatOverflowError naming the first overflowing element."""
+    r, over = round_array(x, fmt)
+    if over.any():
+        i = int(np.flatnonzero(over.ravel())[0])
+        raise FormatOverflowError(f"{what} overflows {fmt.name} at element {i}: {x.ravel()[i]!r}")
+    return r
