@@ -126,13 +126,13 @@ class Format:
         try:
             q = to_fraction(value)
         except (ValueError, OverflowError, TypeError):
-            raise NotInFormatError(f"{what} {value!r} is not a finite number; {self.name} holds finite "
-                                   f"values in [-{float(self.max)!r}, {float(self.max)!r}]") from None
+            raise NotInFormatError(f"{what} {_value_text(value)} is not a finite number; {self.name} holds finite "
+                                   f"values in [-{num_text(self.max)}, {num_text(self.max)}]") from None
         if not self.contains(q):
             raise NotInFormatError(
-                f"{what} {value!r} is not a value of {self.name} (nearest values: "
+                f"{what} {_value_text(value)} is not a value of {self.name} (nearest values: "
                 f"{_nearest_text(self, q)}); {self.name} has {self.M} fraction bits, "
-                f"exponents {self.e_min}..{self.e_max}, largest finite {float(self.max)!r}")
+                f"exponents {self.e_min}..{self.e_max}, largest finite {num_text(self.max)}")
         return q
 
     def decompose(self, value) -> tuple[int, int, int]:
@@ -159,7 +159,7 @@ class Format:
         if q < 0:
             return -self.next_down(-q)
         if q >= self.max:
-            raise NotInFormatError(f"{float(q)!r} is the largest finite value of {self.name}; it has no successor")
+            raise NotInFormatError(f"{num_text(q)} is the largest finite value of {self.name}; it has no successor")
         e = _floor_log2(q) if q > 0 else self.e_min
         return q + Fraction(2) ** self.ulp_exponent(e)
 
@@ -284,6 +284,32 @@ def _floor_log2(a: Fraction) -> int:
     return e
 
 
+def num_text(q, digits: int = 20) -> str:
+    """A rational as text for messages: the float repr when that is exact, else ``digits`` significant
+    digits.  Never raises, also for rationals beyond float64's range (``float()`` overflows there)."""
+    q = Fraction(q)
+    try:
+        x = float(q)
+        if Fraction(x) == q:
+            return repr(x)
+    except OverflowError:
+        pass
+    import mpmath
+    with mpmath.workdps(digits + 10):
+        return mpmath.nstr(mpmath.mpf(q.numerator) / q.denominator, digits)
+
+
+def _value_text(value) -> str:
+    """``value`` as the user gave it; a rational too long to read is shown as its decimal value."""
+    text = repr(value)
+    if len(text) > 80:
+        try:
+            return num_text(to_fraction(value)) + " (rational)"
+        except (ValueError, OverflowError, TypeError):
+            return text[:80] + "..."
+    return text
+
+
 def _num(q: Fraction):
     x = float(q)
     return x if x != 0 and Fraction(x) == q else str(q)
@@ -296,7 +322,7 @@ def _uint_dtype(itemsize: int):
 def _nearest_text(fmt: Format, q: Fraction) -> str:
     from .rounding import round_down_up
     lo, hi = round_down_up(q, fmt)
-    return " and ".join(repr(float(v)) for v in (lo, hi) if v is not None) or "none"
+    return " and ".join(num_text(v) for v in (lo, hi) if v is not None) or "none"
 
 
 @lru_cache(maxsize=None)

@@ -17,7 +17,7 @@ import mpmath
 import numpy as np
 
 from .errors import FormatOverflowError
-from .formats import Format, _floor_log2
+from .formats import Format, _floor_log2, num_text
 
 
 def _round_positive(a: Fraction, fmt: Format) -> Fraction:
@@ -43,7 +43,8 @@ def round_fraction(x, fmt: Format, *, what: str = "result") -> Fraction:
         return Fraction(0)
     r = _round_positive(abs(x), fmt)
     if r > fmt.max:
-        raise FormatOverflowError(f"{what} {float(x):.6g} overflows {fmt.name} (largest finite {float(fmt.max):g})")
+        raise FormatOverflowError(f"{what} {num_text(x, 6)} overflows {fmt.name} "
+                                  f"(largest finite {num_text(fmt.max, 6)})")
     return r if x > 0 else -r
 
 
