@@ -43,13 +43,34 @@ def _exact_elementwise(op, a, b, fmt: Format):
     return out, over
 
 
+def working_dtype(fmt: Format):
+    """The machine type in which fmt's fast arithmetic is computed before rounding once to fmt.
+
+    float32 when products of two values are exact float32 normals (2p <= 24, exponents well inside
+    float32's range) and sums round innocuously twice (24 >= 2p + 1); float64 under the analogous
+    conditions (``fits_float64``); None when only the exact path is correct.
+    """
+    if 2 * fmt.p + 1 <= 24 and 2 * (fmt.e_min - fmt.M) >= -126 and 2 * (fmt.e_max + 1) <= 127:
+        return np.dtype(np.float32)
+    return np.dtype(np.float64) if fmt.fits_float64 else None
+
+
 def _fast(op, a, b, fmt: Format):
-    """(rounded result, overflow mask) of an elementwise op on float64 arrays of values of fmt."""
-    if not fmt.fits_float64:
+    """(rounded result, overflow mask) of an elementwise op on arrays of values of fmt.
+
+    Inputs of dtype float32/float64 are computed in that dtype when it is fmt's working dtype or wider;
+    the result keeps the wider of the two.
+    """
+    wd = working_dtype(fmt)
+    if wd is None:
         return _exact_elementwise(op, a, b, fmt)
+    a, b = np.asarray(a), np.asarray(b)
+    dt = np.result_type(a.dtype, b.dtype, wd)
+    if dt not in (np.float32, np.float64):
+        dt = np.dtype(np.float64)
     with np.errstate(over="ignore", invalid="ignore"):
-        exact_or_rn64 = op(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64))
-    return round_array(exact_or_rn64, fmt)
+        exact_or_rn = op(a.astype(dt, copy=False), b.astype(dt, copy=False))
+    return round_array(exact_or_rn, fmt)
 
 
 def add_array(a, b, fmt: Format):

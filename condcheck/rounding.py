@@ -89,32 +89,46 @@ def round_mpf(x, fmt: Format) -> Fraction:
     return round_fraction(mpf_to_fraction(x), fmt)
 
 
-def round_array(x: np.ndarray, fmt: Format) -> tuple[np.ndarray, np.ndarray]:
-    """RN_F of every element of a float64 array, exactly.  Returns (rounded values, overflow mask).
+_BINARY = {np.dtype(np.float64): (52, np.int64), np.dtype(np.float32): (23, np.int32)}
 
-    Normal range: the classic ties-to-even bit trick on the float64 encoding (add half an ulp of F
-    minus one, plus the last kept bit, then clear the dropped bits; a carry moves into the exponent as
-    it should).  Below F's smallest normal: ``(a + K) - K`` with ``ulp(K)`` = F's subnormal spacing,
-    where float64 addition itself rounds to nearest-even.  Non-finite inputs count as overflow and
-    overflowed entries hold +-Inf.
+
+def round_array(x: np.ndarray, fmt: Format) -> tuple[np.ndarray, np.ndarray]:
+    """RN_F of every element of a float64 (or float32) array, exactly.  Returns (rounded, overflow mask).
+
+    The result has the input's dtype.  Normal range: the classic ties-to-even bit trick on the binary
+    encoding, sign bit included (add half an ulp of F minus one, plus the last kept bit, then clear the
+    dropped bits; a carry moves into the exponent as it should).  Below F's smallest normal:
+    ``(x + K) - K`` with ``ulp(K)`` = F's subnormal spacing and K of x's sign, where the machine
+    addition itself rounds to nearest-even.  Requires F's values to be normal numbers of the input
+    dtype (``Format.fits_float64``, or ``ops.working_dtype(fmt) == float32``).  Non-finite inputs
+    count as overflow; overflowed entries hold +-Inf.
     """
-    x = np.asarray(x, dtype=np.float64)
-    if fmt.name == "float64":
+    x = np.asarray(x)
+    if x.dtype not in _BINARY:
+        x = x.astype(np.float64)
+    frac_bits, int_t = _BINARY[x.dtype]
+    if frac_bits == fmt.M:
         return x.copy(), ~np.isfinite(x)
-    shift = 52 - fmt.M
-    a = np.abs(x)
-    b = a.view(np.int64)
-    rb = (b + np.int64((1 << (shift - 1)) - 1) + ((b >> shift) & 1)) & np.int64(~((1 << shift) - 1))
-    r = rb.view(np.float64)
-    small = a < 2.0 ** fmt.e_min
+    shift = frac_bits - fmt.M
+    b = x.view(int_t)
+    rb = b + ((b >> shift) & 1)
+    rb += int_t((1 << (shift - 1)) - 1)
+    rb &= int_t(~((1 << shift) - 1))
+    r = rb.view(x.dtype)
+    magnitude_bits = int_t(np.iinfo(int_t).max)
+    mag = b & magnitude_bits
+    small = mag < _bits_of(2.0 ** fmt.e_min, x.dtype)
     if small.any():
-        K = 2.0 ** (fmt.e_min - fmt.M + 52)
-        r = np.where(small, (a + K) - K, r)
-    r = np.copysign(r, x)
-    over = ~(np.abs(r) <= float(fmt.max))
+        K = np.copysign(x.dtype.type(2.0 ** (fmt.e_min - fmt.M + frac_bits)), x)
+        r = np.where(small, (x + K) - K, r)
+    over = (rb & magnitude_bits) > _bits_of(float(fmt.max), x.dtype)
     if over.any():
         r[over] = np.copysign(np.inf, x[over])
     return r, over
+
+
+def _bits_of(v: float, dtype):
+    return np.array([v], dtype=dtype).view(_BINARY[np.dtype(dtype)][1])[0]
 
 
 def round_array_checked(x: np.ndarray, fmt: Format, what: str = "result") -> np.ndarray:

@@ -1,0 +1,112 @@
+"""The ``condcheck`` command line.  Exit codes: 0 holds/verified, 1 fails, 2 bad input."""
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from .errors import CondcheckError
+
+
+class _Group(click.Group):
+    """Turns every CondcheckError into a one-line message and exit status 2 (never a traceback)."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except CondcheckError as e:
+            click.echo(f"error: {e}", err=True)
+            ctx.exit(2)
+
+
+def _progress(label: str):
+    """A progress counter on stderr for long work (silent when stderr is not a terminal)."""
+    if not sys.stderr.isatty():
+        return None
+
+    def show(done, total):
+        click.echo(f"\r{label}: {done:,}/{total:,}", err=True, nl=(done == total))
+    return show
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+def main():
+    """condcheck: Conditions 1-3 of floating-point networks with AD, and exact constructions.
+
+    \b
+    Examples:
+      condcheck formats
+      condcheck verify net.json
+    """
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the table as JSON.")
+def formats(as_json):
+    """List the supported formats and their fields.
+
+    \b
+    Example:
+      condcheck formats
+    Custom IEEE-like formats are named bM_E (M fraction bits, E exponent bits), e.g. b3_6.
+    """
+    from .formats import all_formats
+
+    rows = [f.describe() for f in all_formats()]
+    if as_json:
+        click.echo(json.dumps(rows, indent=1))
+        return
+    cols = ["name", "bits", "M", "E", "e_min", "e_max", "max", "smallest_normal", "smallest_subnormal", "eps",
+            "inf", "nan", "neg_zero", "finite_values"]
+    head = ["name", "bits", "M", "E", "e_min", "e_max", "Omega (max)", "min normal", "min subnormal", "eps",
+            "inf", "NaN", "-0", "finite values"]
+    table = [[_cell(r[c]) for c in cols] for r in rows]
+    widths = [max(len(h), *(len(t[i]) for t in table)) for i, h in enumerate(head)]
+    click.echo("  ".join(h.ljust(w) for h, w in zip(head, widths)))
+    for t in table:
+        click.echo("  ".join(s.ljust(w) for s, w in zip(t, widths)))
+    click.echo("Custom IEEE-like formats: bM_E, e.g. b3_6 (3 fraction bits, 6 exponent bits).")
+
+
+def _cell(v) -> str:
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, float):
+        return f"{v:.6g}"
+    if isinstance(v, int):
+        return f"{v:,}"
+    return str(v)
+
+
+@main.command()
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--exact", is_flag=True, help="Use the exact rational reference interpreter (slow).")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def verify(file, exact, as_json):
+    """Re-check the claim of a network file (SPEC 6) on every listed input, exactly.
+
+    \b
+    Example:
+      condcheck verify net.json
+    Exit status 0 when every value and AD gradient equals the claim, 1 when one does not.
+    """
+    from .netfile import load_network
+    from .verify import verify as run
+
+    net, claim = load_network(file)
+    if claim is None:
+        click.echo(f"{file}: the network has no claim; nothing to verify")
+        sys.exit(2)
+    res = run(net, claim, method="exact" if exact else "fast", progress=_progress("verifying"))
+    if as_json:
+        click.echo(json.dumps(res.to_dict(), indent=1))
+    else:
+        click.echo(f"network: {net.format.name}, {net.activation} ({net.implementation}), depth {net.depth}, "
+                   f"widths {net.widths}, theorem {claim.theorem}")
+        click.echo(res.summary())
+    sys.exit(0 if res.ok else 1)
+
+
+if __name__ == "__main__":
+    main()

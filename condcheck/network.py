@@ -1,0 +1,366 @@
+"""Networks in paper order (SPEC 2.3): the forward pass and reverse-mode AD ``D_(f,x)(y)``.
+
+The rules, in one place:
+
+* forward, coordinate i of ``T(v) = A v + b``:
+  ``z_i = (((A_i1 (x) v_1) (+) (A_i2 (x) v_2)) (+) ... (+) (A_in (x) v_n)) (+) b_i`` -- every operation
+  rounded, products first, summed strictly left to right over the input index, bias last;
+* the activation ``sigma~`` after every layer but the last; the output is a scalar;
+* backward, through an affine map with upstream vector u:
+  ``v_j = ((u_1 (x) A_1j) (+) (u_2 (x) A_2j)) (+) ...`` left to right over the outputs i;
+  through the activation at pre-activation ``z_j``: ``u'_j = v_j (x) sigma~'(z_j)``;
+  the result at the input layer is ``D_(f,x)(y)``.
+
+Zero weights are skipped: ``s (+) (0 (x) v) = s`` exactly for finite values, so a sparse network
+computes bit for bit what its dense matrix computes (tests check this against dense loops).
+
+Two paths with one meaning: ``forward_exact``/``gradient_exact`` (Fractions, exact rounding: the
+reference and the standalone verifier) and ``forward``/``gradient``/``evaluate`` (vectorized over
+many inputs and many upstream values at once, in the format's working dtype, see ``ops``).
+Inf or NaN anywhere is an error naming the pass, layer and neuron (``NetworkOverflowError``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+from functools import cached_property
+
+import numpy as np
+import scipy.sparse as sp
+
+from .errors import CondcheckError, FormatOverflowError, NetworkOverflowError
+from .formats import Format, get_format
+from .ops import working_dtype
+from .rounding import round_array, round_fraction
+
+# Work on at most this many array elements at once (memory bound of the vectorized paths).
+CHUNK_ELEMENTS = 1 << 18
+
+
+@dataclass(frozen=True)
+class _SumPlan:
+    """Left-to-right rounded sums of a sparse matrix's rows, vectorized over rows.
+
+    Rows are sorted by their number of terms (descending), so that at step k the rows that still
+    have a k-th term form a prefix of length ``active[k]``; ``cols[k]``/``weights[k]`` give that term.
+    """
+
+    order: np.ndarray                 # row index of each sorted position
+    active: list[int]
+    cols: list[np.ndarray]
+    weights: list[np.ndarray]
+    n_out: int
+
+    @classmethod
+    def of(cls, m: sp.csr_matrix) -> "_SumPlan":
+        m = m.tocsr()
+        m.sort_indices()
+        nnz = np.diff(m.indptr)
+        order = np.argsort(-nnz, kind="stable")
+        K = int(nnz.max()) if len(nnz) else 0
+        active, cols, weights = [], [], []
+        starts = m.indptr[order]
+        for k in range(K):
+            n_k = int(np.count_nonzero(nnz[order] > k))
+            pos = starts[:n_k] + k
+            active.append(n_k)
+            cols.append(m.indices[pos].astype(np.intp))
+            weights.append(m.data[pos])
+        return cls(order, active, cols, weights, m.shape[0])
+
+    def apply(self, V: np.ndarray, fmt: Format) -> np.ndarray:
+        """Rounded left-to-right sums: out[..., i] = sum_k (V[..., col_ik] (x) w_ik); +-inf on overflow."""
+        out_sorted = np.zeros(V.shape[:-1] + (self.n_out,), dtype=V.dtype)
+        for k, n_k in enumerate(self.active):
+            prod, _ = round_array(V[..., self.cols[k]] * self.weights[k].astype(V.dtype), fmt)
+            if k == 0:
+                out_sorted[..., :n_k] = prod
+            else:
+                out_sorted[..., :n_k], _ = round_array(out_sorted[..., :n_k] + prod, fmt)
+        out = np.empty_like(out_sorted)
+        out[..., self.order] = out_sorted
+        return out
+
+
+@dataclass
+class Layer:
+    """One affine map ``v -> A v + b``; A is stored sparse (a constructed network is mostly zeros)."""
+
+    weight: sp.csr_matrix             # shape (outputs, inputs), exact values as float64
+    bias: np.ndarray                  # shape (outputs,)
+
+    def __post_init__(self):
+        self.weight = sp.csr_matrix(self.weight, dtype=np.float64)
+        self.weight.eliminate_zeros()
+        self.weight.sort_indices()
+        self.bias = np.asarray(self.bias, dtype=np.float64).reshape(-1)
+        if self.bias.shape[0] != self.weight.shape[0]:
+            raise CondcheckError(f"layer bias has {self.bias.shape[0]} entries but the weight has "
+                                 f"{self.weight.shape[0]} rows")
+
+    @property
+    def shape(self):
+        return self.weight.shape
+
+    @cached_property
+    def forward_plan(self) -> _SumPlan:
+        return _SumPlan.of(self.weight)
+
+    @cached_property
+    def backward_plan(self) -> _SumPlan:
+        return _SumPlan.of(self.weight.T.tocsr())
+
+    def row_terms(self, i: int):
+        """(column, weight) pairs of row i in increasing column order."""
+        s, e = self.weight.indptr[i], self.weight.indptr[i + 1]
+        return zip(self.weight.indices[s:e].tolist(), self.weight.data[s:e].tolist())
+
+    def column_terms(self, j: int):
+        """(row, weight) pairs of column j in increasing row order."""
+        csc = self._csc
+        s, e = csc.indptr[j], csc.indptr[j + 1]
+        return zip(csc.indices[s:e].tolist(), csc.data[s:e].tolist())
+
+    @cached_property
+    def _csc(self):
+        c = self.weight.tocsc()
+        c.sort_indices()
+        return c
+
+
+@dataclass
+class Network:
+    """A floating-point network in the paper's order (SPEC 2.3)."""
+
+    format: Format
+    activation: str
+    layers: list[Layer]
+    implementation: str = "exact"
+    input_dim: int = field(default=0)
+
+    def __post_init__(self):
+        self.format = get_format(self.format)
+        if not self.format.fits_float64:
+            raise CondcheckError(f"networks need a format whose values are float64 numbers; {self.format.name} "
+                                 f"is not one")
+        if not self.layers:
+            raise CondcheckError("a network needs at least one layer")
+        if not self.input_dim:
+            self.input_dim = self.layers[0].shape[1]
+        if self.layers[0].shape[1] != self.input_dim:
+            raise CondcheckError(f"first layer takes {self.layers[0].shape[1]} inputs, input_dim is {self.input_dim}")
+        for l in range(1, len(self.layers)):
+            if self.layers[l].shape[1] != self.layers[l - 1].shape[0]:
+                raise CondcheckError(f"layer {l + 1} takes {self.layers[l].shape[1]} inputs but layer {l} has "
+                                     f"{self.layers[l - 1].shape[0]} outputs")
+        if self.layers[-1].shape[0] != 1:
+            raise CondcheckError(f"the last layer must have one output (the network is scalar), it has "
+                                 f"{self.layers[-1].shape[0]}")
+        for l, layer in enumerate(self.layers, 1):
+            for name, arr in (("weight", layer.weight.data), ("bias", layer.bias)):
+                bad = _not_in_format(arr, self.format)
+                if bad is not None:
+                    raise CondcheckError(f"layer {l} {name} entry {arr[bad]!r} is not a value of {self.format.name}")
+
+    # ---- structure -----------------------------------------------------------------------------
+    @property
+    def depth(self) -> int:
+        return len(self.layers)
+
+    @property
+    def widths(self) -> list[int]:
+        return [self.input_dim] + [layer.shape[0] for layer in self.layers]
+
+    @property
+    def parameter_count(self) -> int:
+        """Weights and biases of the dense matrices (what the paper counts)."""
+        return sum(l.shape[0] * l.shape[1] + l.shape[0] for l in self.layers)
+
+    @property
+    def nonzero_parameters(self) -> int:
+        return sum(l.weight.nnz + int(np.count_nonzero(l.bias)) for l in self.layers)
+
+    @cached_property
+    def rounded(self):
+        from .rounded_activation import get_rounded
+        return get_rounded(self.activation, self.format, self.implementation)
+
+    # ---- exact reference path ------------------------------------------------------------------
+    def forward_exact(self, x) -> tuple[Fraction, list[list[Fraction]]]:
+        """(f(x), pre-activations of every hidden layer), with exact rounding of every operation."""
+        fmt, rnd = self.format, self.rounded
+        v = [fmt.check(xi, f"input coordinate {i}") for i, xi in enumerate(x)]
+        if len(v) != self.input_dim:
+            raise CondcheckError(f"input has {len(v)} coordinates, the network takes {self.input_dim}")
+        pre = []
+        for l, layer in enumerate(self.layers, 1):
+            z = []
+            for i in range(layer.shape[0]):
+                acc = Fraction(0)
+                try:
+                    for j, w in layer.row_terms(i):
+                        acc = round_fraction(acc + round_fraction(Fraction(w) * v[j], fmt), fmt)
+                    acc = round_fraction(acc + Fraction(layer.bias[i]), fmt)
+                except FormatOverflowError:
+                    raise self._overflow("forward", l, i, x) from None
+                z.append(acc)
+            if l == self.depth:
+                return z[0], pre
+            pre.append(z)
+            try:
+                v = [rnd.value(zi) for zi in z]
+            except FormatOverflowError:
+                bad = next(i for i, zi in enumerate(z) if _overflows(rnd.value, zi))
+                raise self._overflow("forward (activation)", l, bad, x) from None
+        raise AssertionError("unreachable")
+
+    def gradient_exact(self, x, y, pre=None) -> list[Fraction]:
+        """D_(f,x)(y) with exact rounding of every operation, in the order of SPEC 2.3."""
+        fmt, rnd = self.format, self.rounded
+        y = fmt.check(y, "upstream value y")
+        if pre is None:
+            _, pre = self.forward_exact(x)
+        u = [y]
+        for l in range(self.depth, 0, -1):
+            layer = self.layers[l - 1]
+            v = []
+            for j in range(layer.shape[1]):
+                acc = Fraction(0)
+                try:
+                    for i, w in layer.column_terms(j):
+                        acc = round_fraction(acc + round_fraction(u[i] * Fraction(w), fmt), fmt)
+                except FormatOverflowError:
+                    raise self._overflow("backward", l, j, x) from None
+                v.append(acc)
+            if l == 1:
+                return v
+            u = []
+            for j, (vj, zj) in enumerate(zip(v, pre[l - 2])):
+                try:
+                    u.append(round_fraction(vj * rnd.derivative(zj), fmt))
+                except FormatOverflowError:
+                    raise self._overflow("backward (activation derivative)", l - 1, j, x) from None
+        raise AssertionError("unreachable")
+
+    # ---- vectorized path -----------------------------------------------------------------------
+    def _inputs(self, X) -> np.ndarray:
+        X = np.asarray(X, dtype=np.float64)
+        if X.ndim == 1:
+            X = X.reshape(-1, 1) if self.input_dim == 1 else X.reshape(1, -1)
+        if X.ndim != 2 or X.shape[1] != self.input_dim:
+            raise CondcheckError(f"inputs must have shape (N, {self.input_dim}), got {X.shape}")
+        bad = _not_in_format(X.ravel(), self.format)
+        if bad is not None:
+            raise CondcheckError(f"input {X.ravel()[bad]!r} is not a value of {self.format.name}")
+        return X
+
+    def _forward_chunk(self, X: np.ndarray, offset: int, inputs: np.ndarray):
+        fmt, dt = self.format, self._dtype
+        v = X.astype(dt)
+        pre = []
+        for l, layer in enumerate(self.layers, 1):
+            z = layer.forward_plan.apply(v, fmt)
+            if layer.bias.any():
+                z, _ = round_array(z + layer.bias.astype(dt), fmt)
+            self._check(z, "forward", l, offset, inputs)
+            if l == self.depth:
+                return z[:, 0], pre
+            pre.append(z)
+            s, over = self.rounded.value_array(z.astype(np.float64))
+            self._check(np.where(over, np.inf, s), "forward (activation)", l, offset, inputs)
+            v = s.astype(dt)
+        raise AssertionError("unreachable")
+
+    def _backward_chunk(self, pre, Y: np.ndarray, offset: int, inputs: np.ndarray) -> np.ndarray:
+        """Y has shape (n, K): K upstream values per input.  Returns (n, K, d)."""
+        fmt, dt = self.format, self._dtype
+        u = Y.astype(dt)[:, :, None]                      # (n, K, 1)
+        for l in range(self.depth, 0, -1):
+            layer = self.layers[l - 1]
+            v = layer.backward_plan.apply(u, fmt)          # (n, K, in_l)
+            self._check(v, "backward", l, offset, inputs)
+            if l == 1:
+                return v
+            d, over = self.rounded.derivative_array(pre[l - 2].astype(np.float64))
+            self._check(np.where(over, np.inf, d), "backward (activation derivative)", l - 1, offset, inputs)
+            u, _ = round_array(v * d.astype(dt)[:, None, :], fmt)
+            self._check(u, "backward (activation derivative)", l - 1, offset, inputs)
+        raise AssertionError("unreachable")
+
+    def evaluate(self, X, Y=None, progress=None):
+        """Vectorized forward values and, if Y is given, AD gradients.
+
+        X: (N, d) inputs.  Y: None, (N,) one upstream per input -> gradients (N, d), or (N, K) ->
+        gradients (N, K, d).  ``progress(done, total)`` is called after each chunk.
+        """
+        X = self._inputs(X)
+        N = X.shape[0]
+        per_y = None
+        if Y is not None:
+            Y = np.asarray(Y, dtype=np.float64)
+            per_y = Y.ndim == 1
+            Y2 = Y.reshape(N, -1)
+            bad = _not_in_format(Y2.ravel(), self.format)
+            if bad is not None:
+                raise CondcheckError(f"upstream value {Y2.ravel()[bad]!r} is not a value of {self.format.name}")
+        K = 1 if Y is None else Y2.shape[1]
+        width = max(self.widths)
+        chunk = max(1, CHUNK_ELEMENTS // (width * K))
+        values = np.empty(N, dtype=np.float64)
+        grads = None if Y is None else np.empty((N, K, self.input_dim), dtype=np.float64)
+        for s in range(0, N, chunk):
+            e = min(N, s + chunk)
+            val, pre = self._forward_chunk(X[s:e], s, X)
+            values[s:e] = val
+            if Y is not None:
+                grads[s:e] = self._backward_chunk(pre, Y2[s:e], s, X)
+            if progress:
+                progress(e, N)
+        if Y is None:
+            return values
+        return values, (grads[:, 0, :] if per_y else grads)
+
+    def forward(self, X, progress=None) -> np.ndarray:
+        return self.evaluate(X, None, progress)
+
+    def gradient(self, X, Y, progress=None) -> np.ndarray:
+        return self.evaluate(X, Y, progress)[1]
+
+    @cached_property
+    def _dtype(self):
+        return working_dtype(self.format)
+
+    def _check(self, arr, pass_name, layer, offset, inputs):
+        finite = np.isfinite(arr)
+        if finite.all():
+            return
+        idx = np.argwhere(~finite)[0]
+        n, neuron = int(idx[0]) + offset, int(idx[-1])
+        raise self._overflow(pass_name, layer, neuron, inputs[n].tolist(), n)
+
+    def _overflow(self, pass_name, layer, neuron, x, index=None):
+        xs = ", ".join(repr(float(v)) for v in x)
+        return NetworkOverflowError(
+            f"{pass_name} pass: overflow (Inf or NaN) in {self.format.name} at layer {layer}, neuron {neuron}, "
+            f"input ({xs})", pass_name=pass_name, layer=layer, neuron=neuron, input_index=index)
+
+
+def _overflows(fn, z) -> bool:
+    try:
+        fn(z)
+        return False
+    except FormatOverflowError:
+        return True
+
+
+def _not_in_format(arr: np.ndarray, fmt: Format):
+    """Index of the first entry that is not a finite value of fmt, or None."""
+    arr = np.asarray(arr, dtype=np.float64).ravel()
+    if arr.size == 0:
+        return None
+    with np.errstate(invalid="ignore"):
+        r, over = round_array(arr, fmt)
+    bad = over | (r != arr)
+    if bad.any():
+        return int(np.flatnonzero(bad)[0])
+    return None
