@@ -1,0 +1,313 @@
+"""Activations in floating point: sigma~ = RN_F(sigma) and sigma~' = RN_F(sigma') (SPEC 2.2).
+
+Implementations are named (:data:`IMPLEMENTATIONS`):
+
+* ``"exact"``: correctly rounded.  Certain path (:func:`certain_round`): Ziv's strategy, an mpmath
+  enclosure (condcheck.intervals) at 64, 128, 256, ... bits until both ends round to the same value of
+  the format (or both overflow on the same side).  At 1024 bits still undecided, the expression is
+  evaluated exactly by sympy at the rational point; a rational result (sigmoid(0) = 1/2, a tie of
+  leaky_relu, ...) is rounded exactly.  Otherwise the precision keeps doubling up to
+  :data:`MAX_PRECISION` bits, then a :class:`CondcheckError` says so.  Fast path: the float64
+  enclosure of all points at once, accepted where both ends round (``round_array``, exact) to the same
+  value; every other point goes through the certain path.  The two paths are the same function: the
+  fast path only accepts points where the certain answer is forced.
+* ``"float32-upcast"``: what NumPy/ml_dtypes compute for low-precision inputs: the input cast to
+  float32, sigma (and its sympy derivative) evaluated with numpy/scipy in float32 arithmetic
+  (``sympy.lambdify`` of the expression with its constants as Python floats, so that numpy keeps
+  float32), then rounded once to the format.  For formats that float32 does not contain (more than 24
+  significand bits or a wider exponent range, e.g. float64 or ``b30_9``) the evaluation is in float64
+  instead.  A NaN from float32 arithmetic (e.g. inf/inf) counts as overflow.
+
+Overflow: a real value whose rounding exceeds Omega is an overflow: ``value`` raises
+:class:`FormatOverflowError`, arrays report it in an overflow mask and hold +-inf.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import lru_cache
+
+import mpmath.libmp as L
+import numpy as np
+import scipy.special
+import sympy
+
+from .activations import Activation, get_activation, x as X_SYMBOL
+from .errors import CondcheckError, FormatOverflowError, NotInFormatError, UnknownNameError
+from .formats import Format, get_format, to_fraction
+from .intervals import compile_expression, mp_to_fraction
+from .rounding import round_array, round_fraction
+
+IMPLEMENTATIONS = ("exact", "float32-upcast")
+START_PRECISION = 64
+EXACT_AT_PRECISION = 1024
+MAX_PRECISION = 20000
+TABLE_BITS = 16          # value_array uses a full table for formats of at most this many bits
+
+_POS_OVER, _NEG_OVER = float("inf"), float("-inf")
+
+
+# ---- the certain path ------------------------------------------------------------------------------
+def _round_end(v, fmt: Format):
+    """RN_F of an mpmath raw endpoint: a Fraction, or +-inf for an overflow."""
+    sign, man, exp, bc = v
+    if not man:
+        if v == L.fzero:
+            return Fraction(0)
+        if v == L.finf:
+            return _POS_OVER
+        if v == L.fninf:
+            return _NEG_OVER
+        raise CondcheckError("NaN in an enclosure")
+    mag = exp + bc                                    # 2**(mag-1) <= |v| < 2**mag
+    if mag - 1 >= fmt.e_max + 1:                       # |v| >= 2**(e_max+1) > Omega + half an ulp
+        return _NEG_OVER if sign else _POS_OVER
+    if mag <= fmt.e_min - fmt.M - 2:                   # |v| < omega / 2: rounds to 0
+        return Fraction(0)
+    try:
+        return round_fraction(mp_to_fraction(v), fmt)
+    except FormatOverflowError:
+        return _NEG_OVER if sign else _POS_OVER
+
+
+def _finish(r, fmt: Format, what: str):
+    if isinstance(r, float):
+        raise FormatOverflowError(f"{what} overflows {fmt.name} (beyond its largest finite value "
+                                  f"{float(fmt.max):g})")
+    return r
+
+
+def _certain(comp, q: Fraction, fmt: Format, what: str):
+    """RN_F of the compiled expression at q; returns a Fraction or +-inf (overflow)."""
+    prec = START_PRECISION
+    tried_exact = False
+    while prec <= MAX_PRECISION:
+        lo, hi = comp.enclose_mp_raw(q, prec)
+        rl, rh = _round_end(lo, fmt), _round_end(hi, fmt)
+        if rl == rh:
+            return rl
+        if prec >= EXACT_AT_PRECISION and not tried_exact:
+            tried_exact = True
+            val = sympy.sympify(comp.expr).subs(X_SYMBOL, sympy.Rational(q.numerator, q.denominator))
+            if isinstance(val, sympy.Rational):
+                try:
+                    return round_fraction(Fraction(int(val.p), int(val.q)), fmt)
+                except FormatOverflowError:
+                    return _POS_OVER if val > 0 else _NEG_OVER
+        prec *= 2
+    raise CondcheckError(f"could not decide the rounding of {what} to {fmt.name} at x = {q} "
+                         f"(still undecided at {MAX_PRECISION} bits, and sympy gives no rational value)")
+
+
+def certain_round(expr, point, fmt) -> Fraction:
+    """RN_F(expr(point)) for a sympy expression in x and an exact point; FormatOverflowError on overflow."""
+    fmt = get_format(fmt)
+    q = to_fraction(point)
+    what = f"{expr} at x = {q}"
+    return _finish(_certain(compile_expression(sympy.sympify(expr)), q, fmt, what), fmt, what)
+
+
+# ---- the fast path ---------------------------------------------------------------------------------
+def _grid_in_float64(fmt: Format) -> bool:
+    """Every value of fmt is a float64 and round_array rounds float64 to fmt exactly."""
+    return fmt.name == "float64" or (fmt.M < 52 and fmt.e_min - fmt.M >= -1074 and fmt.e_max <= 1023)
+
+
+def _exact_fast(expr, pts: np.ndarray, fmt: Format):
+    """(values, overflow mask, fallback count) of RN_F(expr) at float64 points of fmt."""
+    comp = compile_expression(expr)
+    lo, hi = comp.enclose_array(pts)
+    rl, ol = round_array(lo, fmt)
+    rh, oh = round_array(hi, fmt)
+    ok = (rl == rh) & (ol == oh)
+    vals = np.where(rl == 0, 0.0, rl)
+    over = ol.copy()
+    bad = np.flatnonzero(~ok)
+    for i in bad:
+        r = _certain(comp, Fraction(float(pts[i])), fmt, f"{expr} at x = {float(pts[i])!r}")
+        if isinstance(r, float):
+            vals[i], over[i] = r, True
+        else:
+            vals[i], over[i] = float(r), False
+    return vals, over, int(bad.size)
+
+
+# ---- float32-upcast --------------------------------------------------------------------------------
+@lru_cache(maxsize=None)
+def _lambdified(expr):
+    modules = [{"erf": scipy.special.erf, "erfc": scipy.special.erfc}, "numpy"]
+    return sympy.lambdify(X_SYMBOL, sympy.sympify(expr).evalf(), modules=modules)
+
+
+def _upcast_dtype(fmt: Format):
+    fits32 = fmt.p <= 24 and fmt.e_max <= 127 and fmt.e_min - fmt.M >= -149
+    return np.float32 if fits32 else np.float64
+
+
+def _upcast(expr, pts: np.ndarray, fmt: Format):
+    if not _grid_in_float64(fmt):
+        raise CondcheckError(f"the float32-upcast implementation needs a format inside float64; "
+                             f"{fmt.name} is not")
+    dt = _upcast_dtype(fmt)
+    z = pts.astype(dt)
+    with np.errstate(all="ignore"):
+        y = np.asarray(_lambdified(expr)(z))
+    y = np.broadcast_to(y, z.shape).astype(np.float64)
+    vals, over = round_array(y, fmt)
+    return vals, over, 0
+
+
+# ---- tables and the public class ---------------------------------------------------------------------
+@dataclass(frozen=True)
+class Table:
+    """sigma~ and sigma~' on every value of an enumerable format (ascending float64 points).
+
+    ``sigma``/``dsigma`` hold +-inf where the rounded value overflows (``sigma_overflow``,
+    ``dsigma_overflow``).  ``fallback_count`` is the number of certain-path evaluations the table
+    needed (value and derivative together; 0 for float32-upcast).
+    """
+
+    points: np.ndarray
+    sigma: np.ndarray
+    dsigma: np.ndarray
+    sigma_overflow: np.ndarray
+    dsigma_overflow: np.ndarray
+    fallback_count: int
+    sigma_fallbacks: int = 0
+    dsigma_fallbacks: int = 0
+
+
+def _evaluate(act: Activation, fmt: Format, impl: str, expr, pts):
+    if impl == "exact":
+        return _exact_fast(expr, pts, fmt)
+    return _upcast(expr, pts, fmt)
+
+
+@lru_cache(maxsize=None)
+def _table(act: Activation, fmt: Format, impl: str) -> Table:
+    if not fmt.enumerable:
+        raise CondcheckError(f"{fmt.name} has {fmt.bits} bits; tables are made for formats of at most "
+                             f"24 bits (use value/value_array)")
+    pts = fmt.values()
+    s, so, sf = _evaluate(act, fmt, impl, act.expr, pts)
+    d, do, df = _evaluate(act, fmt, impl, act.derivative, pts)
+    for a in (s, so, d, do):
+        a.setflags(write=False)
+    return Table(points=pts, sigma=s, dsigma=d, sigma_overflow=so, dsigma_overflow=do,
+                 fallback_count=sf + df, sigma_fallbacks=sf, dsigma_fallbacks=df)
+
+
+class RoundedActivation:
+    """sigma~ and sigma~' of one activation in one format under one implementation (cached by
+    :func:`get_rounded`)."""
+
+    def __init__(self, activation: Activation, fmt: Format, implementation: str):
+        self.activation = activation
+        self.format = fmt
+        self.implementation = implementation
+
+    def __repr__(self):
+        return (f"RoundedActivation({self.activation.name!r}, {self.format.name!r}, "
+                f"{self.implementation!r})")
+
+    @property
+    def _use_table(self) -> bool:
+        return self.format.bits <= TABLE_BITS and _grid_in_float64(self.format)
+
+    def table(self) -> Table:
+        return _table(self.activation, self.format, self.implementation)
+
+    # -- scalars -------------------------------------------------------------------------------------
+    def _scalar(self, z, derivative: bool) -> Fraction:
+        fmt = self.format
+        q = fmt.check(z, "activation input")
+        expr = self.activation.derivative if derivative else self.activation.expr
+        name = f"{self.activation.name}{chr(39) if derivative else ''}({float(q)!r}) in {fmt.name}"
+        if self.implementation == "exact" and not self._use_table:
+            return _finish(_certain(compile_expression(expr), q, fmt, name), fmt, name)
+        vals, over = self._array(np.array([float(q)]), derivative)
+        if over[0]:
+            raise FormatOverflowError(f"{name} overflows {fmt.name} (beyond its largest finite value "
+                                      f"{float(fmt.max):g})")
+        return Fraction(float(vals[0]))
+
+    def value(self, z) -> Fraction:
+        """sigma~(z) as an exact Fraction; FormatOverflowError on overflow, NotInFormatError if z is
+        not a value of the format."""
+        return self._scalar(z, False)
+
+    def derivative(self, z) -> Fraction:
+        """sigma~'(z) as an exact Fraction."""
+        return self._scalar(z, True)
+
+    # -- arrays --------------------------------------------------------------------------------------
+    def _array(self, z, derivative: bool):
+        fmt = self.format
+        z = np.asarray(z, dtype=np.float64)
+        shape = z.shape
+        flat = z.ravel()
+        if not np.all(np.isfinite(flat)):
+            raise NotInFormatError(f"activation inputs must be finite values of {fmt.name}")
+        if self._use_table:
+            t = self.table()
+            idx = np.searchsorted(t.points, flat)
+            idx = np.minimum(idx, t.points.size - 1)
+            found = t.points[idx] == flat
+            if not found.all():
+                bad = flat[~found][0]
+                fmt.check(float(bad), "activation input")       # raises with the nearest values
+            vals = (t.dsigma if derivative else t.sigma)[idx]
+            over = (t.dsigma_overflow if derivative else t.sigma_overflow)[idx]
+            return vals.reshape(shape), over.reshape(shape)
+        uniq, inv = np.unique(flat, return_inverse=True)
+        if _grid_in_float64(fmt):
+            r, _ = round_array(uniq, fmt)
+            if not np.array_equal(r, uniq):
+                fmt.check(float(uniq[r != uniq][0]), "activation input")
+        else:
+            for v in uniq:
+                fmt.check(float(v), "activation input")
+        expr = self.activation.derivative if derivative else self.activation.expr
+        if _grid_in_float64(fmt):
+            vals, over, _ = _evaluate(self.activation, fmt, self.implementation, expr, uniq)
+        else:
+            if self.implementation != "exact":
+                raise CondcheckError(f"the {self.implementation} implementation needs a format inside "
+                                     f"float64; {fmt.name} is not")
+            vals, over = np.empty(uniq.shape), np.zeros(uniq.shape, bool)
+            comp = compile_expression(expr)
+            for i, v in enumerate(uniq):
+                r = _certain(comp, Fraction(float(v)), fmt, f"{expr} at x = {float(v)!r}")
+                if isinstance(r, float):
+                    vals[i], over[i] = r, True
+                else:
+                    f = float(r)
+                    if Fraction(f) != r:
+                        raise CondcheckError(f"{self.activation.name} at {float(v)!r} in {fmt.name} is "
+                                             f"not a float64; use value()/derivative() for exact values")
+                    vals[i] = f
+        return vals[inv].reshape(shape), over[inv].reshape(shape)
+
+    def value_array(self, z):
+        """(sigma~(z) as float64, overflow mask) for an array of values of the format (any shape)."""
+        return self._array(z, False)
+
+    def derivative_array(self, z):
+        """(sigma~'(z) as float64, overflow mask)."""
+        return self._array(z, True)
+
+
+def get_implementation(name: str) -> str:
+    if name not in IMPLEMENTATIONS:
+        raise UnknownNameError("implementation", name, IMPLEMENTATIONS)
+    return name
+
+
+@lru_cache(maxsize=None)
+def _rounded(act: Activation, fmt: Format, impl: str) -> RoundedActivation:
+    return RoundedActivation(act, fmt, impl)
+
+
+def get_rounded(activation, fmt, implementation: str = "exact") -> RoundedActivation:
+    """The rounded activation (cached per activation, format and implementation)."""
+    return _rounded(get_activation(activation), get_format(fmt), get_implementation(implementation))
