@@ -1,0 +1,121 @@
+"""Network files (SPEC 6), claim verification, and `condcheck verify`."""
+import json
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from click.testing import CliRunner
+
+from condcheck import netfile
+from condcheck.cli import main
+from condcheck.errors import CondcheckError
+from condcheck.netfile import Claim, load_network, network_from_dict, network_to_dict, save_network
+from condcheck.network import Layer, Network
+from condcheck.verify import verify
+
+
+def _net():
+    return Network("float8_e4m3", "gelu", [Layer(np.array([[0.5], [-1.25]]), [0.125, 0.0]),
+                                           Layer(np.array([[1.0, -2.0]]), [0.0])])
+
+
+def _claim_from_exact_path(net, points, upstream):
+    values = [float(net.forward_exact([p])[0]) for p in points]
+    grads = [[float(g) for g in net.gradient_exact([p], y)] for p, y in zip(points, upstream)]
+    return Claim(5, np.array(points).reshape(-1, 1), values, upstream, grads)
+
+
+def test_network_file_round_trip_keeps_every_weight_exactly():
+    net = _net()
+    back, claim = network_from_dict(json.loads(json.dumps(network_to_dict(net))))
+    assert claim is None
+    for a, b in zip(net.layers, back.layers):
+        assert (a.weight != b.weight).nnz == 0 and np.array_equal(a.bias, b.bias)
+    assert (back.format.name, back.activation, back.implementation) == ("float8_e4m3", "gelu", "exact")
+
+
+def test_numbers_are_written_as_float_hex():
+    d = network_to_dict(_net())
+    assert d["layers"][0]["weight"] == [["0x1.0000000000000p-1"], ["-0x1.4000000000000p+0"]]
+    assert d["schema"] == "condcheck.network/1"
+
+
+def test_large_sparse_layers_are_written_sparse_and_read_back(monkeypatch):
+    monkeypatch.setattr(netfile, "DENSE_LIMIT", 4)
+    w = sp.csr_matrix(([1.0, -2.0], ([0, 2], [1, 0])), shape=(3, 2))
+    net = Network("float16", "relu", [Layer(w, [0.0, 0.5, 0.0]), Layer(np.ones((1, 3)), [0.0])])
+    d = network_to_dict(net)
+    assert "weight_sparse" in d["layers"][0]
+    back, _ = network_from_dict(d)
+    assert (back.layers[0].weight != w).nnz == 0
+
+
+def test_a_true_claim_verifies_with_both_interpreters():
+    net = _net()
+    pts = [v for v in net.format.values() if abs(v) <= 8]
+    claim = _claim_from_exact_path(net, pts, [1.0] * len(pts))
+    assert verify(net, claim).ok
+    assert verify(net, claim, method="exact").ok
+
+
+def test_a_wrong_value_is_reported_with_the_first_failing_point():
+    net = _net()
+    claim = _claim_from_exact_path(net, [0.5, 1.0, 2.0], [1.0, 1.0, 1.0])
+    claim.values[1] = net.format.next_up(claim.values[1])
+    res = verify(net, claim)
+    assert not res.ok and res.value_failures == 1
+    assert res.first_failure["kind"] == "value" and res.first_failure["point"] == "(0x1.0000000000000p+0)"
+
+
+def test_a_wrong_gradient_is_reported():
+    net = _net()
+    claim = _claim_from_exact_path(net, [0.5, 1.0], [1.0, 2.0])
+    claim.gradients[0, 0] = -claim.gradients[0, 0] if claim.gradients[0, 0] else 1.0
+    res = verify(net, claim)
+    assert not res.ok and res.gradient_failures == 1 and res.first_failure["kind"] == "gradient"
+
+
+def test_theorem7_claims_check_every_upstream_value():
+    net = _net()
+    pts, ys = [0.5, 1.0], [1.0, -1.0, 0.25]
+    grads = [[[float(g) for g in net.gradient_exact([p], y)] for y in ys] for p in pts]
+    values = [float(net.forward_exact([p])[0]) for p in pts]
+    claim = Claim(7, np.array(pts).reshape(-1, 1), values, ys, grads)
+    assert verify(net, claim).ok and verify(net, claim).gradient_checks == 6
+
+
+def test_claim_values_outside_the_format_are_refused():
+    net = _net()
+    claim = Claim(5, [[0.5]], [0.3], [1.0], [[0.0]])
+    with pytest.raises(CondcheckError, match="0.3"):
+        verify(net, claim)
+
+
+def test_cli_verify_exits_0_on_a_true_claim_and_1_on_a_false_one(tmp_path):
+    net = _net()
+    claim = _claim_from_exact_path(net, [0.5, 1.0], [1.0, 1.0])
+    good = tmp_path / "good.json"
+    save_network(good, net, claim)
+    r = CliRunner().invoke(main, ["verify", str(good)])
+    assert r.exit_code == 0 and "VERIFIED" in r.output
+    claim.values[0] = net.format.next_up(claim.values[0])
+    bad = tmp_path / "bad.json"
+    save_network(bad, net, claim)
+    r = CliRunner().invoke(main, ["verify", str(bad)])
+    assert r.exit_code == 1 and "first failure" in r.output and "0x1.0000000000000p-1" in r.output
+
+
+def test_cli_verify_gives_a_message_not_a_traceback_for_a_bad_file(tmp_path):
+    p = tmp_path / "x.json"
+    p.write_text("{not json")
+    r = CliRunner().invoke(main, ["verify", str(p)])
+    assert r.exit_code == 2 and "not valid JSON" in r.output and "Traceback" not in r.output
+
+
+def test_loading_a_file_with_a_non_format_weight_names_it(tmp_path):
+    d = network_to_dict(_net())
+    d["layers"][0]["weight"][0][0] = (0.3).hex()
+    p = tmp_path / "w.json"
+    p.write_text(json.dumps(d))
+    with pytest.raises(CondcheckError, match="layer 1 weight"):
+        load_network(p)
