@@ -344,6 +344,8 @@ def _mpf_to_float_down(v) -> float:
     if v == _FINF:
         return _MAXF
     f = L.to_float(v)
+    if math.isfinite(f) and L.from_float(f) == v:
+        return f                                    # exactly a float64
     return float(np.nextafter(f, -_INF)) if (math.isfinite(f) or f > 0) else f
 
 
@@ -353,6 +355,8 @@ def _mpf_to_float_up(v) -> float:
     if v == _FNINF:
         return -_MAXF
     f = L.to_float(v)
+    if math.isfinite(f) and L.from_float(f) == v:
+        return f
     return float(np.nextafter(f, _INF)) if (math.isfinite(f) or f < 0) else f
 
 
@@ -1048,7 +1052,7 @@ class Compiled:
 
     def enclose_mp(self, q, prec: int):
         lo, hi = self.enclose_mp_raw(Fraction(q), prec)
-        return mpmath.mpf(lo), mpmath.mpf(hi)
+        return mpmath.mp.make_mpf(lo), mpmath.mp.make_mpf(hi)      # exact, not rounded to mp.prec
 
 
 @lru_cache(maxsize=None)
@@ -1063,6 +1067,6 @@ def enclose_array(expr, points):
 
 
 def enclose_mp(expr, point, prec: int = 64):
-    """(lo, hi) mpmath numbers enclosing ``expr`` at the exact rational ``point``, at ``prec`` bits."""
+    """(lo, hi) mpmath numbers (exact, whatever mpmath.mp.prec is) enclosing ``expr`` at the exact rational ``point``, at ``prec`` bits."""
     from .formats import to_fraction
     return compile_expression(expr).enclose_mp(to_fraction(point), prec)
