@@ -1,0 +1,243 @@
+"""Rounded activations: the fast tables are the correctly rounded values (SPEC 2.2)."""
+from fractions import Fraction
+
+import numpy as np
+import pytest
+import sympy
+
+from condcheck.activations import BUILTIN_ACTIVATIONS, PAPER_ACTIVATIONS, get_activation, x
+from condcheck.errors import CondcheckError, FormatOverflowError, NotInFormatError, UnknownNameError
+from condcheck.formats import all_formats, get_format
+from condcheck.intervals import compile_expression
+from condcheck.rounded_activation import (IMPLEMENTATIONS, RoundedActivation, _certain, certain_round,
+                                          get_rounded)
+from condcheck.rounding import round_array
+
+SMALL = [f for f in all_formats() if f.bits <= 8]
+WIDE16 = ["bfloat16", "float16"]
+EVERY_FORMAT = [f.name for f in all_formats()] + ["b3_4", "b30_9", "b60_11"]
+
+
+def _certain_table(expr, fmt, points):
+    comp = compile_expression(expr)
+    vals, over = [], []
+    for p in points:
+        r = _certain(comp, Fraction(float(p)), fmt, "test")
+        over.append(isinstance(r, float))
+        vals.append(float(r))
+    return np.array(vals), np.array(over)
+
+
+def _assert_equal_tables(vals, over, ref_vals, ref_over):
+    assert np.array_equal(over, ref_over)
+    assert np.array_equal(vals[~over], ref_vals[~ref_over])
+    assert np.array_equal(vals[over], ref_vals[ref_over])          # the sign of an overflow too
+
+
+@pytest.mark.parametrize("name", BUILTIN_ACTIVATIONS)
+@pytest.mark.parametrize("fmt", SMALL, ids=lambda f: f.name)
+def test_fast_table_equals_certain_path_on_every_value_of_small_formats(fmt, name):
+    t = get_rounded(name, fmt).table()
+    act = get_activation(name)
+    _assert_equal_tables(t.sigma, t.sigma_overflow, *_certain_table(act.expr, fmt, t.points))
+    _assert_equal_tables(t.dsigma, t.dsigma_overflow, *_certain_table(act.derivative, fmt, t.points))
+
+
+def _narrow_points(expr, fmt, points):
+    """Points whose enclosure came within 1/64 ulp of a rounding boundary (but was accepted)."""
+    lo, hi = compile_expression(expr).enclose_array(points)
+    r, over = round_array(lo, fmt)
+    ok = np.isfinite(r)
+    idx = np.clip(np.searchsorted(points, r), 1, points.size - 2)
+    ulp = np.where(ok, points[idx + 1] - points[idx - 1], np.inf) / 2
+    mid_lo = (points[idx - 1] + points[idx]) / 2
+    mid_hi = (points[idx] + points[idx + 1]) / 2
+    with np.errstate(invalid="ignore"):
+        close = ok & ((lo - mid_lo < ulp / 64) | (mid_hi - hi < ulp / 64))
+    return np.flatnonzero(close)
+
+
+@pytest.mark.parametrize("name", PAPER_ACTIVATIONS)
+@pytest.mark.parametrize("fmt", WIDE16)
+def test_fast_table_equals_certain_path_at_narrow_and_random_points_of_16_bit_formats(fmt, name):
+    fmt = get_format(fmt)
+    t = get_rounded(name, fmt).table()
+    act = get_activation(name)
+    rng = np.random.default_rng(20260501)
+    for expr, vals, over in ((act.expr, t.sigma, t.sigma_overflow),
+                             (act.derivative, t.dsigma, t.dsigma_overflow)):
+        narrow = _narrow_points(expr, fmt, t.points)[:1500]
+        sample = np.unique(np.concatenate([narrow, rng.choice(t.points.size, 400, replace=False)]))
+        _assert_equal_tables(vals[sample], over[sample], *_certain_table(expr, fmt, t.points[sample]))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", PAPER_ACTIVATIONS)
+@pytest.mark.parametrize("fmt", WIDE16)
+def test_fast_table_equals_certain_path_on_every_value_of_16_bit_formats(fmt, name):
+    fmt = get_format(fmt)
+    t = get_rounded(name, fmt).table()
+    act = get_activation(name)
+    _assert_equal_tables(t.sigma, t.sigma_overflow, *_certain_table(act.expr, fmt, t.points))
+    _assert_equal_tables(t.dsigma, t.dsigma_overflow, *_certain_table(act.derivative, fmt, t.points))
+
+
+# ---- exact boundaries ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("fmt", EVERY_FORMAT)
+def test_sigmoid_at_zero_rounds_to_one_half_in_every_format(fmt):
+    assert get_rounded("sigmoid", fmt).value(0) == Fraction(1, 2)
+
+
+@pytest.mark.parametrize("fmt", EVERY_FORMAT)
+def test_relu_derivative_at_zero_is_zero_in_every_format(fmt):
+    assert get_rounded("relu", fmt).derivative(0) == 0
+
+
+@pytest.mark.parametrize("fmt", EVERY_FORMAT)
+def test_swish_derivative_at_zero_is_one_half_in_every_format(fmt):
+    assert get_rounded("swish", fmt).derivative(0) == Fraction(1, 2)
+
+
+def test_a_tie_found_only_by_exact_evaluation_rounds_to_even():
+    # 27/3 = 9 lies halfway between 8 and 10 in b2_5 (3 significant bits); ties go to the even 8
+    assert certain_round(x / 3, 27, "b2_5") == 8
+    assert certain_round(x / 3, 33, "b2_5") == 12     # 11 is halfway between 10 and 12: even is 12
+
+
+def test_an_undecidable_boundary_is_a_clear_error():
+    with pytest.raises(CondcheckError, match="undecided"):
+        certain_round((sympy.sin(x) ** 2 + sympy.cos(x) ** 2) * 9, 1, "b2_5")
+
+
+@pytest.mark.parametrize("fmt", ["bfloat16", "float16", "float8_e4m3", "float32"])
+def test_selu_at_omega_overflows(fmt):
+    fmt = get_format(fmt)
+    ra = get_rounded("selu", fmt)
+    with pytest.raises(FormatOverflowError):
+        ra.value(fmt.max)
+    vals, over = ra.value_array(np.array([float(fmt.max), 1.0]))
+    assert list(over) == [True, False] and vals[0] == np.inf
+
+
+def test_certain_round_raises_format_overflow_error():
+    with pytest.raises(FormatOverflowError):
+        certain_round(sympy.exp(x), 100, "float16")
+
+
+def test_table_marks_overflow_with_signed_infinity():
+    t = get_rounded("selu", "float8_e4m3").table()
+    assert t.sigma_overflow[-1] and t.sigma[-1] == np.inf
+    assert not t.sigma_overflow[0]
+
+
+# ---- float32-upcast -------------------------------------------------------------------------------------
+@pytest.mark.parametrize("fmt", ["bfloat16", "float16", "float8_e4m3"])
+def test_float32_upcast_tanh_is_numpy_float32_rounded_once(fmt):
+    fmt = get_format(fmt)
+    t = get_rounded("tanh", fmt, "float32-upcast").table()
+    z = t.points.astype(np.float32)
+    v, o = round_array(np.tanh(z).astype(np.float64), fmt)
+    d, do = round_array((np.float32(1) - np.tanh(z) ** 2).astype(np.float64), fmt)
+    _assert_equal_tables(t.sigma, t.sigma_overflow, v, o)
+    _assert_equal_tables(t.dsigma, t.dsigma_overflow, d, do)
+
+
+@pytest.mark.parametrize("fmt", ["bfloat16", "float16", "float8_e4m3"])
+def test_float32_upcast_sigmoid_is_numpy_float32_rounded_once(fmt):
+    fmt = get_format(fmt)
+    t = get_rounded("sigmoid", fmt, "float32-upcast").table()
+    z = t.points.astype(np.float32)
+    with np.errstate(all="ignore"):
+        s = np.float32(1) / (np.float32(1) + np.exp(-z))
+        ds = np.exp(-z) / (np.float32(1) + np.exp(-z)) ** 2
+    assert s.dtype == ds.dtype == np.float32
+    _assert_equal_tables(t.sigma, t.sigma_overflow, *round_array(s.astype(np.float64), fmt))
+    _assert_equal_tables(t.dsigma, t.dsigma_overflow, *round_array(ds.astype(np.float64), fmt))
+
+
+def test_float32_upcast_differs_from_correct_rounding_somewhere_in_bfloat16():
+    a = get_rounded("gelu", "bfloat16", "float32-upcast").table()
+    b = get_rounded("gelu", "bfloat16").table()
+    assert not np.array_equal(a.sigma, b.sigma)
+    assert a.fallback_count == 0
+
+
+def test_float32_upcast_for_float64_evaluates_in_float64():
+    ra = get_rounded("tanh", "float64", "float32-upcast")
+    assert ra.value(0.5) == Fraction(float(np.tanh(np.float64(0.5))))
+
+
+# ---- the API ----------------------------------------------------------------------------------------------
+def test_implementations_are_named():
+    assert IMPLEMENTATIONS == ("exact", "float32-upcast")
+
+
+def test_unknown_implementation_message_lists_close_names():
+    with pytest.raises(UnknownNameError, match="'exact'"):
+        get_rounded("tanh", "bfloat16", "exakt")
+
+
+def test_unknown_activation_message_lists_close_names_in_get_rounded():
+    with pytest.raises(UnknownNameError, match="'gelu'"):
+        get_rounded("gelux", "bfloat16")
+
+
+def test_get_rounded_is_cached_and_accepts_objects():
+    a = get_rounded("tanh", "bfloat16")
+    assert isinstance(a, RoundedActivation)
+    assert get_rounded(get_activation("tanh"), get_format("bfloat16"), "exact") is a
+    assert a.table() is a.table()
+
+
+def test_value_of_a_non_value_of_the_format_raises():
+    with pytest.raises(NotInFormatError):
+        get_rounded("tanh", "bfloat16").value(0.1)
+    with pytest.raises(NotInFormatError):
+        get_rounded("tanh", "bfloat16").value_array(np.array([1.0, 0.1]))
+    with pytest.raises(NotInFormatError):
+        get_rounded("tanh", "float32").value_array(np.array([0.1]))
+
+
+def test_value_array_keeps_the_shape_and_equals_scalar_values():
+    ra = get_rounded("gelu", "float16")
+    z = np.array([[-2.0, 0.0, 0.5], [1.0, 65504.0, -65504.0]])
+    vals, over = ra.value_array(z)
+    assert vals.shape == over.shape == z.shape
+    assert all(Fraction(float(v)) == ra.value(float(q)) for v, q in zip(vals.ravel(), z.ravel()))
+    dvals, _ = ra.derivative_array(z)
+    assert all(Fraction(float(v)) == ra.derivative(float(q)) for v, q in zip(dvals.ravel(), z.ravel()))
+
+
+@pytest.mark.parametrize("name", PAPER_ACTIVATIONS)
+def test_float32_value_array_equals_the_certain_path_on_random_float32_values(name):
+    fmt = get_format("float32")
+    rng = np.random.default_rng(7)
+    bits = rng.integers(0, 2 ** 32, 300, dtype=np.uint64).astype(np.uint32)
+    z = bits.view(np.float32).astype(np.float64)
+    z = np.concatenate([z[np.isfinite(z)], [0.0, 1.0, -1.0, 2.0 ** -149]])
+    ra = get_rounded(name, fmt)
+    act = get_activation(name)
+    for expr, (vals, over) in ((act.expr, ra.value_array(z)), (act.derivative, ra.derivative_array(z))):
+        _assert_equal_tables(vals, over, *_certain_table(expr, fmt, z))
+
+
+def test_float64_values_are_correctly_rounded():
+    ra = get_rounded("tanh", "float64")
+    assert ra.value(0.5) == certain_round(sympy.tanh(x), 0.5, "float64")
+    vals, over = ra.value_array(np.array([0.5, -3.0]))
+    assert Fraction(vals[1]) == certain_round(sympy.tanh(x), -3, "float64") and not over.any()
+
+
+def test_a_format_wider_than_float64_gives_exact_fractions():
+    ra = get_rounded("sigmoid", "b60_11")
+    v = ra.value(1)
+    assert v.denominator & (v.denominator - 1) == 0          # a dyadic with up to 61 bits
+    assert v == certain_round(1 / (1 + sympy.exp(-x)), 1, "b60_11")
+
+
+def test_table_fields_are_float64_arrays_over_the_ascending_values():
+    t = get_rounded("elu", "float8_e5m2").table()
+    assert t.points.dtype == t.sigma.dtype == t.dsigma.dtype == np.float64
+    assert t.sigma_overflow.dtype == t.dsigma_overflow.dtype == bool
+    assert np.all(np.diff(t.points) > 0)
+    assert np.array_equal(t.points, get_format("float8_e5m2").values())
