@@ -27,7 +27,7 @@ it can, and the few undecided points are decided by sympy on the exact rational 
 Exact identities are used against cancellation and spurious overflow (they change no value, only the
 width of enclosures): ``k*exp(u) - k = k*expm1(u)``, ``c + c*erf(u) = c*erfc(-u)``,
 ``c - c*erf(u) = c*erfc(u)``, ``c + c*tanh(u) = 2c/(1 + exp(-2u))``, ``c - c*tanh(u)**2 = c/cosh(u)**2``,
-``log(1 + t) = log1p(t)``, and a product with a factor ``(a + exp(v))**n`` (n < 0) is also evaluated
+``log(1 + t) = log1p(t)``, ``log(1 + exp(u)) = u + log1p(exp(-u))`` (intersected with the former), and a product with a factor ``(a + exp(v))**n`` (n < 0) is also evaluated
 as ``exp(n*v) * (a*exp(-v) + 1)**n`` with the exponentials merged; the two enclosures are intersected.
 
 Division by an interval containing 0 gives ``(-inf, inf)``; so does a function outside its real domain
@@ -967,6 +967,12 @@ class _Compiler:
                 c, rest = arg.as_coeff_Add()
                 if c == 1:
                     a = self.compile(rest)
+                    if isinstance(rest, sympy.exp):
+                        # log(1 + exp(u)) = u + log1p(exp(-u)): no overflow for large u; intersect
+                        u = rest.args[0]
+                        alt = self.compile(u)
+                        b = self.compile(sympy.exp(-u))
+                        return lambda B, X: B.intersect(B.log1p(a(B, X)), B.add(alt(B, X), B.log1p(b(B, X))))
                     return lambda B, X: B.log1p(a(B, X))
             a = self.compile(arg)
             return lambda B, X: B.log(a(B, X))
