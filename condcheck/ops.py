@@ -15,8 +15,11 @@ from fractions import Fraction
 
 import numpy as np
 
-from .formats import Format
-from .rounding import round_array, round_fraction
+from .errors import CondcheckError
+from .formats import Format, num_text
+from .rounding import round_array, round_fraction, round_or_none
+
+_F64_MAX = Fraction(float(np.finfo(np.float64).max))
 
 
 def add(a: Fraction, b: Fraction, fmt: Format) -> Fraction:
@@ -36,10 +39,21 @@ def _exact_elementwise(op, a, b, fmt: Format):
     out = np.empty(a.shape, dtype=np.float64)
     over = np.zeros(a.shape, dtype=bool)
     for idx in np.ndindex(a.shape):
-        try:
-            out[idx] = float(round_fraction(op(Fraction(a[idx]), Fraction(b[idx])), fmt))
-        except (OverflowError, ArithmeticError):
-            out[idx], over[idx] = np.inf, True
+        x, y = a[idx], b[idx]
+        if not (np.isfinite(x) and np.isfinite(y)):
+            with np.errstate(invalid="ignore", over="ignore"):
+                out[idx], over[idx] = op(x, y), True
+            continue
+        exact = op(Fraction(x), Fraction(y))
+        r = round_or_none(exact, fmt)
+        if r is None:
+            out[idx], over[idx] = (np.inf if exact > 0 else -np.inf), True
+            continue
+        out[idx] = float(r) if abs(r) <= _F64_MAX else np.inf
+        if not np.isfinite(out[idx]) or Fraction(out[idx]) != r:
+            # Never round a second time, silently, to float64.
+            raise CondcheckError(f"the {fmt.name} result {num_text(r)} of an operation on {float(x)!r} and {float(y)!r} is "
+                                 f"not a float64; use ops.add/sub/mul on Fractions for {fmt.name}")
     return out, over
 
 

@@ -107,8 +107,13 @@ def round_array(x: np.ndarray, fmt: Format) -> tuple[np.ndarray, np.ndarray]:
     if x.dtype not in _BINARY:
         x = x.astype(np.float64)
     frac_bits, int_t = _BINARY[x.dtype]
-    if frac_bits == fmt.M:
-        return x.copy(), ~np.isfinite(x)
+    if frac_bits == fmt.M and fmt.e_min == np.finfo(x.dtype).minexp and fmt.max == Fraction(float(np.finfo(x.dtype).max)):
+        over = ~np.isfinite(x)
+        r = x.copy()
+        r[over] = np.copysign(np.inf, x[over])
+        return r, over
+    if not _bit_trick_applies(fmt, x.dtype):
+        return _round_array_elementwise(x, fmt)
     shift = frac_bits - fmt.M
     b = x.view(int_t)
     rb = b + ((b >> shift) & 1)
@@ -121,10 +126,41 @@ def round_array(x: np.ndarray, fmt: Format) -> tuple[np.ndarray, np.ndarray]:
     if small.any():
         K = np.copysign(x.dtype.type(2.0 ** (fmt.e_min - fmt.M + frac_bits)), x)
         r = np.where(small, (x + K) - K, r)
-    over = (rb & magnitude_bits) > _bits_of(float(fmt.max), x.dtype)
+    # NaN inputs count as overflow explicitly: a NaN payload near all-ones carries through the sign bit
+    # in the integer addition above and would otherwise come out as a (non-overflowing) zero.
+    over = ((rb & magnitude_bits) > _bits_of(float(fmt.max), x.dtype)) | np.isnan(x)
     if over.any():
         r[over] = np.copysign(np.inf, x[over])
     return r, over
+
+
+def _bit_trick_applies(fmt: Format, dtype) -> bool:
+    """The bit trick needs fewer fraction bits in F than in dtype, F's normals normal in dtype, and
+    Omega a finite dtype number."""
+    fi = np.finfo(dtype)
+    if fmt.M >= fi.nmant or fmt.e_min < fi.minexp:
+        return False
+    return fmt.e_max < fi.maxexp and Fraction(float(dtype.type(float(fmt.max)))) == fmt.max
+
+
+def _round_array_elementwise(x: np.ndarray, fmt: Format) -> tuple[np.ndarray, np.ndarray]:
+    """round_fraction on every element, for formats the bit trick does not cover.  A rounded value that
+    the array's dtype can not hold exactly raises instead of being rounded a second time."""
+    from .errors import CondcheckError
+    out = np.empty(x.shape, dtype=x.dtype)
+    over = np.zeros(x.shape, dtype=bool)
+    for idx in np.ndindex(x.shape):
+        v = x[idx]
+        r = round_or_none(Fraction(float(v)), fmt) if np.isfinite(v) else None
+        if r is None:
+            out[idx], over[idx] = np.copysign(np.inf, v), True
+            continue
+        y = x.dtype.type(float(r)) if abs(r) <= Fraction(float(np.finfo(x.dtype).max)) else x.dtype.type(np.inf)
+        if Fraction(float(y)) != r:
+            raise CondcheckError(f"RN of {v!r} in {fmt.name} is {num_text(r)}, which {x.dtype} can not hold "
+                                 f"exactly; round it with rounding.round_fraction instead")
+        out[idx] = y
+    return out, over
 
 
 def _bits_of(v: float, dtype):
