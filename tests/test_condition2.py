@@ -1,0 +1,109 @@
+"""Condition 2: exhaustive and symbolic checkers agree; witnesses re-check; negative controls fail."""
+from __future__ import annotations
+
+import pytest
+
+from condcheck.activations import PAPER_ACTIVATIONS, list_activations
+from condcheck.rounded_activation import get_rounded
+from conditions import condition2
+from conditions.verdict import Verdict
+
+from _condition_controls import SIXTEEN_BIT_FORMATS, SMALL_FORMATS, control, recheck_condition2
+
+BUILTINS = [a for a in list_activations() if not a.startswith("test_")]
+
+
+def _agree(act, fmt):
+    r = get_rounded(act, fmt)
+    ex = condition2.check_exhaustive(r)
+    sy = condition2.check_symbolic(r)
+    assert ex.holds in (True, False)
+    assert sy.holds in (True, None)
+    if ex.holds:
+        assert sy.holds is True, f"symbolic undecided although a witness exists: {sy.reason}"
+    else:
+        assert sy.holds is None           # symbolic can never claim failure
+    for v in (ex, sy):
+        if v.holds:
+            assert recheck_condition2(r, v.witness) == []
+    return ex, sy
+
+
+@pytest.mark.parametrize("fmt", SMALL_FORMATS, ids=lambda f: f.name)
+@pytest.mark.parametrize("act", BUILTINS)
+def test_exhaustive_and_symbolic_agree_on_small_formats(act, fmt):
+    _agree(act, fmt)
+
+
+@pytest.mark.parametrize("fmt", SIXTEEN_BIT_FORMATS, ids=lambda f: f.name)
+@pytest.mark.parametrize("act", PAPER_ACTIVATIONS)
+def test_exhaustive_and_symbolic_agree_on_16_bit_formats_for_paper_activations(act, fmt):
+    _agree(act, fmt)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fmt", SIXTEEN_BIT_FORMATS, ids=lambda f: f.name)
+@pytest.mark.parametrize("act", [a for a in BUILTINS if a not in PAPER_ACTIVATIONS])
+def test_exhaustive_and_symbolic_agree_on_16_bit_formats_for_other_activations(act, fmt):
+    _agree(act, fmt)
+
+
+def test_sigmoid_fails_in_float4_because_its_derivative_never_reaches_2_to_minus_M():
+    # sigma'(x) <= 1/4 < 2^-1 = 2^-M in float4_e2m1fn, so no pass state exists.
+    r = get_rounded("sigmoid", "float4_e2m1fn")
+    v = condition2.check_exhaustive(r)
+    assert v.holds is False and v.failing_clause.startswith("(ii) no delta_1")
+
+
+@pytest.mark.parametrize("fmt", ["float8_e4m3", "float8_e5m2", "float16"])
+def test_identity_fails_clause_ii_because_it_cannot_suppress_gradients(fmt):
+    v = condition2.check_exhaustive(get_rounded(control("test_identity"), fmt))
+    assert v.holds is False
+    assert v.failing_clause.startswith("(ii)") and "eta_0" in v.failing_clause
+    assert v.counterexample["largest_eta_0"] == 0          # 2^0 * 1 <= 1 is the best it can do
+    assert condition2.check_symbolic(get_rounded("test_identity", fmt)).holds is None
+
+
+@pytest.mark.parametrize("fmt", ["float8_e4m3", "bfloat16"])
+def test_constant_fails_clause_i_because_it_carries_no_bit(fmt):
+    v = condition2.check_exhaustive(get_rounded(control("test_constant"), fmt))
+    assert v.holds is False and v.failing_clause.startswith("(i)")
+    assert v.counterexample["count"] == 1
+
+
+@pytest.mark.parametrize("fmt", ["float8_e4m3", "float16"])
+def test_heaviside_step_fails_clause_ii_because_no_derivative_is_a_power_of_two(fmt):
+    v = condition2.check_exhaustive(get_rounded(control("test_heaviside"), fmt))
+    assert v.holds is False
+    assert v.failing_clause.startswith("(ii) no delta_1 with sigma~'(delta_1) a power of two")
+
+
+@pytest.mark.parametrize("fmt", ["float32", "float64"])
+@pytest.mark.parametrize("act", PAPER_ACTIVATIONS)
+def test_paper_activations_hold_symbolically_in_float32_and_float64(act, fmt):
+    r = get_rounded(act, fmt)
+    v = condition2.check_symbolic(r)
+    assert v.holds is True, v.reason
+    assert recheck_condition2(r, v.witness) == []
+
+
+def test_symbolic_never_returns_false_and_verdict_refuses_symbolic_false():
+    with pytest.raises(ValueError):
+        Verdict(condition=2, activation="relu", format="float32", implementation="exact", method="symbolic",
+                holds=False)
+
+
+def test_witness_report_carries_exact_values_and_bit_patterns():
+    r = get_rounded("relu", "float8_e4m3")
+    d = condition2.check_exhaustive(r).to_dict()
+    w = d["witness"]
+    assert d["verdict"] == "holds"
+    for key in ("delta_0", "delta_1"):
+        fr = w[key]["fraction"]
+        assert r.format.from_bits(int(w[key]["bits"], 2)) == __import__("fractions").Fraction(fr)
+        assert float.fromhex(w[key]["hex"]) == float(__import__("fractions").Fraction(fr))
+
+
+def test_statement_names_every_clause():
+    for clause in ("(i)", "(ii)", "(iii)", "(iv)"):
+        assert clause in condition2.STATEMENT

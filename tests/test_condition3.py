@@ -1,0 +1,78 @@
+"""Condition 3: exhaustive and symbolic checkers agree; witnesses re-check; negative controls fail."""
+from __future__ import annotations
+
+import pytest
+
+from condcheck.activations import PAPER_ACTIVATIONS, list_activations
+from condcheck.rounded_activation import get_rounded
+from conditions import condition3
+
+from _condition_controls import SIXTEEN_BIT_FORMATS, SMALL_FORMATS, control, recheck_condition3
+
+BUILTINS = [a for a in list_activations() if not a.startswith("test_")]
+
+
+def _agree(act, fmt):
+    r = get_rounded(act, fmt)
+    ex = condition3.check_exhaustive(r)
+    sy = condition3.check_symbolic(r)
+    assert ex.holds in (True, False)
+    assert sy.holds in (True, None)
+    if ex.holds:
+        assert sy.holds is True, f"symbolic undecided although a witness exists: {sy.reason}"
+        # route (a) is preferred whenever it holds, so both checkers report the same route
+        assert sy.witness.route == ex.witness.route
+    else:
+        assert sy.holds is None
+    for v in (ex, sy):
+        if v.holds:
+            assert recheck_condition3(r, v.witness) == []
+    return ex, sy
+
+
+@pytest.mark.parametrize("fmt", SMALL_FORMATS, ids=lambda f: f.name)
+@pytest.mark.parametrize("act", BUILTINS)
+def test_exhaustive_and_symbolic_agree_on_small_formats(act, fmt):
+    _agree(act, fmt)
+
+
+@pytest.mark.parametrize("fmt", SIXTEEN_BIT_FORMATS, ids=lambda f: f.name)
+@pytest.mark.parametrize("act", PAPER_ACTIVATIONS)
+def test_exhaustive_and_symbolic_agree_on_16_bit_formats_for_paper_activations(act, fmt):
+    _agree(act, fmt)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fmt", SIXTEEN_BIT_FORMATS, ids=lambda f: f.name)
+@pytest.mark.parametrize("act", [a for a in BUILTINS if a not in PAPER_ACTIVATIONS])
+def test_exhaustive_and_symbolic_agree_on_16_bit_formats_for_other_activations(act, fmt):
+    _agree(act, fmt)
+
+
+@pytest.mark.parametrize("fmt", ["float8_e4m3", "float16", "bfloat16"])
+def test_relu_needs_route_b_because_its_derivative_at_zero_is_zero(fmt):
+    v = condition3.check_exhaustive(get_rounded("relu", fmt))
+    assert v.holds is True and v.witness.route == "b"
+
+
+@pytest.mark.parametrize("fmt", ["float8_e4m3", "float16"])
+def test_heaviside_step_fails_both_routes_because_its_derivative_is_zero(fmt):
+    r = get_rounded(control("test_heaviside"), fmt)
+    v = condition3.check_exhaustive(r)
+    assert v.holds is False
+    assert v.failing_clause.startswith("(a) |sigma~'(0)| = 0.0")
+    assert "(b) no x in F with an even last significand bit" in v.failing_clause
+    assert condition3.check_symbolic(r).holds is None
+
+
+@pytest.mark.parametrize("fmt", ["float32", "float64"])
+@pytest.mark.parametrize("act", PAPER_ACTIVATIONS)
+def test_paper_activations_hold_symbolically_in_float32_and_float64(act, fmt):
+    r = get_rounded(act, fmt)
+    v = condition3.check_symbolic(r)
+    assert v.holds is True, v.reason
+    assert recheck_condition3(r, v.witness) == []
+
+
+def test_statement_names_both_routes():
+    assert "(a)" in condition3.STATEMENT and "(b)" in condition3.STATEMENT
