@@ -195,11 +195,11 @@ _bit_length = np.frompyfunc(lambda n: n.bit_length(), 1, 1)
 
 def split_exact(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Every finite float64 as N * 2**t with Python-int N (object array) and int64 t, exactly."""
-    ratios = [v.as_integer_ratio() for v in np.asarray(x, dtype=np.float64).ravel().tolist()]
-    n = np.empty(len(ratios), dtype=object)
-    n[:] = [r[0] for r in ratios]
-    t = np.array([-(r[1].bit_length() - 1) for r in ratios], dtype=np.int64)
-    return n.reshape(np.shape(x)), t.reshape(np.shape(x))
+    x = np.asarray(x, dtype=np.float64)
+    m, e = np.frexp(x)                                  # x = m * 2**e, 0.5 <= |m| < 1 (exact)
+    n = np.ldexp(m, 53).astype(np.int64)                # exact: m has at most 53 significant bits
+    assert np.array_equal(np.ldexp(n.astype(np.float64), e - 53), x)
+    return n.astype(object), (e - 53).astype(np.int64)
 
 
 def exact_sum(n1, t1, n2, t2):
