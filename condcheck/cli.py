@@ -108,5 +108,42 @@ def verify(file, exact, as_json):
     sys.exit(0 if res.ok else 1)
 
 
+@main.command()
+@click.argument("cases", nargs=-1)
+@click.option("--list", "list_only", is_flag=True, help="List the benchmark cases.")
+@click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
+def bench(cases, list_only, as_json):
+    """Run the speed benchmarks (time and peak memory, each case in a fresh process).
+
+    \b
+    Examples:
+      condcheck bench --list
+      condcheck bench interpreter-float16-depth10-width256
+      condcheck bench            # every case
+    CASES may be names or prefixes (e.g. tables-float16).
+    """
+    from . import bench as b
+
+    if list_only:
+        for name, (_, target) in b.CASES.items():
+            click.echo(f"{name:45s} target: {target}")
+        return
+    names = [n for n in b.CASES if not cases or any(n.startswith(c) for c in cases)]
+    if not names:
+        from .errors import UnknownNameError
+        raise UnknownNameError("benchmark case", cases[0], b.CASES)
+
+    def echo(r):
+        if as_json:
+            return
+        if "error" in r:
+            click.echo(f"{r['case']:45s} ERROR {r['error']}")
+        else:
+            click.echo(f"{r['case']:45s} {r['seconds']:8.2f} s  peak {r['peak_mib']:8.1f} MiB  ({r['target']}; {r['detail']})")
+    res = b.run(names, echo)
+    if as_json:
+        click.echo(json.dumps(res, indent=1))
+
+
 if __name__ == "__main__":
     main()

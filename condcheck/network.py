@@ -30,11 +30,14 @@ import scipy.sparse as sp
 
 from .errors import CondcheckError, FormatOverflowError, NetworkOverflowError
 from .formats import Format, get_format
+from . import kernels
 from .ops import working_dtype
 from .rounding import round_array, round_fraction
 
 # Work on at most this many array elements at once (memory bound of the vectorized paths).
 CHUNK_ELEMENTS = 1 << 18
+# Use the compiled kernels (condcheck.kernels) when numba is installed; the numpy path otherwise.
+USE_KERNELS = kernels.HAVE_NUMBA
 
 
 @dataclass(frozen=True)
@@ -101,6 +104,37 @@ class Layer:
     @property
     def shape(self):
         return self.weight.shape
+
+    @cached_property
+    def row_arrays(self):
+        """(columns, weights, starts, counts) of every row: the kernels' sparse layout."""
+        w = self.weight
+        return (w.indices.astype(np.int64), w.data, w.indptr[:-1].astype(np.int64),
+                np.diff(w.indptr).astype(np.int64))
+
+    @cached_property
+    def column_arrays(self):
+        c = self._csc
+        return (c.indices.astype(np.int64), c.data, c.indptr[:-1].astype(np.int64),
+                np.diff(c.indptr).astype(np.int64))
+
+    def forward_sums(self, V: np.ndarray, fmt: Format) -> np.ndarray:
+        """z = A v (+) b for each row of V (left-to-right rounded sums, bias last)."""
+        if USE_KERNELS:
+            return kernels.rounded_row_sums(V, *self.row_arrays, self.bias, fmt).astype(V.dtype)
+        z = self.forward_plan.apply(V, fmt)
+        if self.bias.any():
+            z, _ = round_array(z + self.bias.astype(V.dtype), fmt)
+        return z
+
+    def backward_sums(self, U: np.ndarray, fmt: Format) -> np.ndarray:
+        """v_j = sum_i u_i (x) A_ij, left to right over i, for each leading index of U."""
+        if USE_KERNELS:
+            flat = U.reshape(-1, U.shape[-1])
+            zeros = np.zeros(self.shape[1])
+            out = kernels.rounded_row_sums(flat, *self.column_arrays, zeros, fmt)
+            return out.reshape(U.shape[:-1] + (self.shape[1],)).astype(U.dtype)
+        return self.backward_plan.apply(U, fmt)
 
     @cached_property
     def forward_plan(self) -> _SumPlan:
@@ -259,15 +293,13 @@ class Network:
         v = X.astype(dt)
         pre = []
         for l, layer in enumerate(self.layers, 1):
-            z = layer.forward_plan.apply(v, fmt)
-            if layer.bias.any():
-                z, _ = round_array(z + layer.bias.astype(dt), fmt)
+            z = layer.forward_sums(v, fmt)
             self._check(z, "forward", l, offset, inputs)
             if l == self.depth:
                 return z[:, 0], pre
             pre.append(z)
-            s, over = self.rounded.value_array(z.astype(np.float64))
-            self._check(np.where(over, np.inf, s), "forward (activation)", l, offset, inputs)
+            s = self._activation(z, derivative=False)
+            self._check(s, "forward (activation)", l, offset, inputs)
             v = s.astype(dt)
         raise AssertionError("unreachable")
 
@@ -277,12 +309,12 @@ class Network:
         u = Y.astype(dt)[:, :, None]                      # (n, K, 1)
         for l in range(self.depth, 0, -1):
             layer = self.layers[l - 1]
-            v = layer.backward_plan.apply(u, fmt)          # (n, K, in_l)
+            v = layer.backward_sums(u, fmt)                # (n, K, in_l)
             self._check(v, "backward", l, offset, inputs)
             if l == 1:
                 return v
-            d, over = self.rounded.derivative_array(pre[l - 2].astype(np.float64))
-            self._check(np.where(over, np.inf, d), "backward (activation derivative)", l - 1, offset, inputs)
+            d = self._activation(pre[l - 2], derivative=True)
+            self._check(d, "backward (activation derivative)", l - 1, offset, inputs)
             u, _ = round_array(v * d.astype(dt)[:, None, :], fmt)
             self._check(u, "backward (activation derivative)", l - 1, offset, inputs)
         raise AssertionError("unreachable")
@@ -325,6 +357,15 @@ class Network:
 
     def gradient(self, X, Y, progress=None) -> np.ndarray:
         return self.evaluate(X, Y, progress)[1]
+
+    def _activation(self, z: np.ndarray, derivative: bool) -> np.ndarray:
+        """sigma~ or sigma~' at pre-activations z (values of the format); +-inf where it overflows."""
+        if USE_KERNELS and self.format.bits <= 16:
+            t = self.rounded.table()
+            return kernels.table_lookup(z, t.points, t.dsigma if derivative else t.sigma, self.format)
+        fn = self.rounded.derivative_array if derivative else self.rounded.value_array
+        vals, over = fn(z.astype(np.float64))
+        return np.where(over, np.inf, vals)
 
     @cached_property
     def _dtype(self):

@@ -242,6 +242,7 @@ class RoundedActivation:
 
     # -- arrays --------------------------------------------------------------------------------------
     def _array(self, z, derivative: bool):
+        """Values or derivatives at an array of format values: table lookup up to 16 bits."""
         fmt = self.format
         z = np.asarray(z, dtype=np.float64)
         shape = z.shape
@@ -250,8 +251,7 @@ class RoundedActivation:
             raise NotInFormatError(f"activation inputs must be finite values of {fmt.name}")
         if self._use_table:
             t = self.table()
-            idx = np.searchsorted(t.points, flat)
-            idx = np.minimum(idx, t.points.size - 1)
+            idx = _table_index(fmt, t.points, flat)
             found = t.points[idx] == flat
             if not found.all():
                 bad = flat[~found][0]
@@ -311,3 +311,26 @@ def _rounded(act: Activation, fmt: Format, impl: str) -> RoundedActivation:
 def get_rounded(activation, fmt, implementation: str = "exact") -> RoundedActivation:
     """The rounded activation (cached per activation, format and implementation)."""
     return _rounded(get_activation(activation), get_format(fmt), get_implementation(implementation))
+
+
+@lru_cache(maxsize=None)
+def _pattern_to_index(fmt: Format, n_points: int):
+    """For a format with a numpy dtype: bit pattern -> index into the ascending value table."""
+    pts = fmt.values()
+    dt = fmt.dtype
+    utype = {1: np.uint8, 2: np.uint16}[dt.itemsize]
+    lut = np.zeros(1 << (8 * dt.itemsize), dtype=np.int64)
+    lut[pts.astype(dt).view(utype)] = np.arange(n_points)
+    lut[np.array([-0.0]).astype(dt).view(utype)] = int(np.searchsorted(pts, 0.0))
+    return lut, utype
+
+
+def _table_index(fmt: Format, points: np.ndarray, flat: np.ndarray) -> np.ndarray:
+    """Index of each value of ``flat`` in ``points`` (a wrong index where a value is not in the
+    format: callers check ``points[idx] == flat``)."""
+    if fmt.dtype is not None and fmt.dtype.itemsize <= 2:
+        lut, utype = _pattern_to_index(fmt, points.size)
+        with np.errstate(all="ignore"):
+            return lut[flat.astype(fmt.dtype).view(utype)]
+    idx = np.searchsorted(points, flat)
+    return np.minimum(idx, points.size - 1)

@@ -151,3 +151,20 @@ def test_sparse_storage_keeps_only_nonzero_weights():
     net = Network("float16", "relu", [Layer(w, np.zeros(1000)), Layer(np.ones((1, 1000)), [0.0])])
     assert net.layers[0].weight.nnz == 2
     assert net.parameter_count == 1000 * 1000 + 1000 + 1000 + 1
+
+
+@pytest.mark.parametrize("fmt_name", ["float8_e4m3", "float8_e4m3fnuz", "float16", "bfloat16", "float32", "float64"])
+def test_compiled_kernels_and_numpy_path_compute_the_same_bits(fmt_name, monkeypatch):
+    import condcheck.network as network_module
+    if not network_module.kernels.HAVE_NUMBA:
+        pytest.skip("numba is not installed")
+    rng = np.random.default_rng(11)
+    net = _random_network(fmt_name, "swish", rng, [3, 16, 16, 1], zero_fraction=0.4)
+    n = 300 if net.format.bits <= 16 else 30     # wide formats evaluate sigma~ on the certain path
+    X = _random_values(net.format, rng, (n, 3))
+    Y = _random_values(net.format, rng, (n, 4))
+    monkeypatch.setattr(network_module, "USE_KERNELS", True)
+    v1, g1 = net.evaluate(X, Y)
+    monkeypatch.setattr(network_module, "USE_KERNELS", False)
+    v2, g2 = net.evaluate(X, Y)
+    assert np.array_equal(v1, v2) and np.array_equal(g1, g2)

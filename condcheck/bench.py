@@ -1,0 +1,88 @@
+"""Benchmarks (``condcheck bench``): the speed targets of the issues, with time and peak memory.
+
+Each case runs in a fresh subprocess, so its time includes imports and cold caches ("from a cold
+start") and its peak memory is that process's maximum resident set size.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+CASES = {}
+
+
+def case(name, target):
+    def deco(fn):
+        CASES[name] = (fn, target)
+        return fn
+    return deco
+
+
+def _activation_tables(fmt_name, act):
+    from .rounded_activation import get_rounded
+    t = get_rounded(act, fmt_name).table()
+    return f"{len(t.points):,} points, {t.fallback_count} certain-path evaluations"
+
+
+for _fmt in ("bfloat16", "float16"):
+    for _act in ("relu", "elu", "gelu", "swish", "sigmoid", "tanh"):
+        case(f"tables-{_fmt}-{_act}", "sigma~ and sigma~' tables under 2 s")(
+            lambda f=_fmt, a=_act: _activation_tables(f, a))
+
+
+@case("interpreter-float16-depth10-width256", "forward and backward on all 65,536 float16 inputs under 10 s")
+def _interpreter():
+    import numpy as np
+    import scipy.sparse as sp
+
+    from .formats import get_format
+    from .network import Layer, Network
+    from .rounding import round_array
+
+    fmt = get_format("float16")
+    rng = np.random.default_rng(0)
+    terms = 4                                   # nonzero weights per row, as in constructed networks
+
+    def layer(rows, cols, k):
+        r = np.repeat(np.arange(rows), k)
+        c = np.concatenate([rng.choice(cols, k, replace=False) for _ in range(rows)])
+        w = round_array(rng.standard_normal(rows * k) / 4, fmt)[0]
+        return Layer(sp.csr_matrix((w, (r, c)), shape=(rows, cols)), round_array(rng.standard_normal(rows) / 8, fmt)[0])
+
+    first = layer(256, 1, 1)
+    first.weight.data[:] = np.ldexp(np.sign(first.weight.data), -6)   # |w x| <= 1024: no overflow on any input
+    layers = [first] + [layer(256, 256, terms) for _ in range(8)] + [layer(1, 256, 256)]
+    net = Network("float16", "tanh", layers)              # tanh keeps hidden values bounded
+    X = fmt.values().reshape(-1, 1)
+    net.evaluate(X, np.full(len(X), 0.5))
+    return (f"{len(X):,} inputs, depth {net.depth}, width 256, {terms} nonzero weights per hidden row "
+            f"({net.nonzero_parameters:,} nonzero parameters)")
+
+
+def run_case(name: str) -> dict:
+    fn, target = CASES[name]
+    t0 = time.perf_counter()
+    detail = fn()
+    elapsed = time.perf_counter() - t0
+    import resource
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB -> MiB on Linux
+    return {"case": name, "seconds": round(elapsed, 3), "peak_mib": round(peak, 1), "target": target,
+            "detail": detail}
+
+
+def run(names, echo) -> list[dict]:
+    results = []
+    for name in names:
+        t0 = time.perf_counter()
+        out = subprocess.run([sys.executable, "-c", f"import json,condcheck.bench as b; print(json.dumps(b.run_case({name!r})))"],
+                             capture_output=True, text=True)
+        if out.returncode != 0:
+            res = {"case": name, "error": out.stderr.strip().splitlines()[-1] if out.stderr else "failed"}
+        else:
+            res = json.loads(out.stdout.strip().splitlines()[-1])
+            res["wall_seconds_with_startup"] = round(time.perf_counter() - t0, 3)
+        echo(res)
+        results.append(res)
+    return results

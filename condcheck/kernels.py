@@ -1,0 +1,97 @@
+"""Compiled inner loops (numba) for the vectorized interpreter: rounded left-to-right sums.
+
+``rounded_row_sums`` computes, for every batch row b and output r,
+``(((V[b,c_1] (x) w_1) (+) (V[b,c_2] (x) w_2)) (+) ...) (+) bias[r]`` with RN_F after every operation,
+exactly what ``network._SumPlan.apply`` does with numpy, but in one pass and on both cores.
+
+Rounding inside the kernel: values of a format with ``fits_float64`` are float64 numbers; their
+products are exact in float64 and their sums are rounded innocuously twice (see ``ops``), so
+``RN_F(float64 result)`` is the correctly rounded result.  ``_rn`` rounds a float64 to F with the
+same bit trick as ``rounding.round_array``.  Overflow gives +-Inf, which the caller reports.  tests/test_kernels.py proves the kernel equal to the
+numpy path and to the exact path.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+try:
+    import numba
+    HAVE_NUMBA = True
+except ImportError:  # the numpy path in network.py is used instead
+    HAVE_NUMBA = False
+
+
+def _rn_py(x, shift, half, mask, small_bits, K, omega, native):
+    """RN_F(x) on the float64 encoding: the ties-to-even bit trick of ``rounding.round_array``."""
+    if native:
+        return x
+    b = np.float64(x).view(np.int64)
+    if (b & 0x7FFFFFFFFFFFFFFF) < small_bits:     # below F's smallest normal: x + K rounds on F's grid
+        k = K if x >= 0 else -K
+        return (x + k) - k
+    r = np.int64((b + half + ((b >> shift) & 1)) & mask).view(np.float64)
+    if not abs(r) <= omega:                        # beyond Omega, Inf or NaN
+        return math.copysign(math.inf, x)
+    return r
+
+
+def _row_sums_py(V, cols, weights, starts, counts, bias, out, shift, half, mask, small_bits, K, omega, native):
+    B, R = out.shape
+    for b in numba.prange(B):
+        for r in range(R):
+            acc = 0.0
+            s = starts[r]
+            for t in range(s, s + counts[r]):
+                p = _rn(V[b, cols[t]] * weights[t], shift, half, mask, small_bits, K, omega, native)
+                acc = _rn(acc + p, shift, half, mask, small_bits, K, omega, native)
+            out[b, r] = _rn(acc + bias[r], shift, half, mask, small_bits, K, omega, native)
+
+
+if HAVE_NUMBA:
+    _rn = numba.njit(cache=True, inline="always")(_rn_py)
+    _row_sums = numba.njit(cache=True, parallel=True)(_row_sums_py)
+else:  # pragma: no cover
+    _rn = _rn_py
+    _row_sums = None
+
+
+def rounded_row_sums(V: np.ndarray, cols, weights, starts, counts, bias, fmt) -> np.ndarray:
+    """out[b, r] = left-to-right rounded sum of row r's terms applied to V[b], plus bias[r]."""
+    V = np.ascontiguousarray(V, dtype=np.float64)
+    out = np.empty((V.shape[0], len(starts)), dtype=np.float64)
+    native = fmt.M == 52
+    shift = 52 - fmt.M if not native else 1
+    _row_sums(V, cols, weights, starts, counts, bias, out, shift, np.int64((1 << (shift - 1)) - 1),
+              np.int64(~((1 << shift) - 1)), np.float64(2.0 ** fmt.e_min).view(np.int64),
+              2.0 ** (fmt.e_min - fmt.M + 52), float(fmt.max), native)
+    return out
+
+
+def _lookup_py(z, table, zero_index, M, e_min, out):
+    """out[i] = table[index of z[i] among the format's ascending values], from z's float64 bits."""
+    n = z.shape[0]
+    sub_scale = 2.0 ** (M - e_min)
+    for i in numba.prange(n):
+        v = z[i]
+        a = abs(v)
+        bits = np.float64(a).view(np.int64)
+        e = (bits >> 52) - 1023
+        if e < e_min:                               # zero or subnormal: a = k * 2**(e_min - M)
+            rank = np.int64(a * sub_scale)
+        else:
+            rank = ((e - e_min + 1) << M) | ((bits & 0xFFFFFFFFFFFFF) >> (52 - M))
+        out[i] = table[zero_index + rank] if v >= 0 else table[zero_index - rank]
+
+
+if HAVE_NUMBA:
+    _lookup = numba.njit(cache=True, parallel=True)(_lookup_py)
+
+
+def table_lookup(z: np.ndarray, points: np.ndarray, table: np.ndarray, fmt) -> np.ndarray:
+    """table[index of z among points] for every z, a value of fmt (trusted: produced by rounding)."""
+    flat = np.ascontiguousarray(z, dtype=np.float64).ravel()
+    out = np.empty_like(flat)
+    _lookup(flat, table, int(np.searchsorted(points, 0.0)), fmt.M, fmt.e_min, out)
+    return out.reshape(z.shape)
