@@ -37,7 +37,11 @@ def main():
     \b
     Examples:
       condcheck formats
+      condcheck check gelu float8_e4m3
       condcheck verify net.json
+      condcheck bench --list
+
+    Exit status: 0 holds / verified, 1 fails, 2 bad input, 3 undecided.
     """
 
 
@@ -77,6 +81,28 @@ def _cell(v) -> str:
     if isinstance(v, int):
         return f"{v:,}"
     return str(v)
+
+
+@main.command()
+@click.argument("activation")
+@click.argument("format")
+@click.option("--implementation", "-i", default="exact", show_default=True,
+              help="How sigma~ and sigma~' are computed: exact (correctly rounded) or float32-upcast.")
+@click.option("--json", "as_json", is_flag=True, help="Print the condition certificate (SPEC 6) as JSON.")
+def check(activation, format, implementation, as_json):
+    """Decide Conditions 1-3 for an activation on a format.
+
+    \b
+    Examples:
+      condcheck check gelu float8_e4m3
+      condcheck check relu b3_6 --json
+    Exit status 0 when all conditions hold, 1 when one fails, 3 when undecided, 2 on bad input.
+    """
+    from .check import check_activation
+
+    res = check_activation(activation, format, implementation)
+    click.echo(json.dumps(res.to_certificate(), indent=1) if as_json else res.text())
+    sys.exit({True: 0, False: 1, None: 3}[res.holds])
 
 
 @main.command()

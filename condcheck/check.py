@@ -1,0 +1,117 @@
+"""``check_activation``: the verdict on Conditions 1-3 for one (activation, format, implementation).
+
+Formats of at most 16 bits are checked exhaustively (every value enumerated); wider formats
+symbolically (a witness checked with certain rounding proves "holds"; otherwise "undecided").
+
+Status: Conditions 2 and 3 are decided (``conditions.condition2``, ``conditions.condition3``).
+Condition 1 is not implemented yet: its statement has to be fixed together with the Theorem 5
+constructor it must be sufficient for (SPEC 3).  Until then its verdict is "undecided" with that
+reason, so no overall result is ever "holds".
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from conditions import condition2, condition3
+
+from .activations import PAPER_ACTIVATIONS, get_activation
+from .formats import Format, get_format
+from .rounded_activation import get_rounded
+
+SCHEMA = "condcheck.check/1"
+SEMANTICS = "finite-only (Inf or NaN anywhere is an error, SPEC 2.1)"
+CONDITION1_PENDING = ("Condition 1 is not implemented yet: its statement is being fixed together with the "
+                      "Theorem 5 constructor it must be sufficient for (SPEC 3)")
+
+
+def theorem_branch(fmt: Format) -> str:
+    """Which version of the paper's theorems covers the format (SPEC 4)."""
+    if fmt.E >= 6:
+        return "main (E >= 6)"
+    if fmt.E in (4, 5):
+        return "low-exponent appendix (E = 4, 5)"
+    return "not covered (E < 4)"
+
+
+def paper_constants(activation: str, fmt: Format) -> dict:
+    """M_sigma, H_sigma as the paper states them for its six activations (SPEC 4); None otherwise."""
+    if activation in ("relu", "elu", "gelu", "swish"):
+        return {"M_sigma": 2.0 ** (fmt.e_max - 2), "H_sigma": float(fmt.max) if fmt.fits_float64 else str(fmt.max)}
+    if activation == "sigmoid":
+        return {"M_sigma": 2.0 ** (fmt.e_max - 1), "H_sigma": 2.0 ** (fmt.M - 1)}
+    if activation == "tanh":
+        return {"M_sigma": 2.0 ** (fmt.e_max - 1), "H_sigma": 2.0 ** (fmt.M - 2)}
+    return {"M_sigma": None, "H_sigma": None}
+
+
+def depth_bounds(fmt: Format) -> dict:
+    """The depth bounds of both paper versions (SPEC 4)."""
+    return {"theorem5": {"openreview": 7, "arxiv_v2": 9},
+            "theorem7": {"openreview": 2 ** (fmt.E + 1) + 2 * fmt.M + 9,
+                         "arxiv_v2": 2 ** (fmt.E + 1) + 2 * fmt.M + 11}}
+
+
+@dataclass
+class CheckResult:
+    activation: str
+    format: str
+    implementation: str
+    holds: bool | None
+    conditions: dict                 # "1", "2", "3" -> dict (Verdict.to_dict() or the pending record)
+    branch: str
+    constants: dict
+    depth_bounds: dict
+    seconds: float
+    semantics: str = SEMANTICS
+    verdicts: dict = field(default_factory=dict, repr=False)   # the Verdict objects of 2 and 3
+
+    def to_certificate(self) -> dict:
+        """The condition certificate of SPEC 6."""
+        return {"schema": SCHEMA, "activation": self.activation, "format": self.format,
+                "implementation": self.implementation, "holds": self.holds, "semantics": self.semantics,
+                "conditions": self.conditions, "theorem_branch": self.branch,
+                "M_sigma": self.constants["M_sigma"], "H_sigma": self.constants["H_sigma"],
+                "constants_source": ("paper (SPEC 4)" if self.activation in PAPER_ACTIVATIONS else
+                                     "unknown: the paper's formulas for M_sigma, H_sigma from witnesses are not available"),
+                "depth_bounds": self.depth_bounds, "seconds": round(self.seconds, 3)}
+
+    def text(self) -> str:
+        verdict = {True: "HOLDS", False: "FAILS", None: "UNDECIDED"}[self.holds]
+        lines = [f"{self.activation} on {self.format} ({self.implementation} implementation): {verdict}",
+                 f"semantics: {self.semantics}"]
+        for key in ("1", "2", "3"):
+            v = self.verdicts.get(key)
+            if v is None:
+                lines.append(f"Condition {key}: undecided -- {self.conditions[key]['reason']}")
+            else:
+                lines.append(v.summary())
+        c = self.constants
+        lines.append(f"theorem branch: {self.branch}")
+        lines.append(f"M_sigma = {c['M_sigma']}, H_sigma = {c['H_sigma']}"
+                     + ("" if self.activation in PAPER_ACTIVATIONS else " (not stated by the paper for this activation)"))
+        d = self.depth_bounds
+        lines.append(f"depth bounds: Theorem 5 L >= {d['theorem5']['openreview']} (OpenReview) / "
+                     f"{d['theorem5']['arxiv_v2']} (arXiv v2); Theorem 7 L >= {d['theorem7']['openreview']} / "
+                     f"{d['theorem7']['arxiv_v2']}")
+        lines.append(f"time: {self.seconds:.2f} s")
+        return "\n".join(lines)
+
+
+def check_activation(activation, format, implementation: str = "exact") -> CheckResult:
+    """Decide Conditions 1-3 for an activation on a format, with witnesses and evidence."""
+    t0 = time.perf_counter()
+    act = get_activation(activation)
+    fmt = get_format(format)
+    rounded = get_rounded(act, fmt, implementation)
+    exhaustive = fmt.bits <= 16
+    verdicts = {}
+    for key, module in (("2", condition2), ("3", condition3)):
+        verdicts[key] = module.check_exhaustive(rounded) if exhaustive else module.check_symbolic(rounded)
+    conditions = {"1": {"condition": 1, "holds": None, "method": None, "reason": CONDITION1_PENDING}}
+    conditions.update({k: v.to_dict() for k, v in verdicts.items()})
+    states = [conditions[k]["holds"] for k in ("1", "2", "3")]
+    holds = False if False in states else (None if None in states else True)
+    return CheckResult(act.name, fmt.name, rounded.implementation, holds, conditions, theorem_branch(fmt),
+                       paper_constants(act.name, fmt), depth_bounds(fmt), time.perf_counter() - t0,
+                       verdicts=verdicts)
