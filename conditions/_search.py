@@ -6,7 +6,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from condcheck.errors import FormatOverflowError
+from condcheck.errors import CondcheckError, FormatOverflowError
 from condcheck.formats import Format, _floor_log2
 
 NO_DERIVATIVE_EXPONENT = -(10 ** 9)   # ceil(log2 0): smaller than every real exponent
@@ -174,3 +174,17 @@ def subtract_range(pieces, x, y):
         out.append((lo, np.minimum(hi, x)))
         out.append((np.maximum(lo, y), hi))
     return out
+
+
+def verdict_names(condition: int, rounded) -> dict:
+    """The identifying fields of a Verdict for this condition and rounded activation."""
+    return dict(condition=condition, activation=rounded.activation.name, format=rounded.format.name,
+                implementation=rounded.implementation)
+
+
+def resolve_format(rounded, fmt):
+    """The rounded activation's format; a different explicitly given format is an error."""
+    if fmt is not None and getattr(fmt, "name", fmt) != rounded.format.name:
+        raise CondcheckError(f"format {getattr(fmt, 'name', fmt)} does not match the rounded activation's "
+                             f"format {rounded.format.name}")
+    return rounded.format

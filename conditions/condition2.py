@@ -44,10 +44,10 @@ from typing import Optional
 
 import numpy as np
 
-from condcheck.errors import CondcheckError, FormatOverflowError
+from condcheck.errors import CondcheckError
 from condcheck.formats import Format, num_text
 
-from ._search import (NO_DERIVATIVE_EXPONENT, RangeMin, candidate_points, ceil_log2, ceil_log2_array,
+from ._search import (resolve_format, verdict_names, NO_DERIVATIVE_EXPONENT, RangeMin, candidate_points, ceil_log2, ceil_log2_array,
                       exact_lower_bound, exact_upper_bound, power_of_two_array, power_of_two_exponent,
                       safe_eval, subtract_range, value_at, value_index)
 from .verdict import Verdict, exact_value
@@ -172,18 +172,6 @@ def _pair_report(fmt, d0, d1, s0, s1, ds0, ds1) -> dict:
             "dsigma(delta_0)": exact_value(ds0, fmt), "dsigma(delta_1)": exact_value(ds1, fmt)}
 
 
-def _names(rounded):
-    return dict(condition=CONDITION, activation=rounded.activation.name, format=rounded.format.name,
-                implementation=rounded.implementation)
-
-
-def _resolve(rounded, fmt):
-    if fmt is not None and getattr(fmt, "name", fmt) != rounded.format.name:
-        raise CondcheckError(f"format {getattr(fmt, 'name', fmt)} does not match the rounded activation's "
-                             f"format {rounded.format.name}")
-    return rounded.format
-
-
 # ---- exhaustive ----------------------------------------------------------------------------------------
 class _Exhaustive:
     """All pairs of F x F, vectorized (see the module docstring)."""
@@ -283,7 +271,7 @@ class _Exhaustive:
 def check_exhaustive(rounded, fmt=None) -> Verdict:
     """Decide Condition 2 over all of F x F (formats of at most 16 bits)."""
     t0 = time.perf_counter()
-    fmt = _resolve(rounded, fmt)
+    fmt = resolve_format(rounded, fmt)
     if fmt.bits > 16:
         raise CondcheckError(f"the exhaustive Condition 2 check is for formats of at most 16 bits; {fmt.name} "
                              f"has {fmt.bits} (use check_symbolic)")
@@ -302,7 +290,7 @@ def check_exhaustive(rounded, fmt=None) -> Verdict:
         if w is None:
             raise AssertionError(f"internal: exhaustive witness ({d0}, {d1}) fails the exact re-check: {fail}")
         return Verdict(method="exhaustive", holds=True, witness=w, seconds=time.perf_counter() - t0,
-                       evidence=f"{head}; {count} delta_1 admit a delta_0 satisfying (i)-(iv)", **_names(rounded))
+                       evidence=f"{head}; {count} delta_1 admit a delta_0 satisfying (i)-(iv)", **verdict_names(CONDITION, rounded))
     # Diagnose: the first stage (clause) that nothing passes.
     failing, counter = None, None
     prev = None
@@ -347,7 +335,7 @@ def check_exhaustive(rounded, fmt=None) -> Verdict:
         counter["why"] = detail[1] if detail else None
     return Verdict(method="exhaustive", holds=False, failing_clause=text, counterexample=counter,
                    seconds=time.perf_counter() - t0,
-                   evidence=f"{head}; no pair satisfies (i)-(iv) (first failing clause {failing})", **_names(rounded))
+                   evidence=f"{head}; no pair satisfies (i)-(iv) (first failing clause {failing})", **verdict_names(CONDITION, rounded))
 
 
 # ---- symbolic ------------------------------------------------------------------------------------------
@@ -441,7 +429,7 @@ def check_symbolic(rounded, fmt=None) -> Verdict:
     power of two found by bisection near sign changes of sigma~' -+ 2^k).  Returns holds=True with a
     witness re-checked exactly, or holds=None (undecided), never False."""
     t0 = time.perf_counter()
-    fmt = _resolve(rounded, fmt)
+    fmt = resolve_format(rounded, fmt)
     pts = candidate_points(fmt)
     evaluated = _evaluate(rounded, pts)
     best, n_pass, n_block, checked = _symbolic_search(rounded, evaluated)
@@ -459,10 +447,10 @@ def check_symbolic(rounded, fmt=None) -> Verdict:
         if w is None:
             raise AssertionError(f"internal: symbolic witness {best} fails the exact re-check: {fail}")
         return Verdict(method="symbolic", holds=True, witness=w, evidence=evidence,
-                       seconds=time.perf_counter() - t0, **_names(rounded))
+                       seconds=time.perf_counter() - t0, **verdict_names(CONDITION, rounded))
     reason = ("no candidate pair satisfies (i)-(iv); the condition is existential, so this does not show it "
               "fails (only the exhaustive check over all of F x F can)")
     if n_pass == 0:
         reason = (f"no candidate delta_1 has sigma~'(delta_1) = +-2^k with -{fmt.M} <= k <= 0; " + reason)
     return Verdict(method="symbolic", holds=None, reason=reason, evidence=evidence,
-                   seconds=time.perf_counter() - t0, **_names(rounded))
+                   seconds=time.perf_counter() - t0, **verdict_names(CONDITION, rounded))

@@ -38,10 +38,9 @@ from typing import Optional
 import numpy as np
 
 from condcheck.errors import CondcheckError
-from condcheck.formats import Format, _floor_log2, num_text
 from condcheck.rounding import round_array, round_or_none
 
-from ._search import binade_distance_key, candidate_points, power_of_two_exponents, safe_eval
+from ._search import resolve_format, verdict_names, binade_distance_key, candidate_points, power_of_two_exponents, safe_eval
 from .verdict import Verdict, exact_value
 
 CONDITION = 3
@@ -154,18 +153,6 @@ def check_route_b(rounded, zeta, x):
     return Condition3Witness("b", zeta, x, s, d, vals[0], vals[1], vals[2], fmt), None
 
 
-def _names(rounded):
-    return dict(condition=CONDITION, activation=rounded.activation.name, format=rounded.format.name,
-                implementation=rounded.implementation)
-
-
-def _resolve(rounded, fmt):
-    if fmt is not None and getattr(fmt, "name", fmt) != rounded.format.name:
-        raise CondcheckError(f"format {getattr(fmt, 'name', fmt)} does not match the rounded activation's "
-                             f"format {rounded.format.name}")
-    return rounded.format
-
-
 def _binade_key_array(a: np.ndarray):
     """(|floor(log2 |a|)|, |a|) as lexsort keys (a != 0)."""
     _, e = np.frexp(np.abs(a))
@@ -176,7 +163,7 @@ def _binade_key_array(a: np.ndarray):
 def check_exhaustive(rounded, fmt=None) -> Verdict:
     """Decide Condition 3 over all zeta, x in F (formats of at most 16 bits)."""
     t0 = time.perf_counter()
-    fmt = _resolve(rounded, fmt)
+    fmt = resolve_format(rounded, fmt)
     if fmt.bits > 16:
         raise CondcheckError(f"the exhaustive Condition 3 check is for formats of at most 16 bits; {fmt.name} "
                              f"has {fmt.bits} (use check_symbolic)")
@@ -205,7 +192,7 @@ def check_exhaustive(rounded, fmt=None) -> Verdict:
             raise AssertionError(f"internal: exhaustive route (a) witness zeta={zeta} fails: {fail}")
         return Verdict(method="exhaustive", holds=True, witness=w, seconds=time.perf_counter() - t0,
                        evidence=f"{head}; route (a): |sigma~'(0)| = {abs(float(d0))!r} >= 2^-{fmt.M} and "
-                                f"{int(good.sum())} admissible zeta", **_names(rounded))
+                                f"{int(good.sum())} admissible zeta", **verdict_names(CONDITION, rounded))
     # Route (b): candidates x (x != 0, even, sigma~(x), sigma~'(x) finite, |sigma~'(x)| >= 2^-M)
     sig, m, e = _decompose_array(P, fmt)
     even = (m % 2 == 0) & (P != 0)
@@ -240,7 +227,7 @@ def check_exhaustive(rounded, fmt=None) -> Verdict:
                  else "no zeta with sigma~ bounded at -zeta, 0, zeta")
         return Verdict(method="exhaustive", holds=True, witness=w, seconds=time.perf_counter() - t0,
                        evidence=f"{head}; route (a) fails ({why_a}); route (b): {ix.size} x candidates (even, "
-                                f"|sigma~'(x)| >= 2^-{fmt.M}), {ixb.size} admit a zeta", **_names(rounded))
+                                f"|sigma~'(x)| >= 2^-{fmt.M}), {ixb.size} admit a zeta", **verdict_names(CONDITION, rounded))
     # Fails: say why for each route.
     if t.dsigma_overflow[i0]:
         fa = "(a) sigma~'(0) overflows"
@@ -262,7 +249,7 @@ def check_exhaustive(rounded, fmt=None) -> Verdict:
                "x_candidates_route_b": int(ix.size)}
     return Verdict(method="exhaustive", holds=False, failing_clause=f"{fa}; {fb}", counterexample=counter,
                    seconds=time.perf_counter() - t0,
-                   evidence=f"{head}; route (a) and route (b) both fail over all of F", **_names(rounded))
+                   evidence=f"{head}; route (a) and route (b) both fail over all of F", **verdict_names(CONDITION, rounded))
 
 
 def _decompose_array(P: np.ndarray, fmt: Format):
@@ -290,7 +277,7 @@ def check_symbolic(rounded, fmt=None, max_checks: int = 4000) -> Verdict:
     2^j; route (b): x from the candidate set of :func:`conditions._search.candidate_points`, zeta = 2^j
     <= |x| or |x|), each re-checked exactly.  Returns holds=True or None (undecided), never False."""
     t0 = time.perf_counter()
-    fmt = _resolve(rounded, fmt)
+    fmt = resolve_format(rounded, fmt)
     checks = 0
     d0 = safe_eval(rounded.derivative, Fraction(0))
     why_a = None
@@ -303,7 +290,7 @@ def check_symbolic(rounded, fmt=None, max_checks: int = 4000) -> Verdict:
             if w is not None:
                 return Verdict(method="symbolic", holds=True, witness=w, seconds=time.perf_counter() - t0,
                                evidence=f"route (a): sigma~'(0) = {num_text(d0)}; {checks} zeta candidates tried",
-                               **_names(rounded))
+                               **verdict_names(CONDITION, rounded))
         why_a = "no candidate zeta = 2^j with sigma~ bounded at -zeta, 0, zeta"
     xs = [x for x in candidate_points(fmt) if x != 0 and fmt.has_even_significand(x)]
     xs.sort(key=binade_distance_key)
@@ -320,7 +307,7 @@ def check_symbolic(rounded, fmt=None, max_checks: int = 4000) -> Verdict:
                 return Verdict(method="symbolic", holds=True, witness=w, seconds=time.perf_counter() - t0,
                                evidence=f"route (a) not found ({why_a}); route (b): {n_x} x candidates with "
                                         f"|sigma~'(x)| >= 2^-{fmt.M} tried, {checks} (zeta, x) checks",
-                               **_names(rounded))
+                               **verdict_names(CONDITION, rounded))
             if checks >= max_checks:
                 break
         if checks >= max_checks:
@@ -328,4 +315,4 @@ def check_symbolic(rounded, fmt=None, max_checks: int = 4000) -> Verdict:
     return Verdict(method="symbolic", holds=None, seconds=time.perf_counter() - t0,
                    reason=(f"route (a): {why_a}; route (b): no candidate (zeta, x) passes ({n_x} x candidates, "
                            f"{checks} checks); the condition is existential, so this does not show it fails"),
-                   evidence=f"{len(xs)} even nonzero candidate x, zeta = 2^j", **_names(rounded))
+                   evidence=f"{len(xs)} even nonzero candidate x, zeta = 2^j", **verdict_names(CONDITION, rounded))
