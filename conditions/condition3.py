@@ -38,6 +38,7 @@ from typing import Optional
 import numpy as np
 
 from condcheck.errors import CondcheckError
+from condcheck.formats import Format, num_text
 from condcheck.rounding import round_array, round_or_none
 
 from ._search import resolve_format, verdict_names, binade_distance_key, candidate_points, power_of_two_exponents, safe_eval
