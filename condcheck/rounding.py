@@ -125,7 +125,8 @@ def round_array(x: np.ndarray, fmt: Format) -> tuple[np.ndarray, np.ndarray]:
     small = mag < _bits_of(2.0 ** fmt.e_min, x.dtype)
     if small.any():
         K = np.copysign(x.dtype.type(2.0 ** (fmt.e_min - fmt.M + frac_bits)), x)
-        r = np.where(small, (x + K) - K, r)
+        with np.errstate(invalid="ignore"):          # Inf/NaN inputs are flagged as overflow below
+            r = np.where(small, (x + K) - K, r)
     # NaN inputs count as overflow explicitly: a NaN payload near all-ones carries through the sign bit
     # in the integer addition above and would otherwise come out as a (non-overflowing) zero.
     over = ((rb & magnitude_bits) > _bits_of(float(fmt.max), x.dtype)) | np.isnan(x)
