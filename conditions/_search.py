@@ -188,3 +188,12 @@ def resolve_format(rounded, fmt):
         raise CondcheckError(f"format {getattr(fmt, 'name', fmt)} does not match the rounded activation's "
                              f"format {rounded.format.name}")
     return rounded.format
+
+
+def exhaustive_format(condition: int, rounded, fmt):
+    """resolve_format, refusing formats too wide for an exhaustive check (more than 16 bits)."""
+    fmt = resolve_format(rounded, fmt)
+    if fmt.bits > 16:
+        raise CondcheckError(f"the exhaustive Condition {condition} check is for formats of at most 16 bits; "
+                             f"{fmt.name} has {fmt.bits} (use check_symbolic)")
+    return fmt

@@ -44,10 +44,9 @@ from typing import Optional
 
 import numpy as np
 
-from condcheck.errors import CondcheckError
 from condcheck.formats import Format, num_text
 
-from ._search import (resolve_format, verdict_names, NO_DERIVATIVE_EXPONENT, RangeMin, candidate_points, ceil_log2, ceil_log2_array,
+from ._search import (exhaustive_format, resolve_format, verdict_names, NO_DERIVATIVE_EXPONENT, RangeMin, candidate_points, ceil_log2, ceil_log2_array,
                       exact_lower_bound, exact_upper_bound, power_of_two_array, power_of_two_exponent,
                       safe_eval, subtract_range, value_at, value_index)
 from .verdict import Verdict, exact_value
@@ -271,10 +270,7 @@ class _Exhaustive:
 def check_exhaustive(rounded, fmt=None) -> Verdict:
     """Decide Condition 2 over all of F x F (formats of at most 16 bits)."""
     t0 = time.perf_counter()
-    fmt = resolve_format(rounded, fmt)
-    if fmt.bits > 16:
-        raise CondcheckError(f"the exhaustive Condition 2 check is for formats of at most 16 bits; {fmt.name} "
-                             f"has {fmt.bits} (use check_symbolic)")
+    fmt = exhaustive_format(CONDITION, rounded, fmt)
     ex = _Exhaustive(rounded)
     n = ex.P.size
     n_pass = int(ex.d1_mask(2).sum())

@@ -37,11 +37,10 @@ from typing import Optional
 
 import numpy as np
 
-from condcheck.errors import CondcheckError
 from condcheck.formats import Format, num_text
 from condcheck.rounding import round_array, round_or_none
 
-from ._search import resolve_format, verdict_names, binade_distance_key, candidate_points, power_of_two_exponents, safe_eval
+from ._search import exhaustive_format, resolve_format, verdict_names, binade_distance_key, candidate_points, power_of_two_exponents, safe_eval
 from .verdict import Verdict, exact_value
 
 CONDITION = 3
@@ -164,10 +163,7 @@ def _binade_key_array(a: np.ndarray):
 def check_exhaustive(rounded, fmt=None) -> Verdict:
     """Decide Condition 3 over all zeta, x in F (formats of at most 16 bits)."""
     t0 = time.perf_counter()
-    fmt = resolve_format(rounded, fmt)
-    if fmt.bits > 16:
-        raise CondcheckError(f"the exhaustive Condition 3 check is for formats of at most 16 bits; {fmt.name} "
-                             f"has {fmt.bits} (use check_symbolic)")
+    fmt = exhaustive_format(CONDITION, rounded, fmt)
     t = rounded.table()
     P, S, D = t.points, t.sigma, t.dsigma
     Tb = 2.0 ** fmt.e_max

@@ -127,3 +127,21 @@ def recheck_condition3(rounded, w) -> list[str]:
     if not all(_bounded(rounded, t) for t in pts):
         bad.append("bounds")
     return bad
+
+
+def agree(module, recheck, act, fmt):
+    """The exhaustive and symbolic checkers of ``module`` agree, and every witness re-checks."""
+    from condcheck.rounded_activation import get_rounded
+    r = get_rounded(act, fmt)
+    ex = module.check_exhaustive(r)
+    sy = module.check_symbolic(r)
+    assert ex.holds in (True, False)
+    assert sy.holds in (True, None)
+    if ex.holds:
+        assert sy.holds is True, f"symbolic undecided although a witness exists: {sy.reason}"
+    else:
+        assert sy.holds is None           # symbolic can never claim failure
+    for v in (ex, sy):
+        if v.holds:
+            assert recheck(r, v.witness) == []
+    return ex, sy

@@ -8,25 +8,13 @@ from condcheck.rounded_activation import get_rounded
 from conditions import condition2
 from conditions.verdict import Verdict
 
-from _condition_controls import SIXTEEN_BIT_FORMATS, SMALL_FORMATS, control, recheck_condition2
+from _condition_controls import SIXTEEN_BIT_FORMATS, SMALL_FORMATS, agree, control, recheck_condition2
 
 BUILTINS = [a for a in list_activations() if not a.startswith("test_")]
 
 
 def _agree(act, fmt):
-    r = get_rounded(act, fmt)
-    ex = condition2.check_exhaustive(r)
-    sy = condition2.check_symbolic(r)
-    assert ex.holds in (True, False)
-    assert sy.holds in (True, None)
-    if ex.holds:
-        assert sy.holds is True, f"symbolic undecided although a witness exists: {sy.reason}"
-    else:
-        assert sy.holds is None           # symbolic can never claim failure
-    for v in (ex, sy):
-        if v.holds:
-            assert recheck_condition2(r, v.witness) == []
-    return ex, sy
+    return agree(condition2, recheck_condition2, act, fmt)
 
 
 @pytest.mark.parametrize("fmt", SMALL_FORMATS, ids=lambda f: f.name)
