@@ -471,7 +471,6 @@ class MpBackend:
 
     def powi(self, a, n):
         lo, hi = a
-        p = self.prec
         plo = self._pw(lo, n)
         phi = self._pw(hi, n)
         if n % 2 or L.mpf_ge(lo, _F0):

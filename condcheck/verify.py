@@ -81,7 +81,6 @@ def verify(net: Network, claim: Claim | None, method: str = "fast", progress=Non
                     progress(n + 1, N)
     except NetworkOverflowError as e:
         res.first_failure = {"kind": "overflow", "message": str(e)}
-        res.value_failures = res.gradient_failures = 0
         res.notes.append(str(e))
         return res
     vbad = values != claim.values
