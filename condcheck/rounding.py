@@ -104,6 +104,9 @@ def round_array(x: np.ndarray, fmt: Format) -> tuple[np.ndarray, np.ndarray]:
     count as overflow; overflowed entries hold +-Inf.
     """
     x = np.asarray(x)
+    if x.ndim == 0:                                   # a scalar: round it as a 1-element array
+        r, over = round_array(x.reshape(1), fmt)
+        return r.reshape(()), over.reshape(())
     if x.dtype not in _BINARY:
         x = x.astype(np.float64)
     frac_bits, int_t = _BINARY[x.dtype]

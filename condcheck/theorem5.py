@@ -201,30 +201,41 @@ def _separator_table(kit: Kit, vals: np.ndarray, st: States):
     return W, B, Tv
 
 
-def _choose_step(kit: Kit, vals, gap, up, table):
-    """The separator with the smallest on-side spread relative to the gap, and its sign and kappa."""
+def _extremes(table):
+    """Prefix and suffix minima and maxima of every candidate separator along the sorted values."""
     W, B, Tv = table
-    if up:
-        on, dead = Tv[:, gap:], Tv[:, :gap]
-    else:
-        on, dead = Tv[:, :gap], Tv[:, gap:]
+    T32 = Tv.astype(np.float32) if np.array_equal(Tv.astype(np.float32), Tv) else Tv
+    pmin = np.minimum.accumulate(T32, axis=1)
+    pmax = np.maximum.accumulate(T32, axis=1)
+    smin = np.minimum.accumulate(T32[:, ::-1], axis=1)[:, ::-1]
+    smax = np.maximum.accumulate(T32[:, ::-1], axis=1)[:, ::-1]
+    return W, B, Tv, pmin, pmax, smin, smax
+
+
+def _choose_step(kit: Kit, vals, gap, up, ext):
+    """The separator with the smallest on-side spread relative to the gap, and its sign and kappa.
+
+    Sign s = +1: every on-side value is above every dead-side value; s = -1: below.  kappa = -(the
+    dead-side value nearest to the on side) * s, so that s n + kappa <= 0 exactly on the dead side.
+    """
+    W, B, Tv, pmin, pmax, smin, smax = ext
+    if up:       # on = [gap:], dead = [:gap]
+        on_min, on_max, d_min, d_max = smin[:, gap], smax[:, gap], pmin[:, gap - 1], pmax[:, gap - 1]
+    else:        # on = [:gap], dead = [gap:]
+        on_min, on_max, d_min, d_max = pmin[:, gap - 1], pmax[:, gap - 1], smin[:, gap], smax[:, gap]
     best = None
-    for s in (1.0, -1.0):
-        so, sd = s * on, s * dead
-        lo_on = so.min(axis=1)
-        hi_dead = sd.max(axis=1)
-        ok = lo_on > hi_dead
+    for s, lo_on, hi_on, edge in ((1.0, on_min, on_max, d_max), (-1.0, -on_max, -on_min, -d_min)):
+        ok = lo_on > edge
         if not ok.any():
             continue
-        spread = (so.max(axis=1) - hi_dead) / np.where(ok, lo_on - hi_dead, 1)
-        spread = np.where(ok, spread, np.inf)
+        spread = np.where(ok, (hi_on - edge) / np.where(ok, lo_on - edge, 1), np.inf)
         i = int(np.argmin(spread))
         if best is None or spread[i] < best[0]:
-            best = (spread[i], s, i, hi_dead[i])
+            best = (spread[i], s, i, float(edge[i]))
     if best is None:
         return None
     _, s, i, edge = best
-    return float(W[i]), float(B[i]), s, float(-edge)
+    return float(W[i]), float(B[i]), s, -edge
 
 
 def _chain(kit: Kit, v, k0: int, K: int):
@@ -256,12 +267,13 @@ class _Cols:
         return Layer(m, np.array([b for _, b in self.rows], dtype=np.float64))
 
 
-def _live_pass(st: States, avoid_small=True):
-    """Pass states (T' a nonzero power of two, not dead), smallest |T| first."""
+def _live_pass(st: States):
+    """Pass states (T' a nonzero power of two, not dead): |T'| >= 1/2 first (a pass should not shrink
+    the gradient), then the smallest |T| (a small forward value is cheap to absorb or re-centre)."""
     z, t, dt = st.passes
     m = z > st.z_dead
     z, t, dt = z[m], t[m], dt[m]
-    o = np.argsort(np.abs(t), kind="stable")
+    o = np.lexsort((np.abs(t), np.maximum(0.0, -np.log2(np.abs(dt)) - 1)))
     return z[o], t[o], dt[o]
 
 
@@ -273,7 +285,7 @@ def _solve_affine(kit: Kit, x_at: float, target: float):
 
 
 def construct_theorem5(activation, fmt, points, values, upstream, gradients, implementation="exact",
-                       verify_result=True):
+                       verify_result=True, max_post=3):
     """Build a network f with f(x) = values and D_(f,x)(upstream) = gradients on every point."""
     from .netfile import Claim
     from .verify import verify as _verify
@@ -309,7 +321,7 @@ def construct_theorem5(activation, fmt, points, values, upstream, gradients, imp
         vals = coord_vals[j]
         if len(vals) < 2:
             continue
-        table = _separator_table(kit, vals, st)
+        table = _extremes(_separator_table(kit, vals, st))
         for gap in range(1, len(vals)):
             for up in (True, False):
                 ch = _choose_step(kit, vals, gap, up, table)
@@ -366,16 +378,32 @@ def construct_theorem5(activation, fmt, points, values, upstream, gradients, imp
     U_X = [step_on_X(i) for i in range(len(steps))]
     W1 = float(np.max(np.abs(X))) if N else 1.0
     ctx = _Ctx(kit, st, F, X, steps, U_X, gating)
-    values_part = [ctx.value_branch(zi, fv[zi]) for zi in range(N) if fv[zi] != 0]
-    grad_part = []
+    h_max = float(np.max(np.abs(hv))) if N else 0.0
+    C = _absorber(F, K1, h_max)
     for zi in range(N):
         for j in range(d):
-            if gv[zi, j] != 0:
-                if hv[zi] == 0:
-                    raise ConstructionError(f"point {zi + 1} {X[zi].tolist()}: upstream h* = 0 but gradient g* != 0 "
-                                            f"(AD maps a zero upstream to a zero gradient)")
-                grad_part.append(ctx.gradient_branch(zi, j, hv[zi], gv[zi, j]))
-    net = _assemble(kit, st, F, d, steps, values_part, grad_part, (b_const, K1), activation, implementation)
+            if gv[zi, j] != 0 and hv[zi] == 0:
+                raise ConstructionError(f"point {zi + 1} {X[zi].tolist()}: upstream h* = 0 but gradient g* != 0 "
+                                        f"(AD maps a zero upstream to a zero gradient)")
+    # the number of layers after the gates: each extra pass layer lets a gradient branch carry a larger
+    # ratio g*/h* (its forward value at z is re-centred once more); every branch gets the same depth
+    err = None
+    for n_post in range(1, max_post + 1):
+        try:
+            values_part = [ctx.value_branch(zi, fv[zi], h_max, n_post) for zi in range(N) if fv[zi] != 0]
+            grad_part = []
+            for zi in range(N):
+                for j in range(d):
+                    if gv[zi, j] != 0:
+                        br = ctx.gradient_branch(zi, j, float(hv[zi]), float(gv[zi, j]), h_max, C, n_post)
+                        if br is not None:
+                            grad_part.append(br)
+            break
+        except ConstructionError as e:
+            err = e
+    else:
+        raise err
+    net = _assemble(kit, st, F, d, steps, values_part, grad_part, (b_const, K1), C, activation, implementation)
     claim = Claim(5, X, fv, hv, gv)
     if verify_result:
         res = _verify(net, claim)
@@ -390,8 +418,7 @@ class _Branch:
     gating: list
     beta: list
     gamma: float
-    a_next: float
-    c_next: float
+    post: list            # (a, c) of each layer after the gate: V' then relays, or the passes
     out_weight: float
     # gradient branches only
     coord: int = -1
@@ -426,29 +453,44 @@ class _Ctx:
         return self.kit.row(terms, gamma)
 
     def _gate(self, zi, extra, targets):
-        """(betas, gamma, pre on X) with pre[zi] a target state and every other point dead."""
-        kit, st = self.kit, self.st
+        """(betas, gamma, pre on X) with pre[zi] one of targets (earliest preferred), others dead.
+
+        For each size of the gating weights, every value of the format is tried as the bias gamma:
+        the sum is monotone in gamma, so the largest sum over the other points decides deadness.
+        """
+        kit, st, F = self.kit, self.st, self.F
         gating = sorted(self.gating(zi))
         if not gating and len(self.X) > 1:
             raise ConstructionError(f"point {zi + 1} has no gating step")
-        for shift_exp in range(0, self.F.e_max + 1):
+        rank = {float(q): r for r, q in enumerate(targets)}
+        G = F.values()
+        found = None            # (rank, shift_exp, betas, gamma): best target over every weight size
+        for shift_exp in range(-F.M - 2, F.e_max + 1):
             betas = self._betas(gating, shift_exp)
+            if not all(F.contains(b) for b in betas):
+                continue
             try:
                 zero = self._gate_row(zi, gating, betas, extra, 0.0)
             except ConstructionError:
+                continue
+            others = np.delete(zero, zi)
+            if len(others) == 0:
+                others = np.array([-F.max])
+            pz, o1 = add_array(np.full_like(G, zero[zi]), G, F)
+            hi, o2 = add_array(np.full_like(G, others.max()), G, F)
+            lo, o3 = add_array(np.full_like(G, others.min()), G, F)
+            ok = ~(o1 | o2 | o3) & st.dead(hi)
+            for gamma, q in zip(G[ok], pz[ok]):
+                r = rank.get(float(q))
+                if r is not None and (found is None or r < found[0]):
+                    found = (r, shift_exp, betas, float(gamma))
+            if found is not None and found[0] == 0:
                 break
-            at = float(zero[zi])
-            for q in targets:
-                gamma = _solve_affine(kit, at, float(q))
-                if gamma is None:
-                    continue
-                try:
-                    pre = self._gate_row(zi, gating, betas, extra, gamma)
-                except ConstructionError:
-                    continue
-                others = np.delete(pre, zi)
-                if pre[zi] == q and st.dead(others).all():
-                    return betas, gamma, pre
+        if found is not None:
+            _, _, betas, gamma = found
+            pre = self._gate_row(zi, gating, betas, extra, gamma)
+            if float(pre[zi]) in rank and st.dead(np.delete(pre, zi)).all():
+                return betas, gamma, pre
         raise ConstructionError(f"point {zi + 1} {self.X[zi].tolist()}: no gate puts it live and all other points dead")
 
     def _map_two(self, v_off, v_on, off_ok, on_target):
@@ -477,34 +519,303 @@ class _Ctx:
                 return float(A[good][k]), float(c[good][k])
         return None
 
-    def value_branch(self, zi, f):
+    def value_branch(self, zi, f, y_max, n_post=1):
+        """V_z (live at z, dead elsewhere), V'_z (zero of T elsewhere, a power of two P at z), then
+        n_post - 1 relays that keep 0 -> a zero of T and P -> P (padding to the gradient branches' depth).
+
+        Among the candidate live states and output scalings, the one with the smallest backward gain
+        |A| |T'(q4)| |a_v| |T'(q3)| max|beta| is kept: y (x) gain must stay finite for |y| <= y_max.
+        """
         kit, st, F = self.kit, self.st, self.F
-        # V's live state at z: a state whose value is a positive power of two
         live = (st.z > st.z_dead) & (st.t != st.L)
-        cand = st.z[live]
-        order = np.argsort(np.abs(st.t[live] - 1.0), kind="stable")
-        targets = cand[order][:32]
-        betas, gamma, pre = self._gate(zi, None, targets)
-        Pv = float(kit.T(pre[zi]))
-        # V': off (value L) -> a zero of T; on (Pv) -> a power of two P with f / P exact
-        tries = sorted(self.pow2_values, key=lambda P: (abs(f) > P, abs(math.frexp(P)[1] - math.frexp(f)[1])))
-        # prefer P >= |f|: the output weight |f / P| <= 1 keeps y (x) weight finite for every |y| <= Omega
-        for P in tries:
-            A = f / P
-            if not F.contains(A):
+        cand_z, cand_t, cand_d = st.z[live], st.t[live], st.dt[live]
+        pows = [P for P in self.pow2_values if F.contains(f / P)]
+        if not pows:
+            raise ConstructionError(f"point {zi + 1}: no power of two P with f*/P exact for f* = {f!r}")
+        best = None
+        # live states for V: prefer values near each candidate P and small derivatives
+        lt = np.log2(np.abs(np.where(cand_t == 0, 1e-300, cand_t)))
+        order = np.lexsort((np.abs(cand_d), np.abs(lt - math.log2(abs(f)))))     # |T(q3)| near |f*|: a_v near 1
+        prefs = list(cand_z[order])
+        for attempt in range(4):
+            try:
+                betas, gamma, pre = self._gate(zi, None, prefs)
+            except ConstructionError:
+                break
+            prefs.remove(float(pre[zi]))
+            Pv = float(kit.T(pre[zi]))
+            d3 = abs(float(kit.dT(pre[zi])))
+            for P in sorted(pows, key=lambda P: abs(f / P) > 1)[:6]:
+                m = self._map_two(st.L, Pv, "zero", P)
+                if m is None:
+                    continue
+                a, c = m
+                q4 = float(kit.add(kit.mul(a, Pv), c))
+                d4 = abs(float(kit.dT(q4)))
+                d0 = abs(float(kit.dT(kit.add(kit.mul(a, st.L), c))))
+                A = f / P
+                bmax = max((abs(b) for b in betas), default=1.0)
+                gain = abs(A) * max(1.0, d4 * abs(a) * max(1.0, d3 * bmax), d0 * abs(a))
+                post = [(a, c)]
+                for _ in range(n_post - 1):
+                    r = self._map_two(0.0, P, "zero", P)
+                    if r is None:
+                        break
+                    ra, rc = r
+                    don = abs(float(kit.dT(kit.add(kit.mul(ra, P), rc))))
+                    doff = abs(float(kit.dT(rc)))
+                    gain *= max(1.0, abs(ra) * max(don, doff))
+                    post.append((ra, rc))
+                if len(post) < n_post:
+                    continue
+                if best is None or gain < best[0]:
+                    best = (gain, _Branch(zi, sorted(self.gating(zi)), betas, gamma, post, A))
+            if best is not None and best[0] * y_max <= F.max:
+                break
+        if best is None:
+            raise ConstructionError(f"point {zi + 1}: no output scaling realizes the value {f!r}")
+        if best[0] * y_max > F.max:
+            raise ConstructionError(
+                f"point {zi + 1}: the value {f!r} needs a backward gain of {best[0]:g}, so upstream values up to "
+                f"{y_max:g} would overflow {F.name} (largest upstream this value allows: {float(F.max) / best[0]:g})")
+        return best[1]
+
+    def _reach(self, base: float, rank: dict):
+        """(c, q): the bias c with q = RN(base + c) the best-ranked state, or None."""
+        F = self.F
+        G = F.values()
+        q, o = add_array(np.full_like(G, base), G, F)
+        best = None
+        for c, v in zip(G[~o], q[~o]):
+            r = rank.get(float(v))
+            if r is not None and (best is None or r < best[0]):
+                best = (r, float(c), float(v))
+        return None if best is None else best[1:]
+
+    def _scales(self, ratio, w_g, tries=24):
+        """(a2, a3) powers of two, a2 < 0 first, whose product is near the needed ratio g / y.
+
+        The large factors of the backward chain belong before the gate in forward order (a2, a3):
+        their forward effect is re-centred by the biases, while the output weight A and a4 must stay
+        small enough for the output term to be absorbed.  a2 < 0 keeps P2 = T(a2 S + c2) small on
+        the whole domain (S >= min T), so the gate needs only a small push.
+        """
+        F = self.F
+        want = math.log2(abs(ratio / w_g)) if ratio else 0.0
+        pairs = []
+        for k2 in range(-12, 13):
+            for k3 in range(-12, 13):
+                pairs.append((abs(k2 + k3 - want), abs(k2 - k3), k2, k3))
+        pairs.sort()
+        out = []
+        for _, _, k2, k3 in pairs:
+            for sg in (-1.0, 1.0):
+                a2, a3 = math.ldexp(sg, k2), math.ldexp(1.0, k3)
+                if F.contains(a2) and F.contains(a3):
+                    out.append((a2, a3))
+            if len(out) >= tries:
+                break
+        return out
+
+    def gradient_branch(self, zi, j, y, g, h_max, C, n_post=1):
+        """Source, pass, gate, n_post passes, absorbed output weight: AD gradient g at z, 0 elsewhere."""
+        kit, st, F = self.kit, self.st, self.F
+        X = self.X
+        xz = float(X[zi, j])
+        rank = {float(q): r for r, q in enumerate(self.pass_z)}
+        quarter = math.ldexp(1.0, math.frexp(C)[1] - 1 - F.M - 2)      # ulp(C) / 4
+        last_err = "no source state reachable"
+        powers = [math.ldexp(sg, k) for k in (0, -1, 1, -2, 2, -3, 3) for sg in (1.0, -1.0)]
+        for w_g in powers[:4]:
+            if not F.contains(w_g):
                 continue
-            m = self._map_two(st.L, Pv, "zero", P)
-            if m is None:
+            try:
+                src = self._reach(float(kit.mul(w_g, xz)), rank)
+                if src is None:
+                    continue
+                b_g, s0 = src
+                S = kit.T(kit.row([(w_g, X[:, j])], b_g))
+            except ConstructionError:
                 continue
-            a, c = m
-            return _Branch(zi, sorted(self.gating(zi)), betas, gamma, a, c, A)
-        raise ConstructionError(f"point {zi + 1}: no output scaling realizes the value {f!r}")
+            d1 = float(kit.dT(s0))
+            for a2, a3 in self._scales(g / y, w_g, n_post):
+                try:
+                    r2 = self._reach(float(kit.mul(a2, S[zi])), rank)
+                    if r2 is None:
+                        continue
+                    c2, p2 = r2
+                    P2 = kit.T(kit.row([(a2, S)], c2))
+                except ConstructionError:
+                    continue
+                d2 = float(kit.dT(p2))
+                try:
+                    betas, gamma, preG = self._gate(zi, (a3, P2), list(self.pass_z))
+                except ConstructionError as e:
+                    last_err = str(e)
+                    continue
+                Gz = float(kit.T(preG[zi]))
+                d3 = float(kit.dT(preG[zi]))
+                r = self._transfer(y, g, Gz, d3, [d3, a3, d2, a2, d1, w_g], betas, h_max, quarter, n_post)
+                if r is None:
+                    last_err = f"no transfer pair (a, A) maps upstream {y!r} to gradient {g!r}"
+                    continue
+                post, A = r
+                return _Branch(zi, sorted(self.gating(zi)), betas, gamma, post, A, coord=j,
+                               w_g=w_g, b_g=b_g, a2=a2, c2=c2, a3=a3)
+        raise ConstructionError(f"point {zi + 1} {X[zi].tolist()}, coordinate {j + 1}: gradient branch not "
+                                f"found ({last_err})")
 
-    def gradient_branch(self, zi, j, y, g):
-        raise ConstructionError("gradient branches are not built yet")
+    def _scales(self, ratio, w_g, n_post, tries=24):
+        """(a2, a3) powers of two, a2 < 0 first, for the part of the ratio g / y before the gate.
+
+        Each pass after the gate can carry about 2^(M+1) of the ratio with its forward value re-centred
+        small; what is left goes before the gate (a2, a3), where the biases re-centre too.  a2 < 0
+        keeps P2 = T(a2 S + c2) small on the whole domain (S >= min T), so the gate needs only a
+        small push.
+        """
+        F = self.F
+        want = math.log2(abs(ratio / w_g)) if ratio else 0.0
+        want = max(0.0, want - (n_post - 1) * (F.M + 1) - (F.M + 1))
+        pairs = []
+        for k2 in range(-12, 13):
+            for k3 in range(-12, 13):
+                pairs.append((abs(k2 + k3 - want), abs(k2 - k3), k2, k3))
+        pairs.sort()
+        out = []
+        for _, _, k2, k3 in pairs:
+            for sg in (-1.0, 1.0):
+                a2, a3 = math.ldexp(sg, k2), math.ldexp(1.0, k3)
+                if F.contains(a2) and F.contains(a3):
+                    out.append((a2, a3))
+            if len(out) >= tries:
+                break
+        return out
+
+    def _passes(self, v_on, v_off, a):
+        """The pass after a neuron with values v_on (at z) and v_off (elsewhere), weight a: the bias
+        giving the smallest reachable pass state at z.  Returns (c, p, T(p), T'(p), off pre) or None."""
+        kit, F = self.kit, self.F
+        rank = {float(q): r for r, q in enumerate(self.pass_z)}
+        try:
+            r = self._reach(float(kit.mul(a, v_on)), rank)
+            if r is None:
+                return None
+            c, p = r
+            off = float(kit.add(kit.mul(a, v_off), c))
+            return c, p, float(kit.T(p)), float(kit.dT(p)), off
+        except ConstructionError:
+            return None
+
+    def _transfer(self, y, g, Gz, d3, tail_factors, betas, h_max, quarter, n_post):
+        """(post, A): the passes after the gate and the output weight, with the backward chain equal
+        to g at z, the output term absorbed and no overflow anywhere.
+
+        Passes 1..n_post-1 take powers of two (exact backward scaling); the last pass weight a and the
+        output weight A are searched (two-multiplication transfer).
+        """
+        kit, st, F = self.kit, self.st, self.F
+        V = F.values()
+        V = V[V != 0]
+        G = F.values()
+        bmax = max(abs(b) for b in betas) if betas else 1.0
+        ratio_exp = math.log2(abs(g / y)) if y else 0.0
+        # exponents for the power-of-two passes: spread what the last pair cannot carry
+        exps_options = [[]]
+        if n_post > 1:
+            base = max(0, int(round(ratio_exp)) - 2 * (F.M + 1))
+            per = [max(0, base // (n_post - 1) + k) for k in (0, 1, -1, 2, -2, 3, 4)]
+            exps_options = [[e] * (n_post - 1) for e in dict.fromkeys(per)]
+        for exps in exps_options:
+            post = []
+            v_on, v_off = Gz, st.L
+            chain = []            # (d, a) of the passes, output side last
+            ok = True
+            for e in exps:
+                a = math.ldexp(1.0, e)
+                if not F.contains(a):
+                    ok = False
+                    break
+                r = self._passes(v_on, v_off, a)
+                if r is None:
+                    ok = False
+                    break
+                c, p, tp, dp, off = r
+                post.append((a, c))
+                chain.append((dp, a))
+                v_on, v_off = tp, float(kit.T(off))
+            if not ok:
+                continue
+            # tail: from the last pass's input back to the input gradient
+            factors = []
+            for dp, a in reversed(chain):
+                factors += [a, dp]
+            factors = factors + list(tail_factors)
+
+            def tail(t):
+                out = t
+                for m in factors:
+                    r, o = mul_array(out, np.full_like(out, m), F)
+                    out = np.where(o, np.nan, r)
+                return out
+            T3 = V[tail(V) == g]
+            if len(T3) == 0:
+                continue
+            # gradient arriving at G = t * (factors up to and including d3) must keep t * beta finite
+            upto = factors[:2 * len(chain) + 1]
+            scale = abs(math.prod(upto)) if upto else 1.0
+            T3 = T3[np.abs(T3) * scale * bmax <= F.max]
+            if len(T3) == 0:
+                continue
+            found = self._last_pair(y, v_on, v_off, T3, h_max, quarter)
+            if found is not None:
+                a, c, A = found
+                return post + [(a, c)], A
+        return None
+
+    def _last_pair(self, y, v_on, v_off, T3, h_max, quarter):
+        """(a, c, A): last pass weight and bias and output weight with RN(RN(RN(y A) T'(p)) a) in T3."""
+        kit, st, F = self.kit, self.st, self.F
+        V = F.values()
+        V = V[V != 0]
+        G = F.values()
+        r4, o4 = mul_array(V, np.full_like(V, v_on), F)
+        pre, op = add_array(r4[:, None], G[None, :], F)
+        okp = ~op & ~o4[:, None] & np.isin(pre, self.pass_z)
+        rows = np.nonzero(okp.any(axis=1))[0]
+        rows = rows[np.argsort(np.abs(V[rows]), kind="stable")]
+        t1, o1 = mul_array(np.full_like(V, y), V, F)             # y (x) A for every A
+        for ia in rows:
+            a4 = float(V[ia])
+            for c4, p4 in list(zip(G[okp[ia]], pre[ia][okp[ia]]))[:4]:
+                d4 = float(kit.dT(p4))
+                if d4 == 0:
+                    continue
+                try:
+                    off_pre = float(kit.add(kit.mul(a4, v_off), c4))
+                except ConstructionError:
+                    continue
+                pmax = max(abs(float(kit.T(p4))), abs(float(kit.T(off_pre))))
+                off_d = abs(float(kit.dT(off_pre)))
+                t2, o2 = mul_array(t1, np.full_like(t1, d4), F)
+                t3, o3 = mul_array(t2, np.full_like(t2, a4), F)
+                hit = ~(o1 | o2 | o3) & np.isin(t3, T3)
+                As = V[hit]
+                As = As[(np.abs(As) * pmax < quarter) & (np.abs(As) * h_max <= F.max)
+                        & (np.abs(As) * h_max * off_d * abs(a4) <= F.max)]
+                if len(As):
+                    return a4, float(c4), float(As[np.argmin(np.abs(As))])
+        return None
 
 
-def _assemble(kit, st, F, d, steps, values_part, grad_part, const, activation, implementation):
+def _absorber(F: Format, K1: float, h_max: float) -> float:
+    """C of the output row: the largest power of two with C <= Omega and (C / K1) h_max finite."""
+    e = F.e_max
+    while e > F.e_min and ((math.ldexp(1.0, e) / K1) * h_max > F.max or math.ldexp(1.0, e) > F.max):
+        e -= 1
+    return math.ldexp(1.0, e)
+
+
+def _assemble(kit, st, F, d, steps, values_part, grad_part, const, C, activation, implementation):
     b_const, K1 = const
     M = F.M
     # layer 1: separators, sources, kappa constant, chain constants
@@ -535,20 +846,26 @@ def _assemble(kit, st, F, d, steps, values_part, grad_part, const, activation, i
         terms = {k: b for k, b in zip(br.gating, br.beta)}
         terms[pas2[i]] = br.a3
         gcol.append(l3.add(terms, br.gamma))
-    # layer 4: +C, passes, -C, value outputs
-    l4 = _Cols()
-    cpos = l4.add({}, b_const)
-    p4 = [l4.add({gcol[i]: br.a_next}, br.c_next) for i, br in enumerate(grad_part)]
-    cneg = l4.add({}, b_const)
-    v4 = [l4.add({vcol[i]: br.a_next}, br.c_next) for i, br in enumerate(values_part)]
-    # output
-    out = {cpos: 1.0, cneg: -1.0}
+    # layers after the gates: passes (gradient) and V' / relays (value); the last one also holds +C and -C
+    n_post = len((grad_part or values_part)[0].post) if (grad_part or values_part) else 1
+    layers = [l1.layer(d), l2.layer(len(l1.rows)), l3.layer(len(l2.rows))]
+    prev_g, prev_v, prev_n = gcol, vcol, len(l3.rows)
+    for k in range(n_post):
+        lk = _Cols()
+        last = k == n_post - 1
+        cpos = lk.add({}, b_const) if last else None
+        g_k = [lk.add({prev_g[i]: br.post[k][0]}, br.post[k][1]) for i, br in enumerate(grad_part)]
+        cneg = lk.add({}, b_const) if last else None
+        v_k = [lk.add({prev_v[i]: br.post[k][0]}, br.post[k][1]) for i, br in enumerate(values_part)]
+        layers.append(lk.layer(prev_n))
+        prev_g, prev_v, prev_n = g_k, v_k, len(lk.rows)
+    # output: C, absorbed gradient terms, -C, value terms
+    out = {cpos: C / K1, cneg: -C / K1}
     for i, br in enumerate(grad_part):
-        out[p4[i]] = br.out_weight
+        out[prev_g[i]] = br.out_weight
     for i, br in enumerate(values_part):
-        out[v4[i]] = br.out_weight
-    l5 = _Cols()
-    l5.add(out, 0.0)
-    layers = [l1.layer(d), l2.layer(len(l1.rows)), l3.layer(len(l2.rows)), l4.layer(len(l3.rows)),
-              l5.layer(len(l4.rows))]
+        out[prev_v[i]] = br.out_weight
+    lo = _Cols()
+    lo.add(out, 0.0)
+    layers.append(lo.layer(prev_n))
     return Network(F, kit.act.name, layers, implementation, d)

@@ -360,3 +360,10 @@ def test_round_array_into_a_format_wider_than_the_input_keeps_every_finite_input
     r32, over32 = round_array(x[:4].astype(np.float32), get_format("float64"))
     assert r32.dtype == np.float32 and r32.tolist() == x[:4].astype(np.float32).tolist()
     assert not over32[[0, 2, 3]].any() and over32[1]      # 1e308 is inf in float32
+
+
+def test_round_array_accepts_a_scalar_that_overflows():
+    from condcheck.formats import get_format
+    from condcheck.rounding import round_array
+    r, over = round_array(np.float64(1e6), get_format("float8_e4m3"))
+    assert r.shape == () and bool(over) and r == np.inf

@@ -1,6 +1,7 @@
-"""Theorem 5 constructor, first part: the value path (exact values, AD gradient exactly zero).
+"""Theorem 5 constructor (work in progress, issue 4): what it realizes today, verified exactly.
 
-Gradient branches are not built yet (issue 4 is open); these tests pin what works today.
+Every network is verified by the constructor itself; the tests verify again (some with the exact
+rational interpreter) so that a constructor that skipped its check would be caught.
 """
 import numpy as np
 import pytest
@@ -45,12 +46,51 @@ def test_a_zero_upstream_with_a_nonzero_gradient_is_refused_with_the_point():
         construct_theorem5("relu", F, X, np.zeros(len(X)), np.zeros(len(X)), g)
 
 
-def test_gradient_branches_are_reported_as_not_built():
+def _random_targets(F, n, d, h_max, seed):
+    V = F.values()
+    rng = np.random.default_rng(seed)
+    f = rng.choice(V, n)
+    h = rng.choice(V[np.abs(V) <= h_max], n)
+    g = rng.choice(V, (n, d))
+    g[h == 0] = 0
+    return f, h, g
+
+
+def test_values_and_gradients_on_the_float6_box_for_relu():
+    F, X = _box("float6_e3m2fn", "relu")
+    f, h, g = _random_targets(F, len(X), 1, 0.25, seed=2)
+    net, claim = construct_theorem5("relu", F, X, f, h, g)
+    res = verify(net, claim, method="exact")
+    assert res.ok, res.summary()
+    assert res.gradient_checks == len(X)
+
+
+def test_values_and_gradients_on_a_two_dimensional_grid_for_relu():
+    F = get_format("float6_e3m2fn")
+    c = np.array([-0.5, -0.25, 0.0, 0.25, 0.5])
+    X = np.array([(a, b) for a in c for b in c])
+    f, h, g = _random_targets(F, len(X), 2, 0.25, seed=4)
+    net, claim = construct_theorem5("relu", F, X, f, h, g)
+    res = verify(net, claim)
+    assert res.ok, res.summary()
+
+
+def test_a_gradient_branch_is_zero_away_from_its_point():
     F, X = _box("float6_e3m2fn", "relu")
     g = np.zeros((len(X), 1))
-    g[0, 0] = 1.0
-    with pytest.raises(ConstructionError, match="not built yet"):
-        construct_theorem5("relu", F, X, np.zeros(len(X)), np.ones(len(X)), g)
+    g[3, 0] = 1.5
+    net, claim = construct_theorem5("relu", F, X, np.zeros(len(X)), np.full(len(X), 0.25), g)
+    grads = net.gradient(X, np.full(len(X), 0.25))
+    assert grads[3, 0] == 1.5
+    assert (np.delete(grads[:, 0], 3) == 0).all()
+
+
+@pytest.mark.slow
+def test_values_and_gradients_on_the_full_float8_e4m3_box_for_relu():
+    F, X = _box("float8_e4m3", "relu")
+    f, h, g = _random_targets(F, len(X), 1, 0.25, seed=2)
+    net, claim = construct_theorem5("relu", F, X, f, h, g)
+    assert verify(net, claim).ok
 
 
 @pytest.mark.slow
