@@ -3,17 +3,18 @@
 Formats of at most 16 bits are checked exhaustively (every value enumerated); wider formats
 symbolically (a witness checked with certain rounding proves "holds"; otherwise "undecided").
 
-Status: Conditions 2 and 3 are decided (``conditions.condition2``, ``conditions.condition3``).
-Condition 1 is not implemented yet: its statement has to be fixed together with the Theorem 5
-constructor it must be sufficient for (SPEC 3).  Until then its verdict is "undecided" with that
-reason, so no overall result is ever "holds".
+Condition 1 is condcheck's own statement (``conditions.condition1``: the dead tail and the states the
+Theorem 5 constructor gates with); it is decided exhaustively for formats of at most 16 bits and is
+undecided for wider ones (its dead tail quantifies over every value below z_d and is not certified
+symbolically yet), so a float32/float64 result is at best "undecided".  Conditions 2 and 3:
+``conditions.condition2``, ``conditions.condition3``.
 """
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
 
-from conditions import condition2, condition3
+from conditions import condition1, condition2, condition3
 
 from .activations import PAPER_ACTIVATIONS, get_activation
 from .formats import Format, get_format
@@ -21,8 +22,6 @@ from .rounded_activation import get_rounded
 
 SCHEMA = "condcheck.check/1"
 SEMANTICS = "finite-only (Inf or NaN anywhere is an error, SPEC 2.1)"
-CONDITION1_PENDING = ("Condition 1 is not implemented yet: its statement is being fixed together with the "
-                      "Theorem 5 constructor it must be sufficient for (SPEC 3)")
 
 
 def theorem_branch(fmt: Format) -> str:
@@ -106,10 +105,9 @@ def check_activation(activation, format, implementation: str = "exact") -> Check
     rounded = get_rounded(act, fmt, implementation)
     exhaustive = fmt.bits <= 16
     verdicts = {}
-    for key, module in (("2", condition2), ("3", condition3)):
+    for key, module in (("1", condition1), ("2", condition2), ("3", condition3)):
         verdicts[key] = module.check_exhaustive(rounded) if exhaustive else module.check_symbolic(rounded)
-    conditions = {"1": {"condition": 1, "holds": None, "method": None, "reason": CONDITION1_PENDING}}
-    conditions.update({k: v.to_dict() for k, v in verdicts.items()})
+    conditions = {k: v.to_dict() for k, v in verdicts.items()}
     states = [conditions[k]["holds"] for k in ("1", "2", "3")]
     holds = False if False in states else (None if None in states else True)
     return CheckResult(act.name, fmt.name, rounded.implementation, holds, conditions, theorem_branch(fmt),

@@ -869,3 +869,43 @@ def _assemble(kit, st, F, d, steps, values_part, grad_part, const, C, activation
     lo.add(out, 0.0)
     layers.append(lo.layer(prev_n))
     return Network(F, kit.act.name, layers, implementation, d)
+
+
+def distinguishability(activation, fmt, points, implementation="exact"):
+    """Gaps of a domain that no first-layer neuron splits monotonically (empty list: step-separable).
+
+    For every coordinate j and consecutive coordinate values a < a' of the domain, the constructor needs
+    a neuron T(w x_j + b), finite on the domain, whose values at x_j <= a all lie below (or all above)
+    its values at x_j >= a'.  Every (w, b) in F x F is tried (formats of at most 16 bits).  Returns a list
+    of (coordinate (1-based), a, a') that fail.  A domain whose points some coordinate gap cannot even
+    separate (equal first-layer outputs) cannot be represented by any network.
+    """
+    F = get_format(fmt)
+    kit = Kit(activation, F, implementation)
+    X = np.asarray(points, float)
+    if X.ndim == 1:
+        X = X.reshape(-1, 1)
+    bad = []
+    for j in range(X.shape[1]):
+        vals = np.unique(X[:, j])
+        if len(vals) < 2:
+            continue
+        ext = _extremes(_separator_table(kit, vals, None))
+        for gap in range(1, len(vals)):
+            if _choose_step(kit, vals, gap, True, ext) is None or _choose_step(kit, vals, gap, False, ext) is None:
+                bad.append((j + 1, float(vals[gap - 1]), float(vals[gap])))
+    return bad
+
+
+def indistinguishable_pairs(activation, fmt, points, implementation="exact"):
+    """Consecutive coordinate values that every first-layer neuron T(w x_j + b) maps to the same output
+    (d = 1 domains): no network of this activation and format can give them different values.
+
+    Every (w, b) in F x F that stays finite on the whole domain is tried.  Returns [(a, a'), ...].
+    """
+    F = get_format(fmt)
+    kit = Kit(activation, F, implementation)
+    vals = np.unique(np.asarray(points, float).ravel())
+    W, B, Tv = _separator_table(kit, vals, None)
+    same = (Tv[:, 1:] == Tv[:, :-1]).all(axis=0)
+    return [(float(vals[i]), float(vals[i + 1])) for i in np.nonzero(same)[0]]

@@ -100,3 +100,19 @@ def test_value_path_on_the_full_float8_e4m3_box(act):
     f = np.random.default_rng(1).choice(F.values(), len(X))
     net, claim = construct_theorem5(act, F, X, f, np.zeros(len(X)), np.zeros((len(X), 1)))
     assert verify(net, claim).ok
+
+
+def test_sigmoid_cannot_distinguish_small_negative_values_of_the_float8_e5m2_box():
+    # Every finite first-layer neuron sigmoid~(w x + b) on the box |x| <= 2^(e_max - 1) gives the same
+    # output at these two inputs, so no network can give them different values (finite semantics).
+    from condcheck.theorem5 import indistinguishable_pairs
+    F, X = _box("float8_e5m2", "sigmoid")
+    pairs = indistinguishable_pairs("sigmoid", F, X)
+    assert (-0.00390625, -0.00341796875) in pairs
+    assert len(pairs) == 56 and all(max(abs(a), abs(b)) <= 2.0 ** -8 for a, b in pairs)
+
+
+def test_relu_distinguishes_every_pair_of_the_float8_e5m2_box():
+    from condcheck.theorem5 import distinguishability
+    F, X = _box("float8_e5m2", "relu")
+    assert distinguishability("relu", F, X) == []

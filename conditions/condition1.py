@@ -1,0 +1,213 @@
+r"""Condition 1: the states the Theorem 5 constructor gates with (condcheck's own statement).
+
+The paper's text of Condition 1 was not available (SPEC section 3).  Its role there: the network must
+be able to distinguish inputs and to build exact indicator-like signals.  condcheck states it as what
+its own constructor (condcheck/theorem5.py) uses, so that the statement is exactly what a construction
+relies on.  Clauses, and why each is there:
+
+* (a) **dead tail**: a value z_d such that every finite z <= z_d of F has sigma~(z) = L and
+  sigma~'(z) = 0, with one L.  A neuron pushed below z_d outputs the constant L and passes no gradient,
+  whatever its upstream value: this is how the constructor makes a branch silent away from its point
+  (gates), and why its value path has AD gradient exactly 0.
+* (b) **a live state** above the tail: some z > z_d with sigma~(z) finite and != L, so that a step
+  neuron has two distinguishable outputs (dead and on).
+* (c) **a constant state**: some b with sigma~(b) a positive power of two.  Constant neurons (zero
+  input weights, bias b) supply the constants of the rounding chains and of the absorbing output sum,
+  and a power of two makes every constant an exact weight.
+* (d) **a zero state**: some z with sigma~(z) = 0, the off state of the value outputs, so that the
+  output sum over all points is exactly the one value that is on.
+* (e) **a live pass state**: some z > z_d with sigma~'(z) = +-2^k (finite, nonzero), so that a gradient
+  branch can carry its gradient through a neuron by an exact power-of-two factor.
+
+Distinguishability of a domain (per domain, not part of this condition): see
+:func:`condcheck.theorem5.distinguishability` -- every gap between consecutive coordinate values must
+be split monotonically by some first-layer neuron.
+
+Negative controls: the identity fails (a) (sigma~' = 1 everywhere); a constant fails (b); the
+Heaviside step fails (e) (sigma~' = 0 everywhere); LeakyReLU fails only (a) (its negative side has
+slope 1/100, never a dead tail) while Conditions 2 and 3 hold.
+
+Checkers: :func:`check_exhaustive` (formats of at most 16 bits: every value is enumerated, so a
+"holds" is a proof and a "fails" comes with the clause and a counterexample) and
+:func:`check_symbolic` for wider formats: clause (a) quantifies over every value below z_d (about 2^31
+values in float32), which condcheck does not certify yet, so the verdict is undecided with the
+candidate witness checked at its points; never "holds" from sampling.
+
+Witness preference: z_d the largest value with the tail property (the whole tail); the live state
+the smallest z > z_d with sigma~(z) != L; the constant state with sigma~(b) nearest to 1 in binades,
+then the smallest |b|; the zero state nearest to 0; the pass state with |sigma~'| >= 1/2 first, then
+the smallest |sigma~(z)|, then the smallest z.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+import numpy as np
+
+from condcheck.formats import Format, num_text
+
+from ._search import candidate_points, exhaustive_format, safe_eval, verdict_names
+from .verdict import Verdict, exact_value
+
+CONDITION = 1
+
+STATEMENT = r"""\textbf{Condition 1} (condcheck's statement; the constructor's gates). With $L=\tilde\sigma(-\Omega)$:
+\begin{enumerate}
+\item[(a)] (dead tail) there is $z_d\in\mathbb F$ such that $\tilde\sigma(z)=L$ and $\tilde\sigma'(z)=0$ for every finite $z\in\mathbb F$ with $z\le z_d$;
+\item[(b)] (live state) there is $z\in\mathbb F$, $z>z_d$, with $\tilde\sigma(z)$ finite and $\tilde\sigma(z)\ne L$;
+\item[(c)] (constant state) there is $b\in\mathbb F$ with $\tilde\sigma(b)=2^k$ for an integer $k$;
+\item[(d)] (zero state) there is $z\in\mathbb F$ with $\tilde\sigma(z)=0$;
+\item[(e)] (pass state) there is $z\in\mathbb F$, $z>z_d$, with $\tilde\sigma'(z)=\pm 2^k$ for an integer $k$.
+\end{enumerate}
+Here $\tilde\sigma=\mathrm{RN}_{\mathbb F}\circ\sigma$ and $\tilde\sigma'=\mathrm{RN}_{\mathbb F}\circ\sigma'$ (or the chosen implementation)
+and $\Omega$ is the largest finite value of $\mathbb F$."""
+
+CLAUSES = {
+    "(a)": "dead tail: some z_d with sigma~(z) = L = sigma~(-Omega) and sigma~'(z) = 0 for every finite z <= z_d",
+    "(b)": "live state: some z > z_d with sigma~(z) finite and != L",
+    "(c)": "constant state: some b with sigma~(b) a positive power of two",
+    "(d)": "zero state: some z with sigma~(z) = 0",
+    "(e)": "pass state: some z > z_d with sigma~'(z) = +-2^k",
+}
+
+
+@dataclass(frozen=True)
+class Condition1Witness:
+    z_dead: Fraction
+    L: Fraction
+    dead_count: int                 # values of F in [-Omega, z_dead]
+    live: Fraction                  # smallest z > z_dead with sigma~(z) != L
+    sigma_live: Fraction
+    constant: Fraction              # b with sigma~(b) = 2^k
+    sigma_constant: Fraction
+    zero: Fraction                  # z with sigma~(z) = 0
+    pass_state: Fraction
+    dsigma_pass: Fraction
+    fmt: Format = field(repr=False, compare=False)
+
+    def short(self) -> str:
+        return (f"z_d={num_text(self.z_dead)} (L={num_text(self.L)}, {self.dead_count} dead values), "
+                f"live {num_text(self.live)}, constant sigma~({num_text(self.constant)})={num_text(self.sigma_constant)}, "
+                f"zero at {num_text(self.zero)}, pass sigma~'({num_text(self.pass_state)})={num_text(self.dsigma_pass)}")
+
+    def report(self) -> dict:
+        f = self.fmt
+        return {"z_dead": exact_value(self.z_dead, f), "L": exact_value(self.L, f), "dead_count": self.dead_count,
+                "live": exact_value(self.live, f), "sigma(live)": exact_value(self.sigma_live, f),
+                "constant": exact_value(self.constant, f), "sigma(constant)": exact_value(self.sigma_constant, f),
+                "zero": exact_value(self.zero, f), "pass": exact_value(self.pass_state, f),
+                "dsigma(pass)": exact_value(self.dsigma_pass, f)}
+
+
+def _pow2(a: np.ndarray) -> np.ndarray:
+    m, _ = np.frexp(np.abs(a))
+    return (a != 0) & np.isfinite(a) & (m == 0.5)
+
+
+def _binade(a: np.ndarray) -> np.ndarray:
+    _, e = np.frexp(np.abs(a))
+    return np.abs(e - 1)
+
+
+def check_exhaustive(rounded, fmt=None) -> Verdict:
+    """Decide Condition 1 over every value of F (formats of at most 16 bits)."""
+    t0 = time.perf_counter()
+    fmt = exhaustive_format(CONDITION, rounded, fmt)
+    t = rounded.table()
+    P = t.points
+    S = np.where(t.sigma_overflow, np.nan, t.sigma)
+    D = np.where(t.dsigma_overflow, np.nan, t.dsigma)
+    names = verdict_names(CONDITION, rounded)
+    head = f"{P.size} finite values of {fmt.name} enumerated"
+
+    def fail(clause, counter):
+        return Verdict(method="exhaustive", holds=False, failing_clause=f"{clause} {CLAUSES[clause]}",
+                       counterexample=counter, evidence=head, seconds=time.perf_counter() - t0, **names)
+
+    L = S[0]
+    dead = (S == L) & (D == 0)
+    if not dead[0]:
+        return fail("(a)", {"z": exact_value(Fraction(float(P[0])), fmt),
+                            "sigma(z)": None if np.isnan(S[0]) else exact_value(Fraction(float(S[0])), fmt),
+                            "dsigma(z)": None if np.isnan(D[0]) else exact_value(Fraction(float(D[0])), fmt),
+                            "why": "the most negative value is not dead (sigma~' != 0 or overflow there)"})
+    n = int(np.argmin(dead)) if not dead.all() else P.size
+    above = np.arange(n, P.size)
+    live = above[np.isfinite(S[above]) & (S[above] != L)]
+    if live.size == 0:
+        return fail("(b)", {"L": exact_value(Fraction(float(L)), fmt),
+                            "why": f"sigma~ equals L at every finite value above z_d "
+                                   f"({'none' if n == P.size else num_text(Fraction(float(P[n - 1])))})"})
+    const = np.flatnonzero(_pow2(S) & (S > 0))
+    if const.size == 0:
+        return fail("(c)", {"why": "sigma~ takes no positive power-of-two value"})
+    zero = np.flatnonzero(S == 0)
+    if zero.size == 0:
+        vals = S[np.isfinite(S)]
+        return fail("(d)", {"smallest_|sigma|": exact_value(Fraction(float(np.min(np.abs(vals)))), fmt),
+                            "why": "sigma~ never rounds to 0"})
+    pas = above[_pow2(D[above])]
+    if pas.size == 0:
+        return fail("(e)", {"why": "sigma~' is never a nonzero power of two above the dead tail"})
+    ic = const[np.lexsort((np.abs(P[const]), _binade(S[const])))[0]]
+    iz = zero[np.argmin(np.abs(P[zero]))]
+    ip = pas[np.lexsort((P[pas], np.abs(S[pas]), np.maximum(0, -np.log2(np.abs(D[pas])) - 1)))[0]]
+    q = lambda i: Fraction(float(P[i]))          # noqa: E731
+    w = Condition1Witness(q(n - 1), Fraction(float(L)), n, q(live[0]), Fraction(float(S[live[0]])),
+                          q(ic), Fraction(float(S[ic])), q(iz), q(ip), Fraction(float(D[ip])), fmt)
+    problems = recheck(rounded, w)
+    if problems:
+        raise AssertionError(f"internal: exhaustive Condition 1 witness fails its re-check: {problems}")
+    return Verdict(method="exhaustive", holds=True, witness=w, seconds=time.perf_counter() - t0,
+                   evidence=f"{head}; {n} values from -Omega to z_d are dead (sigma~ = L, sigma~' = 0); "
+                            f"{live.size} live values, {const.size} constant states, {zero.size} zero states, "
+                            f"{pas.size} pass states above the tail", **names)
+
+
+def recheck(rounded, w: Condition1Witness) -> list[str]:
+    """The point clauses of a witness, re-checked exactly (not the tail's 'for every z <= z_d')."""
+    bad = []
+    v = lambda z: safe_eval(rounded.value, z)          # noqa: E731
+    dv = lambda z: safe_eval(rounded.derivative, z)    # noqa: E731
+    if v(w.z_dead) != w.L or dv(w.z_dead) != 0:
+        bad.append("(a) z_d is not dead")
+    if not (w.live > w.z_dead and v(w.live) is not None and v(w.live) != w.L):
+        bad.append("(b)")
+    s = v(w.constant)
+    if s is None or s <= 0 or (s.numerator & (s.numerator - 1)) or (s.denominator & (s.denominator - 1)):
+        bad.append("(c)")
+    if v(w.zero) != 0:
+        bad.append("(d)")
+    d = dv(w.pass_state)
+    if d is None or d == 0 or not (w.pass_state > w.z_dead):
+        bad.append("(e)")
+    else:
+        a = abs(d)
+        if (a.numerator & (a.numerator - 1)) or (a.denominator & (a.denominator - 1)):
+            bad.append("(e) not a power of two")
+    return bad
+
+
+def check_symbolic(rounded, fmt=None) -> Verdict:
+    """Formats too wide to enumerate: undecided (the dead tail is not certified), with the evidence."""
+    t0 = time.perf_counter()
+    fmt = rounded.format
+    names = verdict_names(CONDITION, rounded)
+    om = Fraction(fmt.max)
+    L = safe_eval(rounded.value, -om)
+    dL = safe_eval(rounded.derivative, -om)
+    if L is None or dL != 0:
+        why = (f"at z = -Omega sigma~' = {num_text(dL) if dL is not None else 'overflow'}, so no dead tail can "
+               f"start there" if L is not None else "sigma~(-Omega) overflows")
+        return Verdict(method="symbolic", holds=None, seconds=time.perf_counter() - t0, evidence="",
+                       reason=f"clause (a) cannot hold: {why}; a 'fails' verdict needs an exhaustive check", **names)
+    pts = sorted({p for p in candidate_points(fmt) if p < 0}, reverse=True)
+    dead_pts = [p for p in pts if safe_eval(rounded.value, p) == L and safe_eval(rounded.derivative, p) == 0]
+    z = max(dead_pts) if dead_pts else -om
+    return Verdict(method="symbolic", holds=None, seconds=time.perf_counter() - t0,
+                   evidence=f"candidate dead tail: sigma~ = {num_text(L)} and sigma~' = 0 at -Omega and at "
+                            f"{len(dead_pts)} of {len(pts)} negative candidate points, the largest {num_text(z)}",
+                   reason=f"clause (a) quantifies over every value of {fmt.name} below z_d; condcheck certifies it "
+                          f"only by enumeration (formats of at most 16 bits) so far", **names)
