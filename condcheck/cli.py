@@ -134,6 +134,87 @@ def verify(file, exact, as_json):
     sys.exit(0 if res.ok else 1)
 
 
+@main.group()
+def construct():
+    """Build a network realizing a theorem of the paper, verified exactly before it is written.
+
+    \b
+    Example:
+      condcheck construct theorem5 relu float8_e4m3 --domain full --dim 1 --targets random:1 --out net.json
+    """
+
+
+@construct.command("theorem5")
+@click.argument("activation")
+@click.argument("format")
+@click.option("--domain", default="full", show_default=True,
+              help="'full' (every point of the box [-M_sigma, M_sigma]^dim) or a JSON file with a list of points.")
+@click.option("--dim", default=1, show_default=True, type=int, help="Input dimension d of the full box.")
+@click.option("--targets", default="random:0", show_default=True,
+              help="'random:SEED' or a JSON file with lists values, upstream, gradients.")
+@click.option("--upstream-max", default=0.25, show_default=True, type=float,
+              help="Largest |h*| of random targets (the constructor's supported range is far below the paper's "
+                   "H_sigma so far; see README).")
+@click.option("--implementation", "-i", default="exact", show_default=True)
+@click.option("--out", required=True, type=click.Path(dir_okay=False), help="Network file to write (SPEC 6).")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+def construct_theorem5_cmd(activation, format, domain, dim, targets, upstream_max, implementation, out, as_json):
+    """Theorem 5: f(x) = f*(x) and D_(f,x)(h*(x)) = g*(x) on every point of the domain.
+
+    \b
+    Example:
+      condcheck construct theorem5 relu float8_e4m3 --domain full --dim 1 --targets random:1 --out net.json
+      condcheck verify net.json
+    Exit status 0 when the network was built and verified, 1 when the construction failed (the message
+    names the point and the requirement), 2 for bad input.
+    """
+    import time
+
+    import numpy as np
+
+    from .formats import get_format
+    from .netfile import save_network
+    from .targets import full_box, load_targets, parse_targets, random_targets
+    from .theorem5 import ConstructionError, construct_theorem5
+    from .activations import get_activation
+
+    fmt = get_format(format)
+    act = get_activation(activation).name
+    if domain == "full":
+        X = full_box(act, fmt, dim)
+    else:
+        try:
+            with open(domain) as fh:
+                X = np.array(json.load(fh), dtype=float)
+        except (OSError, ValueError) as e:
+            raise click.BadParameter(f"cannot read points from {domain!r}: {e}", param_hint="--domain")
+        X = X.reshape(len(X), -1)
+    kind, arg = parse_targets(targets)
+    if kind == "random":
+        f, h, g = random_targets(fmt, X, arg, upstream_max)
+    else:
+        f, h, g = load_targets(arg, X.shape[0], X.shape[1])
+    t0 = time.perf_counter()
+    try:
+        net, claim = construct_theorem5(act, fmt, X, f, h, g, implementation=implementation)
+    except ConstructionError as e:
+        click.echo(f"construction failed: {e}", err=True)
+        sys.exit(1)
+    seconds = time.perf_counter() - t0
+    save_network(out, net, claim)
+    summary = {"file": out, "format": fmt.name, "activation": act, "points": int(X.shape[0]), "dim": int(X.shape[1]),
+               "depth": net.depth, "widths": net.widths, "parameters": net.parameter_count,
+               "nonzero_parameters": net.nonzero_parameters, "seconds": round(seconds, 2),
+               "verified": True, "paper_depth_bounds": {"openreview": 7, "arxiv_v2": 9}}
+    if as_json:
+        click.echo(json.dumps(summary, indent=1))
+    else:
+        click.echo(f"theorem 5 network for {act} on {fmt.name}: {X.shape[0]} points (d = {X.shape[1]}), depth "
+                   f"{net.depth} (paper: L >= 7 OpenReview / 9 arXiv v2), widths {net.widths}, "
+                   f"{net.nonzero_parameters:,} nonzero of {net.parameter_count:,} parameters; built and verified "
+                   f"exactly in {seconds:.1f} s; written to {out}")
+
+
 @main.command()
 @click.argument("cases", nargs=-1)
 @click.option("--list", "list_only", is_flag=True, help="List the benchmark cases.")

@@ -290,15 +290,15 @@ def construct_theorem5(activation, fmt, points, values, upstream, gradients, imp
     from .netfile import Claim
     from .verify import verify as _verify
 
+    from .targets import validate
+
     F = get_format(fmt)
     kit = Kit(activation, F, implementation)
     X = np.asarray(points, float)
     if X.ndim == 1:
         X = X.reshape(-1, 1)
+    X, fv, hv, gv = validate(F, kit.act.name, X, values, upstream, gradients)
     N, d = X.shape
-    fv = np.asarray(values, float).reshape(N)
-    hv = np.asarray(upstream, float).reshape(N)
-    gv = np.asarray(gradients, float).reshape(N, d)
     st = find_states(kit)
     L = st.L
     M = F.M
@@ -380,11 +380,6 @@ def construct_theorem5(activation, fmt, points, values, upstream, gradients, imp
     ctx = _Ctx(kit, st, F, X, steps, U_X, gating)
     h_max = float(np.max(np.abs(hv))) if N else 0.0
     C = _absorber(F, K1, h_max)
-    for zi in range(N):
-        for j in range(d):
-            if gv[zi, j] != 0 and hv[zi] == 0:
-                raise ConstructionError(f"point {zi + 1} {X[zi].tolist()}: upstream h* = 0 but gradient g* != 0 "
-                                        f"(AD maps a zero upstream to a zero gradient)")
     # the number of layers after the gates: each extra pass layer lets a gradient branch carry a larger
     # ratio g*/h* (its forward value at z is re-centred once more); every branch gets the same depth
     err = None

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from condcheck.formats import get_format
+from condcheck.errors import CondcheckError
 from condcheck.theorem5 import ConstructionError, construct_theorem5
 from condcheck.verify import verify
 
@@ -42,7 +43,7 @@ def test_a_zero_upstream_with_a_nonzero_gradient_is_refused_with_the_point():
     F, X = _box("float6_e3m2fn", "relu")
     g = np.zeros((len(X), 1))
     g[4, 0] = 1.0
-    with pytest.raises(ConstructionError, match=r"point 5 .*h\* = 0"):
+    with pytest.raises(CondcheckError, match=r"point 5 .*h\* = 0"):
         construct_theorem5("relu", F, X, np.zeros(len(X)), np.zeros(len(X)), g)
 
 
@@ -116,3 +117,38 @@ def test_relu_distinguishes_every_pair_of_the_float8_e5m2_box():
     from condcheck.theorem5 import distinguishability
     F, X = _box("float8_e5m2", "relu")
     assert distinguishability("relu", F, X) == []
+
+
+@pytest.mark.parametrize("bad, message", [
+    ({"values": [0.3]}, "not a value of float6_e3m2fn"),
+    ({"upstream": [float("inf")]}, "not finite"),
+    ({"points": [[16.0]]}, "outside the box"),
+    ({"points": [[0.5], [0.5]]}, "repeated"),
+])
+def test_bad_targets_get_a_message_naming_the_first_offending_point(bad, message):
+    args = {"points": [[0.5], [1.0]], "values": [1.0, 2.0], "upstream": [0.25, 0.25], "gradients": [[0.0], [0.0]]}
+    for k, v in bad.items():
+        args[k] = v + args[k][len(v):] if k != "points" or len(v) < 2 else v
+    with pytest.raises(CondcheckError, match=message):
+        construct_theorem5("relu", "float6_e3m2fn", args["points"], args["values"], args["upstream"], args["gradients"])
+
+
+def test_cli_constructs_verifies_and_writes_a_network_that_verify_rechecks(tmp_path):
+    from click.testing import CliRunner
+    from condcheck.cli import main
+    out = tmp_path / "net.json"
+    r = CliRunner().invoke(main, ["construct", "theorem5", "relu", "float6_e3m2fn", "--domain", "full",
+                                  "--dim", "1", "--targets", "random:3", "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    assert "verified" in r.output and out.exists()
+    r2 = CliRunner().invoke(main, ["verify", str(out)])
+    assert r2.exit_code == 0 and "VERIFIED" in r2.output
+
+
+def test_cli_construct_exits_1_naming_the_failed_requirement():
+    from click.testing import CliRunner
+    from condcheck.cli import main
+    from _condition_controls import control
+    r = CliRunner().invoke(main, ["construct", "theorem5", control("test_identity"), "float6_e3m2fn",
+                                  "--out", "/dev/null"])
+    assert r.exit_code == 1 and "dead tail" in r.output

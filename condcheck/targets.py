@@ -1,0 +1,123 @@
+"""Domains and targets for the constructors: the box, random targets, target files, validation.
+
+The box of an activation on a format is [-M_sigma, M_sigma]^d with the paper's M_sigma for its six
+activations (2^(e_max-1) for sigmoid and tanh, 2^(e_max-2) for the others) and 2^(e_max-2) for any
+other activation.  Random targets (``random:SEED``) draw values from every value of the format (so
+zeros, the largest values and subnormals all occur), upstream values from the format's values with
+|h| <= h_max with a share of exact zeros, and gradients from every value, zero where h* = 0.
+"""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from .errors import CondcheckError
+from .formats import Format, get_format
+
+
+def box_bound(activation: str, fmt: Format) -> float:
+    """M_sigma: the half-width of the box."""
+    e = fmt.e_max - 1 if activation in ("sigmoid", "tanh") else fmt.e_max - 2
+    return float(2.0 ** e)
+
+
+def full_box(activation: str, fmt, dim: int) -> np.ndarray:
+    """Every point of [-M_sigma, M_sigma]^dim in the format (rows, lexicographic order)."""
+    fmt = get_format(fmt)
+    if dim < 1:
+        raise CondcheckError(f"--dim must be at least 1, got {dim}")
+    if not fmt.enumerable or fmt.bits > 16:
+        raise CondcheckError(f"the full box needs an enumerable format of at most 16 bits; {fmt.name} has "
+                             f"{fmt.bits}; give a list of points instead")
+    V = fmt.values()
+    c = V[np.abs(V) <= box_bound(activation, fmt)]
+    if len(c) ** dim > 1 << 22:
+        raise CondcheckError(f"the full box has {len(c)}^{dim} points, more than 2^22; use a smaller --dim")
+    grids = np.meshgrid(*([c] * dim), indexing="ij")
+    return np.stack([g.ravel() for g in grids], axis=1)
+
+
+def random_targets(fmt, points: np.ndarray, seed: int, h_max: float, zero_share: float = 0.05):
+    """(values, upstream, gradients) drawn with a seed; see the module docstring."""
+    fmt = get_format(fmt)
+    rng = np.random.default_rng(seed)
+    V = fmt.values()
+    n, d = points.shape
+    f = rng.choice(V, n)
+    H = V[np.abs(V) <= h_max]
+    h = rng.choice(H, n)
+    h[rng.random(n) < zero_share] = 0.0
+    g = rng.choice(V, (n, d))
+    g[h == 0] = 0.0
+    return f, h, g
+
+
+def parse_targets(spec: str):
+    """``random:SEED`` -> ("random", seed); any other string is a JSON file name -> ("file", path)."""
+    if spec.startswith("random:"):
+        try:
+            return "random", int(spec.split(":", 1)[1])
+        except ValueError:
+            raise CondcheckError(f"--targets random:SEED needs an integer seed, got {spec!r}") from None
+    return "file", spec
+
+
+def load_targets(path: str, n: int, d: int):
+    """A JSON file with lists "values" (n), "upstream" (n) and "gradients" (n x d), numbers or hex strings."""
+    try:
+        with open(path) as fh:
+            obj = json.load(fh)
+    except (OSError, json.JSONDecodeError) as e:
+        raise CondcheckError(f"cannot read targets file {path!r}: {e}") from None
+
+    def arr(key, shape):
+        if key not in obj:
+            raise CondcheckError(f"targets file {path!r} has no {key!r} list")
+        try:
+            a = np.array([[float.fromhex(v) if isinstance(v, str) else float(v) for v in np.atleast_1d(row)]
+                          for row in obj[key]], dtype=float)
+        except (TypeError, ValueError) as e:
+            raise CondcheckError(f"targets file {path!r}: {key!r} holds a non-number ({e})") from None
+        return a.reshape(shape) if a.size == int(np.prod(shape)) else _bad_shape(path, key, a.shape, shape)
+    return arr("values", (n,)), arr("upstream", (n,)), arr("gradients", (n, d))
+
+
+def _bad_shape(path, key, got, want):
+    raise CondcheckError(f"targets file {path!r}: {key!r} has shape {got}, expected {want}")
+
+
+def validate(fmt: Format, activation: str, points, values, upstream, gradients, box: bool = True):
+    """Clear errors naming the first offending point: outside the format or the box, repeated,
+    non-finite targets, targets that are not values of the format, h* = 0 with g* != 0."""
+    X = np.asarray(points, dtype=float)
+    if X.ndim != 2:
+        raise CondcheckError(f"points must be a list of d-tuples; got an array of shape {X.shape}")
+    n, d = X.shape
+    f = np.asarray(values, dtype=float).reshape(-1)
+    h = np.asarray(upstream, dtype=float).reshape(-1)
+    g = np.asarray(gradients, dtype=float).reshape(n, -1) if np.size(gradients) == n * d else None
+    if f.shape[0] != n or h.shape[0] != n or g is None:
+        raise CondcheckError(f"{n} points need {n} values, {n} upstream values and {n} x {d} gradients")
+    bound = box_bound(activation, fmt)
+
+    def where(i):
+        return f"point {i + 1} {X[i].tolist()}"
+    for i in range(n):
+        for name, arr in (("point", X[i]), ("value", [f[i]]), ("upstream", [h[i]]), ("gradient", g[i])):
+            for v in arr:
+                if not np.isfinite(v):
+                    raise CondcheckError(f"{where(i)}: the {name} {v!r} is not finite (Inf and NaN are not allowed)")
+                if not fmt.contains(v):
+                    raise CondcheckError(f"{where(i)}: the {name} {v!r} is not a value of {fmt.name}")
+        if box and np.any(np.abs(X[i]) > bound):
+            raise CondcheckError(f"{where(i)} is outside the box [-{bound:g}, {bound:g}]^{d} of {activation} on {fmt.name}")
+        if h[i] == 0 and np.any(g[i] != 0):
+            raise CondcheckError(f"{where(i)}: upstream h* = 0 but gradient g* != 0 (AD maps a zero upstream to a "
+                                 f"zero gradient)")
+    _, first, counts = np.unique(X, axis=0, return_index=True, return_counts=True)
+    if (counts > 1).any():
+        rep = X[first[np.nonzero(counts > 1)[0][0]]]
+        i = int(np.nonzero((X == rep).all(axis=1))[0][1])
+        raise CondcheckError(f"{where(i)} is repeated")
+    return X, f, h, g
