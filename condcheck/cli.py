@@ -134,6 +134,31 @@ def verify(file, exact, as_json):
     sys.exit(0 if res.ok else 1)
 
 
+@main.command()
+@click.option("--markdown", is_flag=True, help="Print the table as Markdown (the README's table).")
+@click.option("--json", "as_json", is_flag=True, help="Print every cell's verdicts as JSON.")
+def matrix(markdown, as_json):
+    """Verdicts of Conditions 1-3 for every built-in activation x the 14 formats of the conditions issue.
+
+    \b
+    Example:
+      condcheck matrix --markdown
+    Cells: the marks of Conditions 1, 2, 3 (h holds, F fails, ? undecided), then the overall verdict.
+    """
+    from . import matrix as mx
+
+    results, seconds = mx.verdict_matrix(progress=_progress("checking"))
+    if as_json:
+        click.echo(json.dumps({f"{a} {f}": {"holds": r.holds, **{k: r.conditions[k]["holds"] for k in "123"}}
+                               for (a, f), r in results.items()}, indent=1))
+        return
+    click.echo(mx.markdown(results))
+    click.echo("")
+    for line in mx.failing_clauses(results):
+        click.echo(f"- {line}")
+    click.echo(f"\n{len(results)} checks in {seconds:.1f} s")
+
+
 @main.group()
 def construct():
     """Build a network realizing a theorem of the paper, verified exactly before it is written.

@@ -896,11 +896,22 @@ def indistinguishable_pairs(activation, fmt, points, implementation="exact"):
     """Consecutive coordinate values that every first-layer neuron T(w x_j + b) maps to the same output
     (d = 1 domains): no network of this activation and format can give them different values.
 
-    Every (w, b) in F x F that stays finite on the whole domain is tried.  Returns [(a, a'), ...].
+    Every (w, b) in F x F that stays finite on the whole domain is tried, one w at a time (memory stays
+    at |F| x |domain|).  Returns [(a, a'), ...].
     """
     F = get_format(fmt)
     kit = Kit(activation, F, implementation)
     vals = np.unique(np.asarray(points, float).ravel())
-    W, B, Tv = _separator_table(kit, vals, None)
-    same = (Tv[:, 1:] == Tv[:, :-1]).all(axis=0)
-    return [(float(vals[i]), float(vals[i + 1])) for i in np.nonzero(same)[0]]
+    V = F.values()
+    differs = np.zeros(len(vals) - 1, dtype=bool)
+    for w in V:
+        wx, o = mul_array(np.full_like(vals, w), vals, F)
+        if o.any():
+            continue
+        pre, o2 = add_array(np.broadcast_to(wx, (len(V), len(vals))), np.broadcast_to(V[:, None], (len(V), len(vals))), F)
+        pre = pre[~o2.any(axis=1)]
+        t, ov = kit.R.value_array(pre.ravel())
+        t, ov = t.reshape(pre.shape), ov.reshape(pre.shape)
+        t = t[~ov.any(axis=1)]
+        differs |= (t[:, 1:] != t[:, :-1]).any(axis=0)
+    return [(float(vals[i]), float(vals[i + 1])) for i in np.nonzero(~differs)[0]]

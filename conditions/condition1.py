@@ -5,10 +5,12 @@ be able to distinguish inputs and to build exact indicator-like signals.  condch
 its own constructor (condcheck/theorem5.py) uses, so that the statement is exactly what a construction
 relies on.  Clauses, and why each is there:
 
-* (a) **dead tail**: a value z_d such that every finite z <= z_d of F has sigma~(z) = L and
+* (a) **dead tail**: a value z_d >= -Omega/2 such that every finite z <= z_d of F has sigma~(z) = L and
   sigma~'(z) = 0, with one L.  A neuron pushed below z_d outputs the constant L and passes no gradient,
   whatever its upstream value: this is how the constructor makes a branch silent away from its point
-  (gates), and why its value path has AD gradient exactly 0.
+  (gates), and why its value path has AD gradient exactly 0.  The tail must reach up to -Omega/2 at
+  least, so that a gate can push by a fixed amount without meeting the end of the format (a tail of
+  one value at -Omega, as LeakyReLU has in float6, leaves no room).
 * (b) **a live state** above the tail: some z > z_d with sigma~(z) finite and != L, so that a step
   neuron has two distinguishable outputs (dead and on).
 * (c) **a constant state**: some b with sigma~(b) a positive power of two.  Constant neurons (zero
@@ -55,7 +57,7 @@ CONDITION = 1
 
 STATEMENT = r"""\textbf{Condition 1} (condcheck's statement; the constructor's gates). With $L=\tilde\sigma(-\Omega)$:
 \begin{enumerate}
-\item[(a)] (dead tail) there is $z_d\in\mathbb F$ such that $\tilde\sigma(z)=L$ and $\tilde\sigma'(z)=0$ for every finite $z\in\mathbb F$ with $z\le z_d$;
+\item[(a)] (dead tail) there is $z_d\in\mathbb F$, $z_d\ge-\Omega/2$, such that $\tilde\sigma(z)=L$ and $\tilde\sigma'(z)=0$ for every finite $z\in\mathbb F$ with $z\le z_d$;
 \item[(b)] (live state) there is $z\in\mathbb F$, $z>z_d$, with $\tilde\sigma(z)$ finite and $\tilde\sigma(z)\ne L$;
 \item[(c)] (constant state) there is $b\in\mathbb F$ with $\tilde\sigma(b)=2^k$ for an integer $k$;
 \item[(d)] (zero state) there is $z\in\mathbb F$ with $\tilde\sigma(z)=0$;
@@ -65,7 +67,7 @@ Here $\tilde\sigma=\mathrm{RN}_{\mathbb F}\circ\sigma$ and $\tilde\sigma'=\mathr
 and $\Omega$ is the largest finite value of $\mathbb F$."""
 
 CLAUSES = {
-    "(a)": "dead tail: some z_d with sigma~(z) = L = sigma~(-Omega) and sigma~'(z) = 0 for every finite z <= z_d",
+    "(a)": "dead tail: some z_d >= -Omega/2 with sigma~(z) = L = sigma~(-Omega) and sigma~'(z) = 0 for every finite z <= z_d",
     "(b)": "live state: some z > z_d with sigma~(z) finite and != L",
     "(c)": "constant state: some b with sigma~(b) a positive power of two",
     "(d)": "zero state: some z with sigma~(z) = 0",
@@ -134,6 +136,12 @@ def check_exhaustive(rounded, fmt=None) -> Verdict:
                             "dsigma(z)": None if np.isnan(D[0]) else exact_value(Fraction(float(D[0])), fmt),
                             "why": "the most negative value is not dead (sigma~' != 0 or overflow there)"})
     n = int(np.argmin(dead)) if not dead.all() else P.size
+    if n < P.size and P[n] <= -float(fmt.max) / 2:
+        return fail("(a)", {"z": exact_value(Fraction(float(P[n])), fmt),
+                            "sigma(z)": None if np.isnan(S[n]) else exact_value(Fraction(float(S[n])), fmt),
+                            "dsigma(z)": None if np.isnan(D[n]) else exact_value(Fraction(float(D[n])), fmt),
+                            "L": exact_value(Fraction(float(L)), fmt),
+                            "why": "the tail ends below -Omega/2: this value is not dead"})
     above = np.arange(n, P.size)
     live = above[np.isfinite(S[above]) & (S[above] != L)]
     if live.size == 0:

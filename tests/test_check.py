@@ -57,3 +57,11 @@ def test_cli_check_lists_close_names_for_an_unknown_format():
 def test_cli_check_refuses_an_unknown_implementation():
     r = CliRunner().invoke(main, ["check", "gelu", "float8_e4m3", "-i", "exakt"])
     assert r.exit_code == 2 and "implementation" in r.output
+
+
+def test_the_verdict_matrix_is_generated_from_check_activation():
+    from condcheck.matrix import failing_clauses, markdown, verdict_matrix
+    res, _ = verdict_matrix(activations=("relu", "sin"), formats=("float8_e4m3",))
+    table = markdown(res, activations=("relu", "sin"), formats=("float8_e4m3",))
+    assert "| relu | hhh holds |" in table and "| sin | Fhh fails |" in table
+    assert failing_clauses(res) == [f"sin on float8_e4m3: Condition 1 fails, {res[('sin', 'float8_e4m3')].conditions['1']['failing_clause']}"]

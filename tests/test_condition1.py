@@ -61,7 +61,7 @@ def test_heaviside_has_no_pass_state():
     assert v.holds is False and v.failing_clause.startswith("(e)")
 
 
-@pytest.mark.parametrize("fmt", ["float8_e4m3", "bfloat16"])
+@pytest.mark.parametrize("fmt", ["float8_e4m3", "bfloat16", "float6_e3m2fn"])
 def test_leaky_relu_fails_only_condition1(fmt):
     res = check_activation("leaky_relu", fmt)
     assert res.conditions["1"]["holds"] is False

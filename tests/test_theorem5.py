@@ -152,3 +152,11 @@ def test_cli_construct_exits_1_naming_the_failed_requirement():
     r = CliRunner().invoke(main, ["construct", "theorem5", control("test_identity"), "float6_e3m2fn",
                                   "--out", "/dev/null"])
     assert r.exit_code == 1 and "dead tail" in r.output
+
+
+def test_sigmoid_cannot_distinguish_the_full_box_of_the_e6_format_b2_6():
+    # b2_6 has E = 6: the paper's main branch; 184 neighbouring pairs get equal first-layer outputs
+    from condcheck.theorem5 import indistinguishable_pairs
+    F, X = _box("b2_6", "sigmoid")
+    pairs = indistinguishable_pairs("sigmoid", F, X)
+    assert len(pairs) == 184 and pairs[0] == (-0.00390625, -0.00341796875)
