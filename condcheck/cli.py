@@ -135,6 +135,32 @@ def verify(file, exact, as_json):
 
 
 @main.command()
+@click.argument("certificate", type=click.Path(dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def recheck(certificate, as_json):
+    """Re-check a condition certificate's witnesses without the search code.
+
+    \b
+    Example:
+      condcheck check gelu float8_e4m3 --json > cert.json
+      condcheck recheck cert.json
+    Exit status 0 when every "holds" re-checks, 1 when one does not, 2 for an unreadable certificate.
+    """
+    from .recheck import recheck_file
+
+    res = recheck_file(certificate)
+    if as_json:
+        click.echo(json.dumps(res, indent=1))
+    else:
+        for k, v in res["conditions"].items():
+            state = ("re-checked: " + ("ok" if not v["problems"] else "FAILED " + "; ".join(v["problems"]))
+                     if v["rechecked"] else "not re-checked (only 'holds' verdicts carry a witness)")
+            click.echo(f"Condition {k} ({v['verdict']}): {state}")
+        click.echo(f"{res['activation']} on {res['format']}: " + ("certificate re-checked" if res["ok"] else "RE-CHECK FAILED"))
+    sys.exit(0 if res["ok"] else 1)
+
+
+@main.command()
 @click.option("--markdown", is_flag=True, help="Print the table as Markdown (the README's table).")
 @click.option("--json", "as_json", is_flag=True, help="Print every cell's verdicts as JSON.")
 def matrix(markdown, as_json):

@@ -1,0 +1,64 @@
+"""condcheck recheck: certificates re-checked without the search code, tampering detected."""
+import copy
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from condcheck.check import check_activation
+from condcheck.cli import main
+from condcheck.errors import CondcheckError
+from condcheck.formats import get_format
+from condcheck.recheck import recheck_certificate
+from conditions.verdict import exact_value
+
+
+@pytest.mark.parametrize("act", ["relu", "elu", "gelu", "swish", "sigmoid", "tanh", "softplus"])
+@pytest.mark.parametrize("fmt", ["float8_e4m3", "float8_e5m2", "float6_e2m3fn"])
+def test_genuine_certificates_recheck(act, fmt):
+    cert = check_activation(act, fmt).to_certificate()
+    res = recheck_certificate(cert)
+    assert res["ok"]
+    for k, v in res["conditions"].items():
+        assert v["rechecked"] == (cert["conditions"][k]["holds"] is True) and not v["problems"]
+
+
+def test_float32_certificates_recheck_conditions_2_and_3_and_leave_1_undecided():
+    res = recheck_certificate(check_activation("gelu", "float32").to_certificate())
+    assert res["ok"] and not res["conditions"]["1"]["rechecked"] and res["conditions"]["2"]["rechecked"]
+
+
+def _tampered(field, value, condition="1", act="gelu"):
+    cert = check_activation(act, "float8_e4m3").to_certificate()
+    cert = copy.deepcopy(cert)
+    cert["conditions"][condition]["witness"][field] = exact_value(value, get_format("float8_e4m3"))
+    return cert
+
+
+def test_a_dead_tail_claimed_too_high_is_caught():
+    res = recheck_certificate(_tampered("z_dead", 1))
+    assert not res["ok"] and any(p.startswith("(a)") for p in res["conditions"]["1"]["problems"])
+
+
+def test_a_wrong_pass_state_in_condition2_is_caught():
+    res = recheck_certificate(_tampered("delta_1", 3, condition="2"))
+    assert not res["ok"] and res["conditions"]["2"]["problems"]
+
+
+def test_a_hex_that_disagrees_with_its_fraction_is_refused():
+    cert = check_activation("relu", "float8_e4m3").to_certificate()
+    cert["conditions"]["3"]["witness"]["zeta"]["hex"] = "0x1.0p+3"
+    with pytest.raises(CondcheckError, match="hex"):
+        recheck_certificate(cert)
+
+
+def test_cli_recheck_exit_codes(tmp_path):
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps(check_activation("tanh", "float8_e4m3").to_certificate()))
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(_tampered("z_dead", 1)))
+    r = CliRunner()
+    assert r.invoke(main, ["recheck", str(good)]).exit_code == 0
+    out = r.invoke(main, ["recheck", str(bad)])
+    assert out.exit_code == 1 and "RE-CHECK FAILED" in out.output
+    assert r.invoke(main, ["recheck", str(tmp_path / "missing.json")]).exit_code == 2
