@@ -724,6 +724,7 @@ class _Ctx:
             post = []
             v_on, v_off = Gz, st.L
             chain = []            # (d, a) of the passes, output side last
+            off_factors = []      # |T'(off pre)| * |a| of each power pass, for the backward at other points
             ok = True
             for e in exps:
                 a = math.ldexp(1.0, e)
@@ -737,6 +738,7 @@ class _Ctx:
                 c, p, tp, dp, off = r
                 post.append((a, c))
                 chain.append((dp, a))
+                off_factors.append(abs(float(kit.dT(off))) * abs(a))
                 v_on, v_off = tp, float(kit.T(off))
             if not ok:
                 continue
@@ -761,14 +763,18 @@ class _Ctx:
             T3 = T3[np.abs(T3) * scale * bmax <= F.max]
             if len(T3) == 0:
                 continue
-            found = self._last_pair(y, v_on, v_off, T3, h_max, quarter)
+            found = self._last_pair(y, v_on, v_off, T3, h_max, quarter, off_factors)
             if found is not None:
                 a, c, A = found
                 return post + [(a, c)], A
         return None
 
-    def _last_pair(self, y, v_on, v_off, T3, h_max, quarter):
-        """(a, c, A): last pass weight and bias and output weight with RN(RN(RN(y A) T'(p)) a) in T3."""
+    def _last_pair(self, y, v_on, v_off, T3, h_max, quarter, off_factors=()):
+        """(a, c, A): last pass weight and bias and output weight with RN(RN(RN(y A) T'(p)) a) in T3.
+
+        At every other point the branch's passes sit in their off states and the gate is dead; the
+        upstream y' (x) A then meets T'(off) and a of each pass before the gate stops it: every partial
+        product must stay finite for |y'| <= h_max (off_factors: |T'(off)| |a| of the passes before)."""
         kit, st, F = self.kit, self.st, self.F
         V = F.values()
         V = V[V != 0]
@@ -791,12 +797,16 @@ class _Ctx:
                     continue
                 pmax = max(abs(float(kit.T(p4))), abs(float(kit.T(off_pre))))
                 off_d = abs(float(kit.dT(off_pre)))
+                gains = [off_d * abs(a4)]
+                for fct in reversed(off_factors):
+                    gains.append(gains[-1] * fct)
+                off_gain = max([1.0] + gains)
                 t2, o2 = mul_array(t1, np.full_like(t1, d4), F)
                 t3, o3 = mul_array(t2, np.full_like(t2, a4), F)
                 hit = ~(o1 | o2 | o3) & np.isin(t3, T3)
                 As = V[hit]
                 As = As[(np.abs(As) * pmax < quarter) & (np.abs(As) * h_max <= F.max)
-                        & (np.abs(As) * h_max * off_d * abs(a4) <= F.max)]
+                        & (np.abs(As) * h_max * off_gain <= F.max)]
                 if len(As):
                     return a4, float(c4), float(As[np.argmin(np.abs(As))])
         return None
