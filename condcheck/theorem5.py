@@ -432,6 +432,13 @@ class _Ctx:
         self.zero_states = z[(t == 0)]
         self.pass_z, self.pass_t, self.pass_d = _live_pass(st)
         self.pow2_values = sorted({float(v) for v in t[live] if _pow2(v) and v > 0})
+        # gate states of gradient branches: pass states whose value differs from L by at least
+        # 2 |z_d| / Omega first (a weight below Omega/2 can then separate them from the dead tail)
+        far = np.abs(self.pass_t - st.L) >= 2 * abs(st.z_dead) / float(F.max)
+        self.pass_bucket = {float(q): int(max(0.0, -math.log2(abs(d)) - 1))
+                            for q, d in zip(self.pass_z, self.pass_d)}    # 0 for |T'| >= 1/2
+        self.gate_targets = list(self.pass_z[far]) + list(self.pass_z[~far])
+        self.pass_far = {float(q) for q in self.pass_z[far]}     # a next pass can tell them from L
 
     def _betas(self, gating, shift_exp):
         out = []
@@ -644,7 +651,7 @@ class _Ctx:
                     continue
                 d2 = float(kit.dT(p2))
                 try:
-                    betas, gamma, preG = self._gate(zi, (a3, P2), list(self.pass_z))
+                    betas, gamma, preG = self._gate(zi, (a3, P2), self.gate_targets)
                 except ConstructionError as e:
                     last_err = str(e)
                     continue
@@ -687,19 +694,34 @@ class _Ctx:
         return out
 
     def _passes(self, v_on, v_off, a):
-        """The pass after a neuron with values v_on (at z) and v_off (elsewhere), weight a: the bias
-        giving the smallest reachable pass state at z.  Returns (c, p, T(p), T'(p), off pre) or None."""
-        kit, F = self.kit, self.F
+        """The pass after a neuron with values v_on (at z) and v_off (elsewhere), weight a.
+
+        The bias c is chosen so that the pre-activation at z is a pass state, preferring a c that
+        also sends the off value into the dead tail (then nothing reaches further back at the other
+        points), then the smallest pass value.  Returns (c, p, T(p), T'(p), off pre) or None.
+        """
+        kit, F, st = self.kit, self.F, self.st
         rank = {float(q): r for r, q in enumerate(self.pass_z)}
+        G = F.values()
         try:
-            r = self._reach(float(kit.mul(a, v_on)), rank)
-            if r is None:
-                return None
-            c, p = r
-            off = float(kit.add(kit.mul(a, v_off), c))
-            return c, p, float(kit.T(p)), float(kit.dT(p)), off
+            on_base = float(kit.mul(a, v_on))
+            off_base = float(kit.mul(a, v_off))
         except ConstructionError:
             return None
+        q_on, o1 = add_array(np.full_like(G, on_base), G, F)
+        q_off, o2 = add_array(np.full_like(G, off_base), G, F)
+        best = None
+        for c, p, qo, bad in zip(G, q_on, q_off, o1 | o2):
+            r = rank.get(float(p))
+            if bad or r is None:
+                continue
+            key = (self.pass_bucket[float(p)], 0 if st.dead(qo) else 1, 0 if float(p) in self.pass_far else 1, r)
+            if best is None or key < best[0]:
+                best = (key, float(c), float(p), float(qo))
+        if best is None:
+            return None
+        _, c, p, off = best
+        return c, p, float(kit.T(p)), float(kit.dT(p)), off
 
     def _transfer(self, y, g, Gz, d3, tail_factors, betas, h_max, quarter, n_post):
         """(post, A): the passes after the gate and the output weight, with the backward chain equal
@@ -717,9 +739,18 @@ class _Ctx:
         # exponents for the power-of-two passes: spread what the last pair cannot carry
         exps_options = [[]]
         if n_post > 1:
-            base = max(0, int(round(ratio_exp)) - 2 * (F.M + 1))
-            per = [max(0, base // (n_post - 1) + k) for k in (0, 1, -1, 2, -2, 3, 4)]
-            exps_options = [[e] * (n_post - 1) for e in dict.fromkeys(per)]
+            # what the power passes must carry: the whole ratio g / y over the fixed factors before the
+            # gate, less what the last pass and the output weight carry (about 2^(M+2)); each pass also
+            # meets a derivative of about 1/2
+            tail_exp = sum(math.log2(abs(f)) for f in tail_factors if f)
+            need = ratio_exp - tail_exp + (n_post - 1) - (F.M + 2)
+            totals = sorted(range(int(need) - 6, int(need) + 7), key=lambda t: abs(t - need))
+            exps_options = []
+            for t in totals:
+                q, r = divmod(max(t, 0), n_post - 1)
+                exps = [q + (1 if i < r else 0) for i in range(n_post - 1)]
+                if exps not in exps_options and all(e <= F.e_max for e in exps):
+                    exps_options.append(exps)
         for exps in exps_options:
             post = []
             v_on, v_off = Gz, st.L
@@ -787,7 +818,11 @@ class _Ctx:
         t1, o1 = mul_array(np.full_like(V, y), V, F)             # y (x) A for every A
         for ia in rows:
             a4 = float(V[ia])
-            for c4, p4 in list(zip(G[okp[ia]], pre[ia][okp[ia]]))[:4]:
+            cands = list(zip(G[okp[ia]], pre[ia][okp[ia]]))
+            off_all, oo_all = add_array(np.full(len(cands), float(kit.mul(a4, v_off))) if cands else np.empty(0),
+                                        np.array([c for c, _ in cands]), F)
+            dead_first = sorted(range(len(cands)), key=lambda i: (oo_all[i] or not st.dead(off_all[i]), i))
+            for c4, p4 in [cands[i] for i in dead_first[:4]]:
                 d4 = float(kit.dT(p4))
                 if d4 == 0:
                     continue
