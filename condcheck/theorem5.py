@@ -594,31 +594,6 @@ class _Ctx:
                 best = (r, float(c), float(v))
         return None if best is None else best[1:]
 
-    def _scales(self, ratio, w_g, tries=24):
-        """(a2, a3) powers of two, a2 < 0 first, whose product is near the needed ratio g / y.
-
-        The large factors of the backward chain belong before the gate in forward order (a2, a3):
-        their forward effect is re-centred by the biases, while the output weight A and a4 must stay
-        small enough for the output term to be absorbed.  a2 < 0 keeps P2 = T(a2 S + c2) small on
-        the whole domain (S >= min T), so the gate needs only a small push.
-        """
-        F = self.F
-        want = math.log2(abs(ratio / w_g)) if ratio else 0.0
-        pairs = []
-        for k2 in range(-12, 13):
-            for k3 in range(-12, 13):
-                pairs.append((abs(k2 + k3 - want), abs(k2 - k3), k2, k3))
-        pairs.sort()
-        out = []
-        for _, _, k2, k3 in pairs:
-            for sg in (-1.0, 1.0):
-                a2, a3 = math.ldexp(sg, k2), math.ldexp(1.0, k3)
-                if F.contains(a2) and F.contains(a3):
-                    out.append((a2, a3))
-            if len(out) >= tries:
-                break
-        return out
-
     def gradient_branch(self, zi, j, y, g, h_max, C, n_post=1):
         """Source, pass, gate, n_post passes, absorbed output weight: AD gradient g at z, 0 elsewhere."""
         kit, st, F = self.kit, self.st, self.F

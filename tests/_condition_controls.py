@@ -12,6 +12,7 @@ import sympy
 from condcheck.activations import get_activation, register_activation, x
 from condcheck.errors import FormatOverflowError, UnknownNameError
 from condcheck.formats import all_formats
+from condcheck.recheck import _even_last_bit      # the definition, written from the statement
 from condcheck.rounding import round_fraction
 
 SMALL_FORMATS = [f for f in all_formats() if f.bits <= 8]
@@ -88,17 +89,6 @@ def _bounded(rounded, t) -> bool:
     return v is not None and abs(v) <= Fraction(2) ** rounded.format.e_max
 
 
-def _last_bit_even(fmt, q: Fraction) -> bool:
-    """Last significand bit from the definition: |q| = m * 2^(e - M) with e = max(floor(log2|q|), e_min)."""
-    a = abs(q)
-    e = fmt.e_min
-    while Fraction(2) ** (e + 1) <= a:
-        e += 1
-    m = a / Fraction(2) ** (e - fmt.M)
-    assert m.denominator == 1
-    return m.numerator % 2 == 0
-
-
 def recheck_condition3(rounded, w) -> list[str]:
     fmt = rounded.format
     bad = []
@@ -112,7 +102,7 @@ def recheck_condition3(rounded, w) -> list[str]:
         pts = (-z, Fraction(0), z)
     else:
         x_ = Fraction(w.x)
-        if not fmt.contains(x_) or abs(x_) < z or not _last_bit_even(fmt, x_):
+        if not fmt.contains(x_) or abs(x_) < z or not _even_last_bit(fmt, x_):
             bad.append("(b) x")
         try:
             s = round_fraction(z + abs(x_), fmt)
