@@ -382,22 +382,25 @@ def construct_theorem5(activation, fmt, points, values, upstream, gradients, imp
     C = _absorber(F, K1, h_max)
     # the number of layers after the gates: each extra pass layer lets a gradient branch carry a larger
     # ratio g*/h* (its forward value at z is re-centred once more); every branch gets the same depth
-    err = None
-    for n_post in range(1, max_post + 1):
-        try:
-            values_part = [ctx.value_branch(zi, fv[zi], h_max, n_post) for zi in range(N) if fv[zi] != 0]
-            grad_part = []
-            for zi in range(N):
-                for j in range(d):
-                    if gv[zi, j] != 0:
+    quarter = math.ldexp(1.0, math.frexp(C)[1] - 1 - F.M - 2)
+    grad_part = []
+    for zi in range(N):
+        for j in range(d):
+            if gv[zi, j] != 0:
+                br, err = None, None
+                for n_post in range(1, max_post + 1):      # the fewest pass layers that work
+                    try:
                         br = ctx.gradient_branch(zi, j, float(hv[zi]), float(gv[zi, j]), h_max, C, n_post)
-                        if br is not None:
-                            grad_part.append(br)
-            break
-        except ConstructionError as e:
-            err = e
-    else:
-        raise err
+                        break
+                    except ConstructionError as e:
+                        err = e
+                if br is None:
+                    raise err
+                grad_part.append(br)
+    n_final = max([len(br.post) for br in grad_part] + [1])
+    for br in grad_part:
+        ctx.pad_gradient(br, n_final, h_max, quarter)
+    values_part = [ctx.value_branch(zi, fv[zi], h_max, n_final) for zi in range(N) if fv[zi] != 0]
     net = _assemble(kit, st, F, d, steps, values_part, grad_part, (b_const, K1), C, activation, implementation)
     claim = Claim(5, X, fv, hv, gv)
     if verify_result:
@@ -636,11 +639,52 @@ class _Ctx:
                 if r is None:
                     last_err = f"no transfer pair (a, A) maps upstream {y!r} to gradient {g!r}"
                     continue
-                post, A = r
-                return _Branch(zi, sorted(self.gating(zi)), betas, gamma, post, A, coord=j,
-                               w_g=w_g, b_g=b_g, a2=a2, c2=c2, a3=a3)
+                post, A, ends = r
+                br = _Branch(zi, sorted(self.gating(zi)), betas, gamma, post, A, coord=j,
+                             w_g=w_g, b_g=b_g, a2=a2, c2=c2, a3=a3)
+                br.ends, br.y = ends, y
+                return br
         raise ConstructionError(f"point {zi + 1} {X[zi].tolist()}, coordinate {j + 1}: gradient branch not "
                                 f"found ({last_err})")
+
+    def pad_gradient(self, br, n_total, h_max, quarter):
+        """Append relays to a gradient branch until it has n_total layers after its gate.
+
+        A relay T(a v + c) sits at a pass state r with T'(r) = 2^k and a = 2^-k, so at the branch's
+        point the backward value y (x) A is multiplied by T'(r) and then by a and comes back unchanged
+        (checked exactly); its forward value stays small enough to be absorbed, and at the other points
+        the backward gain it adds is checked against h_max.
+        """
+        kit, st, F = self.kit, self.st, self.F
+        v_on, v_off, gain = br.ends
+        t1 = float(kit.mul(br.y, br.out_weight))
+        rank = {float(q): r for r, q in enumerate(self.pass_z)}
+        while len(br.post) < n_total:
+            done = False
+            for q, d in zip(self.pass_z, self.pass_d):
+                a = 1.0 / float(d)
+                if not F.contains(a):
+                    continue
+                try:
+                    c = _solve_affine(kit, float(kit.mul(a, v_on)), float(q))
+                    if c is None:
+                        continue
+                    off = float(kit.add(kit.mul(a, v_off), c))
+                    t_on, t_off = float(kit.T(q)), float(kit.T(off))
+                    back = float(kit.mul(kit.mul(t1, d), a))
+                except ConstructionError:
+                    continue
+                g2 = gain * abs(float(kit.dT(off))) * abs(a)
+                if (back == t1 and abs(br.out_weight) * max(abs(t_on), abs(t_off)) < quarter
+                        and abs(br.out_weight) * h_max * max(1.0, g2) <= F.max):
+                    br.post.append((a, c))
+                    v_on, v_off, gain = t_on, t_off, max(gain, g2)
+                    done = True
+                    break
+            if not done:
+                raise ConstructionError(f"point {br.zi + 1}: no relay pads its gradient branch to "
+                                        f"{n_total} layers after the gate")
+        return br
 
     def _scales(self, ratio, w_g, n_post, tries=24):
         """(a2, a3) powers of two, a2 < 0 first, for the part of the ratio g / y before the gate.
@@ -772,7 +816,11 @@ class _Ctx:
             found = self._last_pair(y, v_on, v_off, T3, h_max, quarter, off_factors)
             if found is not None:
                 a, c, A = found
-                return post + [(a, c)], A
+                last_on = float(kit.T(kit.add(kit.mul(a, v_on), c)))
+                last_off = float(kit.T(kit.add(kit.mul(a, v_off), c)))
+                off_gain = max([1.0] + [math.prod(off_factors[i:]) for i in range(len(off_factors))]) * \
+                    abs(float(kit.dT(kit.add(kit.mul(a, v_off), c)))) * abs(a)
+                return post + [(a, c)], A, (last_on, last_off, off_gain)
         return None
 
     def _last_pair(self, y, v_on, v_off, T3, h_max, quarter, off_factors=()):
