@@ -267,6 +267,17 @@ class _Cols:
         return Layer(m, np.array([b for _, b in self.rows], dtype=np.float64))
 
 
+def _require_conditions(kit: Kit, F: Format, implementation: str) -> None:
+    """Refuse an activation that fails a condition, naming the condition and its failing clause."""
+    from .check import check_activation
+
+    res = check_activation(kit.act, F, implementation)
+    for k in ("1", "2", "3"):
+        c = res.conditions[k]
+        if c["holds"] is False:
+            raise ConstructionError(f"{kit.act.name} on {F.name} fails Condition {k}: {c['failing_clause']}")
+
+
 def _live_pass(st: States):
     """Pass states (T' a nonzero power of two, not dead): |T'| >= 1/2 first (a pass should not shrink
     the gradient), then the smallest |T| (a small forward value is cheap to absorb or re-centre)."""
@@ -299,6 +310,7 @@ def construct_theorem5(activation, fmt, points, values, upstream, gradients, imp
         X = X.reshape(-1, 1)
     X, fv, hv, gv = validate(F, kit.act.name, X, values, upstream, gradients)
     N, d = X.shape
+    _require_conditions(kit, F, implementation)
     st = find_states(kit)
     L = st.L
     M = F.M

@@ -160,3 +160,12 @@ def test_sigmoid_cannot_distinguish_the_full_box_of_the_e6_format_b2_6():
     F, X = _box("b2_6", "sigmoid")
     pairs = indistinguishable_pairs("sigmoid", F, X)
     assert len(pairs) == 184 and pairs[0] == (-0.00390625, -0.00341796875)
+
+
+def test_an_activation_failing_a_condition_is_refused_naming_condition_and_clause():
+    from _condition_controls import control
+    F, X = _box("float6_e3m2fn", "relu")
+    with pytest.raises(ConstructionError, match=r"fails Condition 1: \(e\) pass state"):
+        construct_theorem5(control("test_heaviside"), F, X, np.zeros(len(X)), np.zeros(len(X)), np.zeros((len(X), 1)))
+    with pytest.raises(ConstructionError, match=r"sigmoid on float4_e2m1fn fails Condition 1"):
+        construct_theorem5("sigmoid", "float4_e2m1fn", [[0.5]], [1.0], [0.5], [[0.0]])
