@@ -40,6 +40,7 @@ every point before it is returned.  A failure of any requirement raises Construc
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -137,25 +138,20 @@ class States:
         return self.z[m], self.t[m]
 
 
-def find_states(kit: Kit) -> States:
-    fmt = kit.fmt
+def _require_enumerable(fmt: Format) -> None:
     if not fmt.enumerable or fmt.bits > 16:
         raise ConstructionError(f"the constructor enumerates the states of the activation; {fmt.name} has "
                                 f"{fmt.bits} bits and only formats of at most 16 bits are supported so far")
+
+
+def find_states(kit: Kit, tail: dict) -> States:
+    """The states of T on every value of the format; the dead tail is Condition 1's witness ``tail``."""
+    _require_enumerable(kit.fmt)
     tab = kit.R.table()
-    z = tab.points
     ok = ~(tab.sigma_overflow | tab.dsigma_overflow)
-    z, t, dt = z[ok], tab.sigma[ok], tab.dsigma[ok]
-    L = t[0]
-    dead = (t == L) & (dt == 0)
-    if not dead[0]:
-        raise ConstructionError(f"Condition 1 (dead tail) fails for {kit.act.name} on {fmt.name}: at the most "
-                                f"negative value {z[0]!r}, T = {t[0]!r} and T' = {dt[0]!r} (T' must be 0)")
-    n = int(np.argmin(dead)) if not dead.all() else len(dead)
-    if n == len(dead):
-        raise ConstructionError(f"Condition 1 fails for {kit.act.name} on {fmt.name}: T is constant with T' = 0 "
-                                f"everywhere (no live state)")
-    return States(z, t, dt, float(L), float(z[n - 1]), n)
+    z, t, dt = tab.points[ok], tab.sigma[ok], tab.dsigma[ok]
+    z_dead = float(Fraction(tail["z_dead"]["fraction"]))
+    return States(z, t, dt, float(Fraction(tail["L"]["fraction"])), z_dead, int(np.count_nonzero(z <= z_dead)))
 
 
 # ---- step layer ----------------------------------------------------------------------------------------
@@ -267,8 +263,9 @@ class _Cols:
         return Layer(m, np.array([b for _, b in self.rows], dtype=np.float64))
 
 
-def _require_conditions(kit: Kit, F: Format, implementation: str) -> None:
-    """Refuse an activation that fails a condition, naming the condition and its failing clause."""
+def _require_conditions(kit: Kit, F: Format, implementation: str) -> dict:
+    """Refuse an activation that fails a condition, naming the condition and its failing clause;
+    return Condition 1's witness (its dead tail is the one the construction gates into)."""
     from .check import check_activation
 
     res = check_activation(kit.act, F, implementation)
@@ -276,6 +273,7 @@ def _require_conditions(kit: Kit, F: Format, implementation: str) -> None:
         c = res.conditions[k]
         if c["holds"] is False:
             raise ConstructionError(f"{kit.act.name} on {F.name} fails Condition {k}: {c['failing_clause']}")
+    return res.conditions["1"]["witness"]
 
 
 def _live_pass(st: States):
@@ -310,8 +308,8 @@ def construct_theorem5(activation, fmt, points, values, upstream, gradients, imp
         X = X.reshape(-1, 1)
     X, fv, hv, gv = validate(F, kit.act.name, X, values, upstream, gradients)
     N, d = X.shape
-    _require_conditions(kit, F, implementation)
-    st = find_states(kit)
+    _require_enumerable(F)
+    st = find_states(kit, _require_conditions(kit, F, implementation))
     L = st.L
     M = F.M
 
