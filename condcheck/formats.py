@@ -20,6 +20,7 @@ import math
 import re
 from dataclasses import dataclass, field
 from fractions import Fraction
+import functools
 from functools import lru_cache
 
 import ml_dtypes
@@ -65,6 +66,11 @@ class Format:
     @property
     def p(self) -> int:
         return self.M + 1
+
+    @functools.cached_property
+    def max_float(self) -> float:
+        """Omega as a float64 (inf when Omega is beyond float64); for fast comparisons."""
+        return float(self.max) if self.max <= Fraction(float(np.finfo(np.float64).max)) else math.inf
 
     @property
     def Omega(self) -> Fraction:

@@ -17,7 +17,7 @@ import numpy as np
 
 from .errors import CondcheckError
 from .formats import Format, num_text
-from .rounding import round_array, round_fraction, round_or_none
+from .rounding import round_array, round_float, round_fraction, round_or_none
 
 _F64_MAX = Fraction(float(np.finfo(np.float64).max))
 
@@ -97,3 +97,31 @@ def sub_array(a, b, fmt: Format):
 
 def mul_array(a, b, fmt: Format):
     return _fast(lambda x, y: x * y, a, b, fmt)
+
+
+# ---- scalar fast path -------------------------------------------------------------------------------
+def _scalar(op, a: float, b: float, fmt: Format) -> float | None:
+    """RN_F(a op b) for two float values of fmt, or None on overflow.
+
+    Under ``fits_float64`` the float64 operation is exact (products) or rounds innocuously before the
+    second rounding (sums), as for the array path; otherwise the exact Fraction path decides.
+    """
+    if fmt.fits_float64:
+        return round_float(op(a, b), fmt)
+    r = round_or_none(op(Fraction(a), Fraction(b)), fmt)
+    if r is None:
+        return None
+    f = float(r)
+    if Fraction(f) != r:
+        raise CondcheckError(f"the {fmt.name} result {num_text(r)} is not a float64; use ops.add/mul on Fractions")
+    return f
+
+
+def add_float(a: float, b: float, fmt: Format) -> float | None:
+    """RN_F(a + b) of two floats holding values of fmt; None on overflow."""
+    return _scalar(lambda x, y: x + y, a, b, fmt)
+
+
+def mul_float(a: float, b: float, fmt: Format) -> float | None:
+    """RN_F(a * b) of two floats holding values of fmt; None on overflow."""
+    return _scalar(lambda x, y: x * y, a, b, fmt)

@@ -11,6 +11,7 @@ float8_e4m3 (the tie between 240 and 256 goes to the even 256), and 464 rounds t
 """
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 import mpmath
@@ -90,6 +91,20 @@ def round_mpf(x, fmt: Format) -> Fraction:
 
 
 _BINARY = {np.dtype(np.float64): (52, np.int64), np.dtype(np.float32): (23, np.int32)}
+
+
+def round_float(v: float, fmt: Format) -> float | None:
+    """RN_F of one float64 that *is* the exact value to round; None on overflow (or a non-finite v).
+
+    The scalar twin of ``round_array`` for the constructor's many single operations: scaling by a
+    power of two is exact, and Python's ``round`` of a float rounds half to even exactly.
+    """
+    if v == 0 or not math.isfinite(v):
+        return float(v) if v == 0 else None
+    _, e = math.frexp(v)                               # |v| in [2^(e-1), 2^e)
+    q = max(e - 1, fmt.e_min) - fmt.M                 # quantum exponent
+    r = math.ldexp(round(math.ldexp(v, -q)), q)
+    return None if abs(r) > fmt.max_float else r
 
 
 def round_array(x: np.ndarray, fmt: Format) -> tuple[np.ndarray, np.ndarray]:

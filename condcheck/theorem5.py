@@ -49,7 +49,7 @@ import scipy.sparse as sp
 from .errors import CondcheckError
 from .formats import Format, get_format
 from .network import Layer, Network
-from .ops import add_array, mul_array
+from .ops import add_array, add_float, mul_array, mul_float
 from .rounded_activation import get_rounded
 
 
@@ -59,32 +59,67 @@ class ConstructionError(CondcheckError):
 
 # ---- exact arithmetic on arrays of format values ------------------------------------------------------
 class Kit:
-    """RN_F arithmetic and T = sigma~ on arrays, raising on overflow (a network may not overflow)."""
+    """RN_F arithmetic and T = sigma~ on arrays, raising on overflow (a network may not overflow).
+
+    Scalars take a fast path (``ops.add_float``/``mul_float``, proved equal to the exact path in
+    tests/test_ops.py, and a dictionary of the activation's table), since the constructor performs
+    many single operations while it searches.
+    """
 
     def __init__(self, activation, fmt: Format, implementation: str):
         self.fmt = fmt
         self.R = get_rounded(activation, fmt, implementation)
         self.act = self.R.activation
+        self._lookup = None
 
     def _ok(self, r, over, what):
         if np.any(over):
             raise ConstructionError(f"{what} overflows {self.fmt.name}")
         return r
 
+    def _scalar(self, op, a, b, what):
+        r = op(float(a), float(b), self.fmt)
+        if r is None:
+            raise ConstructionError(f"{what} overflows {self.fmt.name}")
+        return r
+
     def mul(self, a, b, what="a product"):
+        if np.ndim(a) == 0 and np.ndim(b) == 0:
+            return self._scalar(mul_float, a, b, what)
         a, b = np.broadcast_arrays(np.asarray(a, float), np.asarray(b, float))
         return self._ok(*mul_array(a, b, self.fmt), what)
 
     def add(self, a, b, what="a sum"):
+        if np.ndim(a) == 0 and np.ndim(b) == 0:
+            return self._scalar(add_float, a, b, what)
         a, b = np.broadcast_arrays(np.asarray(a, float), np.asarray(b, float))
         return self._ok(*add_array(a, b, self.fmt), what)
 
+    def _table_lookup(self, z, derivative, what):
+        if self._lookup is None:
+            t = self.R.table()
+            sig = np.where(t.sigma_overflow, np.nan, t.sigma)
+            dsig = np.where(t.dsigma_overflow, np.nan, t.dsigma)
+            self._lookup = dict(zip(t.points.tolist(), zip(sig.tolist(), dsig.tolist())))
+        try:
+            v = self._lookup[float(z)][1 if derivative else 0]
+        except KeyError:
+            self.fmt.check(float(z), "activation input")          # raises naming the value
+            raise
+        if v != v:
+            raise ConstructionError(f"{what} overflows {self.fmt.name}")
+        return v
+
     def T(self, z, what="an activation value"):
+        if np.ndim(z) == 0 and self.fmt.enumerable and self.fmt.bits <= 16:
+            return self._table_lookup(z, False, what)
         z = np.asarray(z, float)
         v, o = self.R.value_array(z.ravel())
         return self._ok(v, o, what).reshape(z.shape)
 
     def dT(self, z, what="an activation derivative"):
+        if np.ndim(z) == 0 and self.fmt.enumerable and self.fmt.bits <= 16:
+            return self._table_lookup(z, True, what)
         z = np.asarray(z, float)
         v, o = self.R.derivative_array(z.ravel())
         return self._ok(v, o, what).reshape(z.shape)
@@ -452,6 +487,22 @@ class _Ctx:
                             for q, d in zip(self.pass_z, self.pass_d)}    # 0 for |T'| >= 1/2
         self.gate_targets = list(self.pass_z[far]) + list(self.pass_z[~far])
         self.pass_far = {float(q) for q in self.pass_z[far]}     # a next pass can tell them from L
+        V = F.values()
+        self.nonzero_values = V[V != 0]
+        # blocker layers: weights (every nonzero value, or the values with one or two significant bits
+        # when the format is large) and target states (live, T' != 0; at most 4,096, evenly spread)
+        if len(V) <= 2048:
+            self.block_weights = self.nonzero_values
+        else:
+            m = self.nonzero_values
+            frac = np.abs(m) / np.exp2(np.floor(np.log2(np.abs(m))))
+            self.block_weights = m[(frac == 1.0) | (frac == 1.5)]
+        tgt = (z > st.z_dead) & (dt != 0) & np.isfinite(t) & np.isfinite(dt)
+        idx = np.nonzero(tgt)[0]
+        if len(idx) > 4096:
+            idx = idx[np.linspace(0, len(idx) - 1, 4096).astype(int)]
+        self.block_targets, self.block_t, self.block_d = z[idx], t[idx], dt[idx]
+        self.push_min = 2 * abs(st.z_dead) / float(F.max)
 
     def _betas(self, gating, shift_exp):
         out = []
@@ -615,10 +666,13 @@ class _Ctx:
         rank = {float(q): r for r, q in enumerate(self.pass_z)}
         quarter = math.ldexp(1.0, math.frexp(C)[1] - 1 - F.M - 2)      # ulp(C) / 4
         last_err = "no source state reachable"
+        # source weights: a backward value must stay a finite value of the format all the way, so near
+        # the input the suffix products |w_g|, |T'(s0) w_g| must reach |g| / Omega; small |w_g| first
+        xmax = float(np.max(np.abs(X[:, j])))
         powers = [math.ldexp(sg, k) for k in (0, -1, 1, -2, 2, -3, 3) for sg in (1.0, -1.0)]
-        for w_g in powers[:4]:
-            if not F.contains(w_g):
-                continue
+        powers = [w for w in powers if F.contains(w) and abs(w) * xmax <= F.max]
+        powers.sort(key=lambda w: (abs(w) / 2 < abs(g) / float(F.max), abs(math.log2(abs(w)))))
+        for w_g in powers[:6]:
             try:
                 src = self._reach(float(kit.mul(w_g, xz)), rank)
                 if src is None:
@@ -628,7 +682,7 @@ class _Ctx:
             except ConstructionError:
                 continue
             d1 = float(kit.dT(s0))
-            for a2, a3 in self._scales(g / y, w_g, n_post):
+            for a2, a3 in self._scales(g, w_g, d1):
                 try:
                     r2 = self._reach(float(kit.mul(a2, S[zi])), rank)
                     if r2 is None:
@@ -696,24 +750,27 @@ class _Ctx:
                                         f"{n_total} layers after the gate")
         return br
 
-    def _scales(self, ratio, w_g, n_post, tries=24):
-        """(a2, a3) powers of two, a2 < 0 first, for the part of the ratio g / y before the gate.
+    def _scales(self, g, w_g, d1, tries=24):
+        """(a2, a3) powers of two, a2 < 0 first, for the gain before the gate.
 
-        Each pass after the gate can carry about 2^(M+1) of the ratio with its forward value re-centred
-        small; what is left goes before the gate (a2, a3), where the biases re-centre too.  a2 < 0
-        keeps P2 = T(a2 S + c2) small on the whole domain (S >= min T), so the gate needs only a
-        small push.
+        The blocker layers after the gate carry most of the ratio g / y, but the backward value at
+        the gate's output is a value of the format, so the fixed factors before the gate must carry at
+        least |g| / Omega (times the gate's largest weight): a2 a3 is aimed at 16 |g| / Omega over w_g T'(source) and two derivatives of
+        about 1/2 (the pass and the gate).  a2 < 0 keeps P2 = T(a2 S + c2) small on the whole domain
+        (S >= min T), so the gate needs only a small push.
         """
         F = self.F
-        want = math.log2(abs(ratio / w_g)) if ratio else 0.0
-        want = max(0.0, want - (n_post - 1) * (F.M + 1) - (F.M + 1))
+        want = math.log2(16 * abs(g) / float(F.max)) - math.log2(abs(w_g * d1)) + 2 if g and d1 else 0.0
+        floor = abs(g) / float(F.max)           # every suffix product of the backward chain reaches this
+        base = abs(w_g * d1)
         pairs = []
         for k2 in range(-12, 13):
             for k3 in range(-12, 13):
-                pairs.append((abs(k2 + k3 - want), abs(k2 - k3), k2, k3))
+                unsafe = base * 2.0 ** k2 / 2 < floor or base * 2.0 ** (k2 + k3) / 4 < floor
+                pairs.append((unsafe, abs(k2 + k3 - want), abs(k2 - k3), k2, k3))
         pairs.sort()
         out = []
-        for _, _, k2, k3 in pairs:
+        for _, _, _, k2, k3 in pairs:
             for sg in (-1.0, 1.0):
                 a2, a3 = math.ldexp(sg, k2), math.ldexp(1.0, k3)
                 if F.contains(a2) and F.contains(a3):
@@ -752,132 +809,122 @@ class _Ctx:
         _, c, p, off = best
         return c, p, float(kit.T(p)), float(kit.dT(p)), off
 
-    def _transfer(self, y, g, Gz, d3, tail_factors, betas, h_max, quarter, n_post):
-        """(post, A): the passes after the gate and the output weight, with the backward chain equal
-        to g at z, the output term absorbed and no overflow anywhere.
+    # ---- the layers after a gradient gate: blockers, and an exact transfer by backward preimages --------
+    def _rn_chain(self, t, factors):
+        """RN(...RN(RN(t f_1) f_2)... f_k) for an array t, NaN where a product overflows."""
+        F = self.F
+        out = np.asarray(t, float)
+        for f in factors:
+            r, o = mul_array(out, np.full_like(out, f), F)
+            out = np.where(o | np.isnan(out), np.nan, r)
+        return out
 
-        Passes 1..n_post-1 take powers of two (exact backward scaling); the last pass weight a and the
-        output weight A are searched (two-multiplication transfer).
+    def _blockers(self, v_on):
+        """Every layer T(a v + c) after a gate whose input is v_on at the branch's point and L elsewhere:
+        the pre-activation at the point is a state with T' != 0, and elsewhere it is dead (T = L,
+        T' = 0), so at every other point the layer *blocks* the backward pass.
+
+        The pre-activation targets are the live states with T' != 0 (a sample of them for formats with
+        many); c = RN(p - RN(a v_on)) and the pair is kept when it lands exactly on p.  Returns arrays
+        (a, c, p_on, T(p_on), T'(p_on)).
         """
         kit, st, F = self.kit, self.st, self.F
-        V = F.values()
-        V = V[V != 0]
-        G = F.values()
-        bmax = max(abs(b) for b in betas) if betas else 1.0
-        ratio_exp = math.log2(abs(g / y)) if y else 0.0
-        # exponents for the power-of-two passes: spread what the last pair cannot carry
-        exps_options = [[]]
-        if n_post > 1:
-            # what the power passes must carry: the whole ratio g / y over the fixed factors before the
-            # gate, less what the last pass and the output weight carry (about 2^(M+2)); each pass also
-            # meets a derivative of about 1/2
-            tail_exp = sum(math.log2(abs(f)) for f in tail_factors if f)
-            need = ratio_exp - tail_exp + (n_post - 1) - (F.M + 2)
-            totals = sorted(range(int(need) - 6, int(need) + 7), key=lambda t: abs(t - need))
-            exps_options = []
-            for t in totals:
-                q, r = divmod(max(t, 0), n_post - 1)
-                exps = [q + (1 if i < r else 0) for i in range(n_post - 1)]
-                if exps not in exps_options and all(e <= F.e_max for e in exps):
-                    exps_options.append(exps)
-        for exps in exps_options:
-            post = []
-            v_on, v_off = Gz, st.L
-            chain = []            # (d, a) of the passes, output side last
-            off_factors = []      # |T'(off pre)| * |a| of each power pass, for the backward at other points
-            ok = True
-            for e in exps:
-                a = math.ldexp(1.0, e)
-                if not F.contains(a):
-                    ok = False
-                    break
-                r = self._passes(v_on, v_off, a)
-                if r is None:
-                    ok = False
-                    break
-                c, p, tp, dp, off = r
-                post.append((a, c))
-                chain.append((dp, a))
-                off_factors.append(abs(float(kit.dT(off))) * abs(a))
-                v_on, v_off = tp, float(kit.T(off))
-            if not ok:
-                continue
-            # tail: from the last pass's input back to the input gradient
-            factors = []
-            for dp, a in reversed(chain):
-                factors += [a, dp]
-            factors = factors + list(tail_factors)
+        A, P = self.block_weights, self.block_targets
+        m_on, o1 = mul_array(A, np.full_like(A, v_on), F)
+        m_off, o2 = mul_array(A, np.full_like(A, st.L), F)
+        ok = ~(o1 | o2)
+        A, m_on, m_off = A[ok], m_on[ok], m_off[ok]
+        shape = (len(A), len(P))
+        c, oc = add_array(np.broadcast_to(P[None, :], shape), np.broadcast_to(-m_on[:, None], shape), F)
+        p_on, o3 = add_array(np.broadcast_to(m_on[:, None], c.shape), np.where(oc, 0.0, c), F)
+        p_off, o4 = add_array(np.broadcast_to(m_off[:, None], c.shape), np.where(oc, 0.0, c), F)
+        good = ~(oc | o3 | o4) & (p_on == P[None, :]) & st.dead(p_off)
+        ia, ip = np.nonzero(good)
+        d_on = self.block_d[ip]
+        t_on = self.block_t[ip]
+        return A[ia], c[ia, ip], P[ip], t_on, d_on
 
-            def tail(t):
-                out = t
-                for m in factors:
-                    r, o = mul_array(out, np.full_like(out, m), F)
-                    out = np.where(o, np.nan, r)
-                return out
-            T3 = V[tail(V) == g]
-            if len(T3) == 0:
-                continue
-            # gradient arriving at G = t * (factors up to and including d3) must keep t * beta finite
-            upto = factors[:2 * len(chain) + 1]
-            scale = abs(math.prod(upto)) if upto else 1.0
-            T3 = T3[np.abs(T3) * scale * bmax <= F.max]
-            if len(T3) == 0:
-                continue
-            found = self._last_pair(y, v_on, v_off, T3, h_max, quarter, off_factors)
-            if found is not None:
-                a, c, A = found
-                last_on = float(kit.T(kit.add(kit.mul(a, v_on), c)))
-                last_off = float(kit.T(kit.add(kit.mul(a, v_off), c)))
-                off_gain = max([1.0] + [math.prod(off_factors[i:]) for i in range(len(off_factors))]) * \
-                    abs(float(kit.dT(kit.add(kit.mul(a, v_off), c)))) * abs(a)
-                return post + [(a, c)], A, (last_on, last_off, off_gain)
-        return None
+    def _transfer(self, y, g, Gz, d3, tail_factors, betas, h_max, quarter, n_post):
+        """(post, A, ends): n_post blocker layers after the gate and the output weight A, with the
+        backward chain at the point exactly equal to g, and the output term absorbed (or exactly 0).
 
-    def _last_pair(self, y, v_on, v_off, T3, h_max, quarter, off_factors=()):
-        """(a, c, A): last pass weight and bias and output weight with RN(RN(RN(y A) T'(p)) a) in T3.
-
-        At every other point the branch's passes sit in their off states and the gate is dead; the
-        upstream y' (x) A then meets T'(off) and a of each pass before the gate stops it: every partial
-        product must stay finite for |y'| <= h_max (off_factors: |T'(off)| |a| of the passes before)."""
+        Every post layer is a blocker (dead at every other point), so at the other points the backward
+        value stops right after y' (x) A: only |A| h_max <= Omega is needed there.  At the point the
+        backward chain is y -> RN(y A) -> (x) T'(p_n) (x) a_n -> ... -> (x) T'(p_1) (x) a_1 -> the gate
+        and the fixed factors before it.  Exactness is decided on sets: S_0 = the values t that the
+        fixed factors map exactly to g (every value of the format tried), S_k = the values that layer k
+        maps into S_(k-1); the output weight A must put RN(y A) into S_n.  Layers 1..n-1 are chosen to
+        carry an even share of the gain g / y; the last layer and A are searched together.
+        """
         kit, st, F = self.kit, self.st, self.F
-        V = F.values()
-        V = V[V != 0]
-        G = F.values()
-        r4, o4 = mul_array(V, np.full_like(V, v_on), F)
-        pre, op = add_array(r4[:, None], G[None, :], F)
-        okp = ~op & ~o4[:, None] & np.isin(pre, self.pass_z)
-        rows = np.nonzero(okp.any(axis=1))[0]
-        rows = rows[np.argsort(np.abs(V[rows]), kind="stable")]
-        t1, o1 = mul_array(np.full_like(V, y), V, F)             # y (x) A for every A
-        for ia in rows:
-            a4 = float(V[ia])
-            cands = list(zip(G[okp[ia]], pre[ia][okp[ia]]))
-            off_all, oo_all = add_array(np.full(len(cands), float(kit.mul(a4, v_off))) if cands else np.empty(0),
-                                        np.array([c for c, _ in cands]), F)
-            dead_first = sorted(range(len(cands)), key=lambda i: (oo_all[i] or not st.dead(off_all[i]), i))
-            for c4, p4 in [cands[i] for i in dead_first[:4]]:
-                d4 = float(kit.dT(p4))
-                if d4 == 0:
-                    continue
-                try:
-                    off_pre = float(kit.add(kit.mul(a4, v_off), c4))
-                except ConstructionError:
-                    continue
-                pmax = max(abs(float(kit.T(p4))), abs(float(kit.T(off_pre))))
-                off_d = abs(float(kit.dT(off_pre)))
-                gains = [off_d * abs(a4)]
-                for fct in reversed(off_factors):
-                    gains.append(gains[-1] * fct)
-                off_gain = max([1.0] + gains)
-                t2, o2 = mul_array(t1, np.full_like(t1, d4), F)
-                t3, o3 = mul_array(t2, np.full_like(t2, a4), F)
-                hit = ~(o1 | o2 | o3) & np.isin(t3, T3)
-                As = V[hit]
-                As = As[(np.abs(As) * pmax < quarter) & (np.abs(As) * h_max <= F.max)
-                        & (np.abs(As) * h_max * off_gain <= F.max)]
-                if len(As):
-                    return a4, float(c4), float(As[np.argmin(np.abs(As))])
+        V = self.nonzero_values
+        L = st.L
+        bmax = max(abs(b) for b in betas) if betas else 1.0
+        # S_0, with the gradient entering the gate's inputs (beta (x) delta) kept finite
+        after_gate = self._rn_chain(V, [d3])
+        S = V[(self._rn_chain(V, tail_factors) == g) & (np.abs(after_gate) * bmax <= F.max)]
+        if len(S) == 0:
+            return None
+        fixed = abs(math.prod(tail_factors))
+        need = math.log2(abs(g) / (abs(y) * fixed)) if y and fixed else 0.0
+        post, v_on = [], Gz
+        for k in range(n_post - 1):
+            if v_on == L:
+                return None
+            a, c, p, t, d = self._blockers(v_on)
+            keep = (t != L) & (np.abs(t - L) >= self.push_min)
+            a, c, p, t, d = a[keep], c[keep], p[keep], t[keep], d[keep]
+            if len(a) == 0:
+                return None
+            share = need / (n_post - k)          # what this layer should carry, A ~ 1 for the rest
+            gain = np.log2(np.abs(a * d))
+            # a power-of-two gain maps the target set one to one; a small forward value leaves the next
+            # layer the most room for its weight
+            inexact = (np.abs(np.frexp(a * d)[0]) != 0.5).astype(float)
+            i = int(np.lexsort((np.abs(t), np.round(np.abs(gain - share)), inexact))[0])
+            need -= float(gain[i])
+            S = self._preimage(S, float(d[i]), float(a[i]))
+            if len(S) == 0:
+                return None
+            post.append((float(a[i]), float(c[i])))
+            v_on = float(t[i])
+        if v_on == L:
+            return None
+        a, c, p, t, d = self._blockers(v_on)
+        if len(a) == 0:
+            return None
+        # the output term A T(p) must vanish (T(p) = L = 0) or be absorbed by C at the point and elsewhere
+        amp = np.maximum(np.abs(t), abs(L))
+        t1, o = mul_array(np.full(len(V), y), V, F)
+        cand_A = np.where(o, np.nan, t1)
+        order = np.argsort(np.abs(np.log2(np.abs(a * d)) - need), kind="stable")
+        for chunk in np.array_split(order, max(1, len(order) // 512)):
+            u = self._rn_chain_2d(cand_A, d[chunk], a[chunk])
+            hit = np.isin(u, S)
+            hit &= (np.abs(V)[:, None] * h_max <= F.max)
+            hit &= (np.abs(V)[:, None] * amp[chunk][None, :] < quarter) | (amp[chunk][None, :] == 0)
+            cols = np.nonzero(hit.any(axis=0))[0]
+            if len(cols):
+                k = int(cols[0])
+                As = V[hit[:, k]]
+                A = float(As[np.argmin(np.abs(np.log2(np.abs(As))))])
+                i = int(chunk[k])
+                post.append((float(a[i]), float(c[i])))
+                return post, A, (float(t[i]), L, 1.0)
         return None
+
+    def _rn_chain_2d(self, t, d, a):
+        """RN(RN(t_i d_k) a_k) for every (i, k), NaN on overflow."""
+        F = self.F
+        T = np.broadcast_to(np.asarray(t)[:, None], (len(t), len(d)))
+        r, o = mul_array(np.where(np.isnan(T), 0.0, T), np.broadcast_to(d[None, :], T.shape), F)
+        r2, o2 = mul_array(r, np.broadcast_to(a[None, :], T.shape), F)
+        return np.where(o | o2 | np.isnan(T), np.nan, r2)
+
+    def _preimage(self, S, d, a):
+        """The values t of the format with RN(RN(t d) a) in S."""
+        V = self.nonzero_values
+        return V[np.isin(self._rn_chain(V, [d, a]), S)]
 
 
 def _absorber(F: Format, K1: float, h_max: float) -> float:

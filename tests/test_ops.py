@@ -273,3 +273,30 @@ def test_formats_that_do_not_fit_float64_use_the_exact_fallback_for_b3_11():
     assert over.tolist() == [False, True, False] and r[1] == np.inf
     assert ops.mul(F(2) ** -1000, F(2) ** -25, f) == F(2) ** -1025
     assert ops.mul(F(2) ** -1000, F(2) ** -26, f) == 0      # tie with 0: even
+
+
+# ---- the scalar fast path (used by the constructors' many single operations) ----------------------------
+SCALAR = {"add": ops.add_float, "mul": ops.mul_float}
+
+
+def _assert_scalar_equals_reference(op, a, b, name):
+    fmt = get_format(name)
+    expected, exp_over = reference(op, a, b, name)
+    for x, y, e, o in zip(a.tolist(), b.tolist(), expected.tolist(), exp_over.tolist()):
+        got = SCALAR[op](x, y, fmt)
+        assert (got is None) == o, f"{x} {op} {y} in {name}: overflow {got is None}, expected {o}"
+        if not o:
+            assert got == e, f"{x} {op} {y} in {name}: got {got}, expected {e}"
+
+
+@pytest.mark.parametrize("op", SCALAR)
+@pytest.mark.parametrize("name", ["float8_e4m3", "float8_e5m2", "float6_e3m2fn", "float4_e2m1fn", "b2_5"])
+def test_scalar_fast_path_equals_the_reference_on_every_pair(name, op):
+    _assert_scalar_equals_reference(op, *all_pairs(name), name)
+
+
+@pytest.mark.parametrize("op", SCALAR)
+@pytest.mark.parametrize("name", SIXTEEN)
+def test_scalar_fast_path_equals_the_reference_on_20k_random_pairs(name, op):
+    a, b = _random_pairs(name, 20_000, seed=5)
+    _assert_scalar_equals_reference(op, a, b, name)
