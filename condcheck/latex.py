@@ -14,8 +14,11 @@ from .errors import CondcheckError
 
 _ESCAPES = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
             "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
-            "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}"}
+            "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}", "'": r"\textquotesingle{}",
+            "`": r"\textasciigrave{}"}
+# "'" and "`" would otherwise print as curly quotes, and "--" as a dash: not what pdftotext must read.
 _ESCAPE_RE = re.compile("|".join(re.escape(k) for k in _ESCAPES))
+_DASHES = re.compile(r"-(?=-)")
 
 #: Typewriter strings longer than this get break points, so a float64 fraction or bit pattern
 #: wraps inside its column instead of running off the page.
@@ -23,8 +26,8 @@ BREAK_AFTER = 32
 
 
 def escape(text) -> str:
-    """Plain text safe for LaTeX (T1 encoding, so ``< > |`` print as themselves)."""
-    return _ESCAPE_RE.sub(lambda m: _ESCAPES[m.group()], str(text))
+    """Plain text safe for LaTeX that prints as the same characters (T1 encoding, no ligatures)."""
+    return _DASHES.sub("-{}", _ESCAPE_RE.sub(lambda m: _ESCAPES[m.group()], str(text)))
 
 
 def tt(text, breakable: bool = True) -> str:

@@ -137,7 +137,8 @@ def draw(rounded, cert: dict, path: str, image_format: str = "png") -> Figure:
             axes[1].plot([x], [np.nan if do_[i] else dv[i]], **style)
         fig.legend(fontsize=7, ncol=5, loc="lower center", frameon=False)
     axes[1].set_xlabel(f"z in {fmt.name}" + (" (symmetric log scale)" if log_x else ""))
-    fig.suptitle(f"{rounded.activation.name} on {fmt.name} ({rounded.implementation})", fontsize=10)
+    fig.suptitle(f"{rounded.activation.name} on {fmt.name} ({rounded.implementation})"
+                 + (f", sampled: {P.size} values" if sampled else ""), fontsize=10)
     fig.subplots_adjust(left=0.1, right=0.98, top=0.93, bottom=0.17, hspace=0.08)   # tight_layout costs 0.2 s
     fig.savefig(path, format=image_format, dpi=150)
 

@@ -61,28 +61,33 @@ def _plain_cell(v) -> str:
     return escape(v)
 
 
+def _name(text: str) -> str:
+    """A witness field name in typewriter type that may break after a dot (nested counterexamples)."""
+    return r"\texttt{" + r".\allowbreak{}".join(escape(p) for p in text.split(".")) + "}"
+
+
 def _rows(record: dict, prefix: str = "") -> list[str]:
     """Table rows for a witness or counterexample dict (nested dicts and lists flattened)."""
     rows = []
     for k, v in record.items():
         name = f"{prefix}{k}"
         if _is_value(v):
-            rows.append(f"{tt(name)} & {value_cell(v)} \\\\")
+            rows.append(f"{_name(name)} & {value_cell(v)} \\\\")
         elif isinstance(v, dict):
             rows += _rows(v, f"{name}.")
         elif isinstance(v, list):
             for i, item in enumerate(v):
                 rows += _rows({f"{k}[{i}]": item}, prefix)
         else:
-            rows.append(f"{tt(name)} & {_plain_cell(v)} \\\\")
+            rows.append(f"{_name(name)} & {_plain_cell(v)} \\\\")
     return rows
 
 
 def _table(rows: list[str]) -> str:
     if not rows:
         return ""
-    return ("\\begin{longtable}{@{}>{\\raggedright\\arraybackslash}p{0.27\\linewidth}"
-            "p{0.67\\linewidth}@{}}\n" + "\n".join(rows) + "\n\\end{longtable}")
+    return ("{\\small\\begin{longtable}{@{}>{\\raggedright\\arraybackslash}p{0.33\\linewidth}"
+            ">{\\raggedright\\arraybackslash}p{0.63\\linewidth}@{}}\n" + "\n".join(rows) + "\n\\end{longtable}}")
 
 
 def _float_cell(v) -> str:
