@@ -373,10 +373,11 @@ def report(activation, format, implementation, all_, network, out, pdf, no_figur
                    f"3 {rep.result.conditions['3']['verdict']}); certificate {rep.json}"
                    + (f"; figure {rep.figure}" if rep.figure else ""))
     if pdf:
-        show = _counter("pdflatex")
+        show = _counter("pdflatex") if len(written) > 1 else None
         for i, tex in enumerate(written, 1):
             rp.compile_pdf(tex)
-            show(i, len(written), tex.name)
+            if show:
+                show(i, len(written), tex.name)
         click.echo(f"{len(written)} PDF file(s) compiled in {out} ({time.perf_counter() - t0:.1f} s in all)")
     if network and not rep.verified:
         sys.exit(1)
