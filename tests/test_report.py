@@ -236,7 +236,6 @@ def test_the_catalog_links_every_cell_to_a_report_that_was_written(all_reports):
 
 @needs_tex
 def test_the_catalog_compiles_to_one_page_with_the_matrix_verdicts_and_168_links(all_reports):
-    from condcheck.matrix import cell
     out, _ = all_reports
     pdf = rp.compile_pdf(out / "catalog.tex")
     info = subprocess.run(["pdfinfo", str(pdf)], stdout=subprocess.PIPE, check=True).stdout.decode()
@@ -352,3 +351,11 @@ def test_escaped_text_keeps_every_character_a_reader_types():
     assert escape("sigma~'(z) = +-2^k, a_b <= |c| -- 100%") == (
         r"sigma\textasciitilde{}\textquotesingle{}(z) = +-2\textasciicircum{}k, a\_b \textless{}= "
         r"\textbar{}c\textbar{} -{}- 100\%")
+
+
+@needs_tex
+def test_a_latex_error_is_reported_with_its_line_and_the_log_file(tmp_path):
+    (tmp_path / "broken.tex").write_text("\\documentclass{article}\n\\begin{document}\n\\nosuchmacro\n\\end{document}\n")
+    with pytest.raises(rp.ReportError, match=r"pdflatex failed on .*broken\.tex \(\./broken\.tex:3: Undefined "
+                                             r"control sequence\.\); log: .*broken\.log"):
+        rp.compile_pdf(tmp_path / "broken.tex")
