@@ -304,5 +304,84 @@ def bench(cases, list_only, as_json):
         click.echo(json.dumps(res, indent=1))
 
 
+# ---- reports (issue 6) ------------------------------------------------------------------------------
+def _counter(label: str):
+    """A progress counter on stderr: in place on a terminal, one line per tenth of the work otherwise."""
+    tty = sys.stderr.isatty()
+
+    def show(done, total, what=""):
+        if tty:
+            click.echo(f"\r{label}: {done}/{total} {what:40s}", err=True, nl=(done == total))
+        elif done == total or done % max(1, total // 10) == 0:
+            click.echo(f"{label}: {done}/{total} {what}", err=True)
+    return show
+
+
+@main.command()
+@click.argument("activation", required=False)
+@click.argument("format", required=False)
+@click.option("--implementation", "-i", default="exact", show_default=True,
+              help="How sigma~ and sigma~' are computed: exact (correctly rounded) or float32-upcast.")
+@click.option("--all", "all_", is_flag=True,
+              help="Every built-in activation x the 14 matrix formats, plus catalog.tex and macros.tex.")
+@click.option("--network", "network", type=click.Path(dir_okay=False),
+              help="A construction report for a network file (SPEC 6) instead of a condition report.")
+@click.option("--out", default="reports/generated", show_default=True, type=click.Path(file_okay=False),
+              help="Folder for the .tex, .json and figure files.")
+@click.option("--pdf", is_flag=True, help="Also run pdflatex on every .tex written.")
+@click.option("--no-figures", is_flag=True, help="Leave out the sigma~ / sigma~' figure (faster).")
+@click.option("--figure-format", type=click.Choice(["png", "pdf"]), default="png", show_default=True)
+def report(activation, format, implementation, all_, network, out, pdf, no_figures, figure_format):
+    """Write LaTeX reports: one (activation, format), --all with a catalog, or --network FILE.
+
+    \b
+    Examples:
+      condcheck report gelu float8_e4m3 --out reports/generated --pdf
+      condcheck report --all --out reports/generated
+      condcheck report --network net.json --out reports/generated
+    A condition report holds each condition's statement, verdict, witnesses (hex, fraction, bits),
+    evidence, the theorem branch, M_sigma, H_sigma, depth bounds and a figure; the certificate is
+    written beside it as JSON. Exit status 0 when the files were written (whatever the verdicts; they
+    are in the reports), 1 when a network report's verification fails, 2 on bad input or when
+    pdflatex is missing or fails.
+    """
+    import time
+
+    from . import report as rp
+
+    modes = sum([bool(activation or format), all_, bool(network)])
+    if modes != 1 or (activation and not format):
+        raise click.UsageError("give ACTIVATION FORMAT, or --all, or --network FILE (exactly one)")
+    figures = not no_figures
+    t0 = time.perf_counter()
+    if network:
+        from .network_report import write_network_report
+        rep = write_network_report(network, out=out, progress=_progress("verifying"))
+        written = [rep.tex]
+        click.echo(f"{rep.tex}: {rep.summary}")
+    elif all_:
+        info = rp.write_all(out, figures=figures, image_format=figure_format, progress=_counter("report"))
+        written = [info["out"] / "catalog.tex"] + [info["out"] / f"{rp.stem(a, f)}.tex" for a, f in info["results"]]
+        click.echo(f"{info['reports']} reports, catalog.tex and macros.tex ({info['macros']:,} macros) written to "
+                   f"{out} in {info['seconds']:.1f} s")
+    else:
+        rep = rp.write_report(activation, format, implementation, out=out, figures=figures,
+                              image_format=figure_format)
+        written = [rep.tex]
+        click.echo(f"{rep.tex}: Conditions 1-3 {rp.VERDICT_WORD[rep.result.holds]} "
+                   f"(1 {rep.result.conditions['1']['verdict']}, 2 {rep.result.conditions['2']['verdict']}, "
+                   f"3 {rep.result.conditions['3']['verdict']}); certificate {rep.json}"
+                   + (f"; figure {rep.figure}" if rep.figure else ""))
+    if pdf:
+        show = _counter("pdflatex") if len(written) > 1 else None
+        for i, tex in enumerate(written, 1):
+            rp.compile_pdf(tex)
+            if show:
+                show(i, len(written), tex.name)
+        click.echo(f"{len(written)} PDF file(s) compiled in {out} ({time.perf_counter() - t0:.1f} s in all)")
+    if network and not rep.verified:
+        sys.exit(1)
+
+
 if __name__ == "__main__":
     main()

@@ -1,0 +1,4 @@
+"""``python3 -m condcheck``: the command line without an installed entry point."""
+from .cli import main
+
+main(prog_name="condcheck")
