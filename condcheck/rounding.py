@@ -11,6 +11,7 @@ float8_e4m3 (the tie between 240 and 256 goes to the even 256), and 464 rounds t
 """
 from __future__ import annotations
 
+import functools
 import math
 from fractions import Fraction
 
@@ -124,15 +125,15 @@ def round_array(x: np.ndarray, fmt: Format) -> tuple[np.ndarray, np.ndarray]:
         return r.reshape(()), over.reshape(())
     if x.dtype not in _BINARY:
         x = x.astype(np.float64)
-    frac_bits, int_t = _BINARY[x.dtype]
-    if frac_bits == fmt.M and fmt.e_min == np.finfo(x.dtype).minexp and fmt.max == Fraction(float(np.finfo(x.dtype).max)):
+    kind, shift, small_bits, max_bits, k_abs = _plan(fmt, x.dtype)
+    if kind == "identity":
         over = ~np.isfinite(x)
         r = x.copy()
         r[over] = np.copysign(np.inf, x[over])
         return r, over
-    if not _bit_trick_applies(fmt, x.dtype):
+    if kind == "elementwise":
         return _round_array_elementwise(x, fmt)
-    shift = frac_bits - fmt.M
+    int_t = _BINARY[x.dtype][1]
     b = x.view(int_t)
     rb = b + ((b >> shift) & 1)
     rb += int_t((1 << (shift - 1)) - 1)
@@ -140,17 +141,31 @@ def round_array(x: np.ndarray, fmt: Format) -> tuple[np.ndarray, np.ndarray]:
     r = rb.view(x.dtype)
     magnitude_bits = int_t(np.iinfo(int_t).max)
     mag = b & magnitude_bits
-    small = mag < _bits_of(2.0 ** fmt.e_min, x.dtype)
+    small = mag < small_bits
     if small.any():
-        K = np.copysign(x.dtype.type(2.0 ** (fmt.e_min - fmt.M + frac_bits)), x)
+        K = np.copysign(x.dtype.type(k_abs), x)
         with np.errstate(invalid="ignore"):          # Inf/NaN inputs are flagged as overflow below
             r = np.where(small, (x + K) - K, r)
     # NaN inputs count as overflow explicitly: a NaN payload near all-ones carries through the sign bit
     # in the integer addition above and would otherwise come out as a (non-overflowing) zero.
-    over = ((rb & magnitude_bits) > _bits_of(float(fmt.max), x.dtype)) | np.isnan(x)
+    over = ((rb & magnitude_bits) > max_bits) | np.isnan(x)
     if over.any():
         r[over] = np.copysign(np.inf, x[over])
     return r, over
+
+
+@functools.lru_cache(maxsize=None)
+def _plan(fmt: Format, dtype) -> tuple:
+    """How round_array rounds fmt in dtype, with its constants computed once:
+    ("identity" | "elementwise" | "trick", shift, bits of 2^e_min, bits of Omega, |K|)."""
+    frac_bits, int_t = _BINARY[dtype]
+    fi = np.finfo(dtype)
+    if frac_bits == fmt.M and fmt.e_min == fi.minexp and fmt.max == Fraction(float(fi.max)):
+        return ("identity", 0, 0, 0, 0.0)
+    if not _bit_trick_applies(fmt, dtype):
+        return ("elementwise", 0, 0, 0, 0.0)
+    return ("trick", frac_bits - fmt.M, _bits_of(2.0 ** fmt.e_min, dtype), _bits_of(float(fmt.max), dtype),
+            2.0 ** (fmt.e_min - fmt.M + frac_bits))
 
 
 def _bit_trick_applies(fmt: Format, dtype) -> bool:

@@ -25,14 +25,20 @@ no gradient at all, whatever its upstream.  Layers (d = input dimension):
    dead tail elsewhere.  At z the steps they read are dead, so no gradient reaches the separators
    through them; elsewhere V_z and G_z are dead.  So the value path has AD gradient exactly 0 on the
    whole domain, and a gradient branch is nonzero only at its own point.
-4. value outputs and passes.  V'_z = T(a_v V_z + c_v) maps L to a zero of T and the on value of V_z
-   to a power of two P_z, so that the output weight f*(z)/P_z is exact; the gradient branch gets one
-   more pass neuron.  Two constant neurons give +C and -C.
-5. output: C (+) A_1 P4_1 (+) ... (-C) (+) f_1 V'_1 (+) ...  Every gradient-branch term is below a
+4. value outputs.  V'_z = T(a_v V_z + c_v) maps L to a zero of T and the on value of V_z to a power
+   of two P_z, so that the output weight f*(z)/P_z is exact.  Two constant neurons give +C and -C.
+   Gradient branches get *blocker* layers B_k = T(a_k B_(k-1) + c_k) (B_0 = G_z): at z the
+   pre-activation is a state with T' != 0, at every other point (input L) it is dead.  So at the
+   other points the backward value stops right after the output weight, whatever the weights a_k,
+   and the a_k carry the ratio g*/h* (up to about Omega per layer) where only z sees them.
+5. output: C (+) A_1 B_1 (+) ... (-C) (+) f_1 V'_1 (+) ...  Every gradient-branch term is 0 or below a
    quarter ulp of C, so it is absorbed: the partial sum stays C, then C - C = 0, and the value terms
    (exactly one nonzero at each domain point) give f*(x).  AD still sees the weights A: the backward
-   chain y (x) A (x) T'(p4) (x) a4 (x) T'(p3) (x) a3 (x) T'(p2) (x) a2 (x) T'(s0) (x) w_g is made equal to
-   g*_j(z) by choosing a4 and A (two-multiplication transfer) and powers of two for the rest.
+   chain y (x) A (x) T'(b_n) (x) a_n ... (x) T'(b_1) (x) a_1 (x) T'(gate) (x) a3 (x) T'(p2) (x) a2 (x)
+   T'(s0) (x) w_g equals g*_j(z) exactly.  Exactness is decided on sets (every value of the format
+   tried): the values the fixed factors map to g*, their preimages through each blocker layer, and an
+   A with RN(y A) in the last set.  Every suffix product of the chain must keep the backward value a
+   finite value of the format, which is why the weights before the gate are chosen by size.
 
 Every number is chosen by exact computation on the domain and the network is verified exactly on
 every point before it is returned.  A failure of any requirement raises ConstructionError naming it.
@@ -201,9 +207,11 @@ class Step:
     kappa: float
     k0: int
     K: int
-    on_min: float = 0.0      # min |T - L| over the on side
+    on_min: float = 0.0      # min |T - L| of the boosted step over the on side
     on_max: float = 0.0
     on_sign: float = 0.0
+    boost_a: float = 1.0     # the boost T(boost_a U + boost_c) of the step U (layer 3)
+    boost_c: float = 0.0
 
 
 def _separator_table(kit: Kit, vals: np.ndarray, st: States):
@@ -311,13 +319,56 @@ def _require_conditions(kit: Kit, F: Format, implementation: str) -> dict:
     return res.conditions["1"]["witness"]
 
 
+def _boost(kit: Kit, st: States, on_vals):
+    """(a, c) of the boost B = T(a U + c) of a step U: L -> dead, the on values -> as far from L as possible.
+
+    A step's on value can be close to L (the quantizer chain ends at 2^(e_max-1-M) and the dead tail
+    must be reached on the other side, e.g. swish~(-2) = -0.23 on float8_e4m3), and a gate then needs
+    a large weight on it, which multiplies the gate's backward value.  The boost re-maps the on values
+    far from L (every power-of-two weight and the largest bias that keeps L dead are tried).
+    """
+    F, L = kit.fmt, st.L
+    on = np.unique(np.asarray(on_vals, float))
+    sg = float(np.sign(on[0] - L))
+    G = F.values()
+    best = None
+    for k, a_sign in ((k, a_sign) for k in range(F.e_max, F.e_min - 1, -1) for a_sign in (sg, -sg)):
+        a = math.ldexp(a_sign, k)
+        m_on, o1 = mul_array(np.full_like(on, a), on, F)
+        m_dead, o2 = mul_array(np.array([a]), np.array([L]), F)
+        if o1.any() or o2.any():
+            continue
+        q, oq = add_array(np.full_like(G, m_dead[0]), G, F)
+        ok = ~oq & st.dead(q)
+        if not ok.any():
+            continue
+        c = float(G[ok].max())                 # the largest bias keeping L dead (RN is monotone)
+        p, op = add_array(m_on, np.full_like(m_on, c), F)
+        if op.any():
+            continue
+        t, ot = kit.R.value_array(p)
+        if ot.any() or st.dead(p).any():
+            continue
+        side = np.sign(t - L)
+        if (side == 0).any() or (side != side[0]).any():
+            continue
+        score = float(np.abs(t - L).min())
+        if best is None or score > best[0]:
+            best = (score, a, c)
+    if best is None:
+        raise ConstructionError(f"no boost T(a U + c) keeps the dead value {L!r} dead and moves the step's on "
+                                f"values {on.tolist()} away from it")
+    return best[1], best[2]
+
+
 def _live_pass(st: States):
-    """Pass states (T' a nonzero power of two, not dead): |T'| >= 1/2 first (a pass should not shrink
-    the gradient), then the smallest |T| (a small forward value is cheap to absorb or re-centre)."""
+    """Pass states (T' a nonzero power of two, not dead): the largest |T'| first, up to 1 (a pass should
+    not shrink the backward value: every suffix of the chain must keep it a finite value), then the
+    smallest |T| (a small forward value is cheap to re-centre and keeps the next product finite)."""
     z, t, dt = st.passes
     m = z > st.z_dead
     z, t, dt = z[m], t[m], dt[m]
-    o = np.lexsort((np.abs(t), np.maximum(0.0, -np.log2(np.abs(dt)) - 1)))
+    o = np.lexsort((np.abs(t), np.maximum(0.0, -np.log2(np.abs(dt)))))
     return z[o], t[o], dt[o]
 
 
@@ -329,7 +380,7 @@ def _solve_affine(kit: Kit, x_at: float, target: float):
 
 
 def construct_theorem5(activation, fmt, points, values, upstream, gradients, implementation="exact",
-                       verify_result=True, max_post=3):
+                       verify_result=True, max_post=5):
     """Build a network f with f(x) = values and D_(f,x)(upstream) = gradients on every point."""
     from .netfile import Claim
     from .verify import verify as _verify
@@ -398,8 +449,12 @@ def construct_theorem5(activation, fmt, points, values, upstream, gradients, imp
                 if (sign == 0).any() or (sign != sign[0]).any():
                     raise ConstructionError(f"step at coordinate {j + 1} gap {gap}: on-side values are not all on one "
                                             f"side of the dead value {L!r}")
+                ba, bc = _boost(kit, st, kit.T(pre[on]))
+                pre = kit.add(kit.mul(ba, kit.T(pre)), bc)
+                tv = kit.T(pre[on]) - L
+                sign = np.sign(tv)
                 step = Step(j, gap, up, w, b, s, kappa, k0, K, float(np.abs(tv).min()), float(np.abs(tv).max()),
-                            float(sign[0]))
+                            float(sign[0]), ba, bc)
                 step_of[(j, gap, up)] = len(steps)
                 steps.append(step)
                 step_pre.append(pre)
@@ -469,6 +524,8 @@ class _Branch:
     b_g: float = 0.0
     a2: float = 0.0
     c2: float = 0.0
+    a2b: float = 0.0
+    c3: float = 0.0
     a3: float = 0.0
 
 
@@ -482,11 +539,11 @@ class _Ctx:
         self.pow2_values = sorted({float(v) for v in t[live] if _pow2(v) and v > 0})
         # gate states of gradient branches: pass states whose value differs from L by at least
         # 2 |z_d| / Omega first (a weight below Omega/2 can then separate them from the dead tail)
+        # (gate states whose derivative is within a factor 4 of the largest: the gate should not eat the
+        # gain the blocker layers after it provide)
         far = np.abs(self.pass_t - st.L) >= 2 * abs(st.z_dead) / float(F.max)
-        self.pass_bucket = {float(q): int(max(0.0, -math.log2(abs(d)) - 1))
-                            for q, d in zip(self.pass_z, self.pass_d)}    # 0 for |T'| >= 1/2
-        self.gate_targets = list(self.pass_z[far]) + list(self.pass_z[~far])
-        self.pass_far = {float(q) for q in self.pass_z[far]}     # a next pass can tell them from L
+        strong = np.abs(self.pass_d) * 4 >= np.max(np.abs(self.pass_d)) if len(self.pass_d) else far
+        self.gate_targets = list(self.pass_z[far & strong])
         V = F.values()
         self.nonzero_values = V[V != 0]
         # blocker layers: weights (every nonzero value, or the values with one or two significant bits
@@ -503,6 +560,7 @@ class _Ctx:
             idx = idx[np.linspace(0, len(idx) - 1, 4096).astype(int)]
         self.block_targets, self.block_t, self.block_d = z[idx], t[idx], dt[idx]
         self.push_min = 2 * abs(st.z_dead) / float(F.max)
+        self._bmax = {}
 
     def _betas(self, gating, shift_exp):
         out = []
@@ -518,17 +576,21 @@ class _Ctx:
             terms.append(extra)
         return self.kit.row(terms, gamma)
 
-    def _gate(self, zi, extra, targets):
+    def _gate(self, zi, extra, targets, small_first=False):
         """(betas, gamma, pre on X) with pre[zi] one of targets (earliest preferred), others dead.
 
         For each size of the gating weights, every value of the format is tried as the bias gamma:
         the sum is monotone in gamma, so the largest sum over the other points decides deadness.
+        ``small_first``: take the smallest weights that reach any target (a gradient gate's weights
+        multiply its backward value, which must stay finite); otherwise the best-ranked target.
         """
         kit, st, F = self.kit, self.st, self.F
         gating = sorted(self.gating(zi))
         if not gating and len(self.X) > 1:
             raise ConstructionError(f"point {zi + 1} has no gating step")
-        rank = {float(q): r for r, q in enumerate(targets)}
+        tv = np.asarray(targets, float)
+        order = np.argsort(tv, kind="stable")
+        tv_sorted = tv[order]
         G = F.values()
         found = None            # (rank, shift_exp, betas, gamma): best target over every weight size
         for shift_exp in range(-F.M - 2, F.e_max + 1):
@@ -546,16 +608,19 @@ class _Ctx:
             hi, o2 = add_array(np.full_like(G, others.max()), G, F)
             lo, o3 = add_array(np.full_like(G, others.min()), G, F)
             ok = ~(o1 | o2 | o3) & st.dead(hi)
-            for gamma, q in zip(G[ok], pz[ok]):
-                r = rank.get(float(q))
-                if r is not None and (found is None or r < found[0]):
-                    found = (r, shift_exp, betas, float(gamma))
-            if found is not None and found[0] == 0:
+            k = np.clip(np.searchsorted(tv_sorted, pz), 0, len(tv_sorted) - 1)
+            hit = ok & (tv_sorted[k] == pz) if len(tv_sorted) else np.zeros_like(ok)
+            if hit.any():
+                ranks = np.where(hit, order[k], len(tv) + 1)
+                i = int(np.argmin(ranks))
+                if found is None or ranks[i] < found[0]:
+                    found = (int(ranks[i]), shift_exp, betas, float(G[i]))
+            if found is not None and (found[0] == 0 or small_first):
                 break
         if found is not None:
             _, _, betas, gamma = found
             pre = self._gate_row(zi, gating, betas, extra, gamma)
-            if float(pre[zi]) in rank and st.dead(np.delete(pre, zi)).all():
+            if np.isin(pre[zi], tv) and st.dead(np.delete(pre, zi)).all():
                 return betas, gamma, pre
         raise ConstructionError(f"point {zi + 1} {self.X[zi].tolist()}: no gate puts it live and all other points dead")
 
@@ -682,7 +747,7 @@ class _Ctx:
             except ConstructionError:
                 continue
             d1 = float(kit.dT(s0))
-            for a2, a3 in self._scales(g, w_g, d1):
+            for a2, a3 in self._scales(g, w_g, d1, self._gate_weight(zi)):
                 try:
                     r2 = self._reach(float(kit.mul(a2, S[zi])), rank)
                     if r2 is None:
@@ -692,20 +757,32 @@ class _Ctx:
                 except ConstructionError:
                     continue
                 d2 = float(kit.dT(p2))
+                # the second pass (layer 3, beside the boosted steps): weight -1 keeps it small
+                a2b = -1.0
                 try:
-                    betas, gamma, preG = self._gate(zi, (a3, P2), self.gate_targets)
+                    r3 = self._reach(float(kit.mul(a2b, P2[zi])), rank)
+                    if r3 is None:
+                        continue
+                    c3, p3 = r3
+                    P3 = kit.T(kit.row([(a2b, P2)], c3))
+                except ConstructionError:
+                    continue
+                d2b = float(kit.dT(p3))
+                try:
+                    betas, gamma, preG = self._gate(zi, (a3, P3), self.gate_targets, small_first=True)
                 except ConstructionError as e:
                     last_err = str(e)
                     continue
                 Gz = float(kit.T(preG[zi]))
                 d3 = float(kit.dT(preG[zi]))
-                r = self._transfer(y, g, Gz, d3, [d3, a3, d2, a2, d1, w_g], betas, h_max, quarter, n_post)
+                r = self._transfer(y, g, Gz, d3, [d3, a3, d2b, a2b, d2, a2, d1, w_g], betas, h_max, quarter,
+                                   n_post)
                 if r is None:
                     last_err = f"no transfer pair (a, A) maps upstream {y!r} to gradient {g!r}"
                     continue
                 post, A, ends = r
                 br = _Branch(zi, sorted(self.gating(zi)), betas, gamma, post, A, coord=j,
-                             w_g=w_g, b_g=b_g, a2=a2, c2=c2, a3=a3)
+                             w_g=w_g, b_g=b_g, a2=a2, c2=c2, a2b=a2b, c3=c3, a3=a3)
                 br.ends, br.y = ends, y
                 return br
         raise ConstructionError(f"point {zi + 1} {X[zi].tolist()}, coordinate {j + 1}: gradient branch not "
@@ -750,17 +827,28 @@ class _Ctx:
                                         f"{n_total} layers after the gate")
         return br
 
-    def _scales(self, g, w_g, d1, tries=24):
+    def _gate_weight(self, zi):
+        """The largest gating weight a gate of point zi needs without the pass input (a probe)."""
+        if zi not in self._bmax:
+            try:
+                betas, _, _ = self._gate(zi, None, self.gate_targets, small_first=True)
+                self._bmax[zi] = max((abs(b) for b in betas), default=1.0)
+            except ConstructionError:
+                self._bmax[zi] = 1.0
+        return self._bmax[zi]
+
+    def _scales(self, g, w_g, d1, bmax=1.0, tries=24):
         """(a2, a3) powers of two, a2 < 0 first, for the gain before the gate.
 
         The blocker layers after the gate carry most of the ratio g / y, but the backward value at
         the gate's output is a value of the format, so the fixed factors before the gate must carry at
-        least |g| / Omega (times the gate's largest weight): a2 a3 is aimed at 16 |g| / Omega over w_g T'(source) and two derivatives of
-        about 1/2 (the pass and the gate).  a2 < 0 keeps P2 = T(a2 S + c2) small on the whole domain
+        least |g| |beta| / Omega (beta the gate's largest weight, from a probe gate): a2 a3 is aimed at
+        4 |beta| |g| / Omega over w_g T'(source) and three derivatives of
+        about 1/2 (the two passes and the gate).  a2 < 0 keeps P2 = T(a2 S + c2) small on the whole domain
         (S >= min T), so the gate needs only a small push.
         """
         F = self.F
-        want = math.log2(16 * abs(g) / float(F.max)) - math.log2(abs(w_g * d1)) + 2 if g and d1 else 0.0
+        want = math.log2(4 * bmax * abs(g) / float(F.max)) - math.log2(abs(w_g * d1)) + 3 if g and d1 else 0.0
         floor = abs(g) / float(F.max)           # every suffix product of the backward chain reaches this
         base = abs(w_g * d1)
         pairs = []
@@ -778,36 +866,6 @@ class _Ctx:
             if len(out) >= tries:
                 break
         return out
-
-    def _passes(self, v_on, v_off, a):
-        """The pass after a neuron with values v_on (at z) and v_off (elsewhere), weight a.
-
-        The bias c is chosen so that the pre-activation at z is a pass state, preferring a c that
-        also sends the off value into the dead tail (then nothing reaches further back at the other
-        points), then the smallest pass value.  Returns (c, p, T(p), T'(p), off pre) or None.
-        """
-        kit, F, st = self.kit, self.F, self.st
-        rank = {float(q): r for r, q in enumerate(self.pass_z)}
-        G = F.values()
-        try:
-            on_base = float(kit.mul(a, v_on))
-            off_base = float(kit.mul(a, v_off))
-        except ConstructionError:
-            return None
-        q_on, o1 = add_array(np.full_like(G, on_base), G, F)
-        q_off, o2 = add_array(np.full_like(G, off_base), G, F)
-        best = None
-        for c, p, qo, bad in zip(G, q_on, q_off, o1 | o2):
-            r = rank.get(float(p))
-            if bad or r is None:
-                continue
-            key = (self.pass_bucket[float(p)], 0 if st.dead(qo) else 1, 0 if float(p) in self.pass_far else 1, r)
-            if best is None or key < best[0]:
-                best = (key, float(c), float(p), float(qo))
-        if best is None:
-            return None
-        _, c, p, off = best
-        return c, p, float(kit.T(p)), float(kit.dT(p)), off
 
     # ---- the layers after a gradient gate: blockers, and an exact transfer by backward preimages --------
     def _rn_chain(self, t, factors):
@@ -956,19 +1014,22 @@ def _assemble(kit, st, F, d, steps, values_part, grad_part, const, C, activation
             terms[chain_col[k][0]] = c / K1
             terms[chain_col[k][1]] = -c / K1
         l2.add(terms, st.z_dead)
-    n_steps = len(steps)
     pas2 = [l2.add({src[i]: br.a2}, br.c2) for i, br in enumerate(grad_part)]
-    # layer 3: values, gates
+    # layer 3: boosted steps (the gates read these), second passes
+    lb = _Cols()
+    boosted = [lb.add({i: s.boost_a}, s.boost_c) for i, s in enumerate(steps)]
+    pas3 = [lb.add({pas2[i]: br.a2b}, br.c3) for i, br in enumerate(grad_part)]
+    # layer 4: values, gates
     l3 = _Cols()
-    vcol = [l3.add({i: b for i, b in zip(br.gating, br.beta)}, br.gamma) for br in values_part]
+    vcol = [l3.add({boosted[i]: b for i, b in zip(br.gating, br.beta)}, br.gamma) for br in values_part]
     gcol = []
     for i, br in enumerate(grad_part):
-        terms = {k: b for k, b in zip(br.gating, br.beta)}
-        terms[pas2[i]] = br.a3
+        terms = {boosted[k]: b for k, b in zip(br.gating, br.beta)}
+        terms[pas3[i]] = br.a3
         gcol.append(l3.add(terms, br.gamma))
     # layers after the gates: passes (gradient) and V' / relays (value); the last one also holds +C and -C
     n_post = len((grad_part or values_part)[0].post) if (grad_part or values_part) else 1
-    layers = [l1.layer(d), l2.layer(len(l1.rows)), l3.layer(len(l2.rows))]
+    layers = [l1.layer(d), l2.layer(len(l1.rows)), lb.layer(len(l2.rows)), l3.layer(len(lb.rows))]
     prev_g, prev_v, prev_n = gcol, vcol, len(l3.rows)
     for k in range(n_post):
         lk = _Cols()
