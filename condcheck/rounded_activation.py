@@ -177,7 +177,7 @@ def callable_round(fn, q: Fraction, fmt: Format, what: str):
             return got
         prev = got
     raise CondcheckError(
-        f"could not decide the rounding of {what} to {fmt.name}: the callable's value "
+        f"could not decide the rounding of {what}: the callable's value "
         f"{mpmath.nstr(last, 20) if last is not None else '?'} stays within its trusted error of a rounding boundary "
         f"of {fmt.name} (or its precisions disagree) up to {callable_precisions(fmt)[-1]} bits.  A callable cannot "
         f"settle an exact tie: register the activation as a sympy expression (certified), or let the callable "
@@ -202,7 +202,7 @@ def _label(act: Activation, derivative: bool) -> str:
 def exact_point(act: Activation, derivative: bool, q: Fraction, fmt: Format):
     """RN_F(sigma(q)) or RN_F(sigma'(q)) under "exact": a Fraction or +-inf (overflow).  Certified for
     expressions; trusted for callables."""
-    what = f"{_label(act, derivative)}({float(q)!r}) in {fmt.name}"
+    what = f"{_label(act, derivative)}({float(q)!r}) to {fmt.name}"
     if act.is_callable:
         return callable_round(_callable_of(act, derivative), q, fmt, what)
     expr = act.derivative if derivative else act.expr
@@ -218,7 +218,7 @@ def _callable_array(act: Activation, derivative: bool, pts: np.ndarray, fmt: For
         over = np.zeros(pts.shape, bool)
         for i, v in enumerate(pts.tolist()):
             r = callable_round(_callable_of(act, derivative), Fraction(v), fmt,
-                               f"{_label(act, derivative)}({v!r}) in {fmt.name}")
+                               f"{_label(act, derivative)}({v!r}) to {fmt.name}")
             vals[i], over[i] = (r, True) if isinstance(r, float) else (float(r), False)
         return vals, over, 0
     fn = _callable_of(act, derivative)
@@ -237,7 +237,7 @@ def _callable_array(act: Activation, derivative: bool, pts: np.ndarray, fmt: For
             mpmath.mp.prec = max(prec, fmt.p + 2)
             for j, i in enumerate(todo.tolist()):
                 z = float(pts[i])
-                what = f"{_label(act, derivative)}({z!r}) in {fmt.name}"
+                what = f"{_label(act, derivative)}({z!r}) to {fmt.name}"
                 try:
                     v = fn(mpmath.mpf(z))
                 except Exception as e:                        # noqa: BLE001 -- user code
@@ -281,7 +281,7 @@ def _callable_array(act: Activation, derivative: bool, pts: np.ndarray, fmt: For
     if todo.size:
         i = int(todo[0])
         callable_round(fn, Fraction(float(pts[i])), fmt,
-                       f"{_label(act, derivative)}({float(pts[i])!r}) in {fmt.name}")    # raises the message
+                       f"{_label(act, derivative)}({float(pts[i])!r}) to {fmt.name}")    # raises the message
         raise AssertionError("unreachable: callable_round decided a point the batch could not")
     over = np.isinf(final)
     return np.where(final == 0, 0.0, final), over, 0
