@@ -430,3 +430,19 @@ def test_the_cli_reports_an_unloadable_plug_in_in_one_line(registry):
     assert out.exit_code == 2
     assert "cannot load plug-in 'no_such_module_xyz:ACT'" in out.output
     assert "Traceback" not in out.output
+
+
+def test_float32_upcast_of_a_callable_rounds_the_trusted_float32_value_again(registry):
+    # RN_F(RN_float32(asinh)): with float32's 24 bits against float8's 4 the double rounding can only
+    # differ from RN_F at values within 2^-24 (relative) of a float8 rounding boundary; compare with the
+    # direct rounding and check the evidence names the double rounding
+    register_activation("asinh", function=mpmath.asinh, derivative=asinh_d)
+    up, ex = get_rounded("asinh", "float8_e4m3", "float32-upcast").table(), get_rounded("asinh", "float8_e4m3").table()
+    F32 = get_format("float32")
+    for z, u, e in zip(up.points, up.sigma, ex.sigma):
+        with mpmath.workprec(200):
+            v32 = round_fraction(Fraction(mpmath.nstr(mpmath.asinh(mpmath.mpf(z)), 60, min_fixed=-1, max_fixed=1)), F32)
+        assert u == float(round_fraction(v32, get_format("float8_e4m3")))
+    assert np.array_equal(up.sigma, ex.sigma)
+    res = check_activation("asinh", "float8_e4m3", "float32-upcast")
+    assert "RN_F(RN_float32(.))" in res.conditions["2"]["evidence"]
