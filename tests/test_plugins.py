@@ -396,8 +396,9 @@ def test_theorem5_networks_are_built_and_verified_for_plug_ins(plugin_dist, name
 
 
 @pytest.mark.xfail(strict=True, raises=CondcheckError,
-                   reason="constructor bug found here: for x*sigmoid(2x) on float6_e3m2fn it emits a layer-2 weight "
-                          "-40 (beyond Omega = 28); on float8_e5m2 -81920; also for the certified string form")
+                   reason="constructor bug found here: for x*sigmoid(2x) on float6_e3m2fn the step weight kappa/K1 "
+                          "= -20/0.5 = -40 is beyond Omega = 28 (theorem5._assemble does not check it); on "
+                          "float8_e5m2 a weight -81920; the certified string form fails the same way")
 def test_theorem5_builds_x_sigmoid_2x_on_float6_e3m2fn(plugin_dist):
     F = get_format("float6_e3m2fn")
     X, f, h, g = _points_and_targets(F, 7, seed=1)
