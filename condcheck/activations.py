@@ -296,10 +296,10 @@ def _load_one(ep) -> None:
             continue
         if _taken(act.name):
             raise CondcheckError(f"activation name {act.name!r} is already taken")
-        _add(dataclasses_replace(act, source=f"{act.source} ({where})"))
+        _add(_replace(act, source=f"{act.source} ({where})"))
 
 
-def dataclasses_replace(act: Activation, **kw) -> Activation:
+def _replace(act: Activation, **kw) -> Activation:
     import dataclasses
     return dataclasses.replace(act, **kw)
 
