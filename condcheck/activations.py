@@ -15,10 +15,34 @@ Piecewise differentiates each branch under the same condition):
 
 All constants are exact: gelu_tanh's 0.044715 is ``Rational(44715, 10**6)``, SELU's alpha and scale are
 the exact rationals of PyTorch's decimal literals.
+
+Plug-ins (three ways; each gives an :class:`Activation` usable everywhere a built-in is):
+
+* ``register_activation("softsign", x / (1 + sympy.Abs(x)))`` or a string sympy parses
+  (``"x*tanh(log(1+exp(x)))"``): the derivative is ``sympy.diff`` and sigma~, sigma~' are *certified*
+  (interval enclosures, Ziv's strategy) exactly as for the built-ins.
+* ``register_activation("asinh", function=mpmath.asinh, derivative=lambda t: 1/mpmath.sqrt(1+t*t))``:
+  a pair of mpmath-capable callables, for functions sympy cannot express.  A callable gives no error
+  bound, so its roundings are **trusted, not certified**: it is evaluated at two precisions (about 2x
+  and 4x the format's significand bits plus a margin, then higher if needed) and a rounding is
+  accepted only when both agree and neither value is within 2^-(prec-8) (relative) of a rounding
+  boundary (see ``condcheck.rounded_activation``).  Verdicts for such activations say so in their
+  evidence ("callable, trusted").  At registration the derivative is compared with ``mpmath.diff`` of
+  the function at fixed sample points (:data:`DERIVATIVE_SAMPLE_POINTS`, which avoid 0 and the
+  integers where kinks usually sit); a relative disagreement above 1e-6 is refused, naming the point.
+  This is a plausibility check on the user's input, not a proof.
+* the entry point group ``condcheck.activations`` (:data:`ENTRY_POINT_GROUP`): a third-party package
+  declares e.g. ``[project.entry-points."condcheck.activations"] mish2 = "mypkg.acts:MISH2"``; the
+  object is an :class:`Activation` (made with :func:`make_activation`) or a callable that registers
+  activations when called.  Entry points are loaded lazily, once: at the first lookup of an unknown
+  name or at :func:`list_activations`.  A plug-in that fails to load is reported with a
+  :class:`PluginWarning` (one line, no traceback) and in :func:`plugin_errors`; it never breaks import.
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
+from typing import Callable, Optional
 
 import sympy
 
@@ -36,13 +60,25 @@ class Activation:
     """A real activation sigma (``expr``) and its derivative sigma' (``derivative``), both in :data:`x`."""
 
     name: str
-    expr: sympy.Expr
-    derivative: sympy.Expr = field(compare=False)
+    expr: Optional[sympy.Expr]                      # None for a callable activation
+    derivative: Optional[sympy.Expr] = field(compare=False)
     description: str = field(default="", compare=False)
     aliases: tuple = field(default=(), compare=False)
+    #: For a callable activation: sigma and sigma' as mpmath-capable callables (else None).
+    function: Optional[Callable] = None
+    dfunction: Optional[Callable] = field(default=None, compare=False)
+    #: "built-in", "sympy" (a user expression), "callable"; plus " (entry point DIST:NAME)" if shipped by a plug-in.
+    source: str = field(default="built-in", compare=False)
+    #: Optional: sigma as a function of a torch tensor (for the "torch" implementation of a plug-in).
+    torch_function: Optional[Callable] = field(default=None, compare=False)
 
     def __str__(self):
         return self.name
+
+    @property
+    def is_callable(self) -> bool:
+        """True when sigma~ and sigma~' come from user callables (trusted, not certified)."""
+        return self.function is not None
 
 
 _REGISTRY: dict[str, Activation] = {}
@@ -90,18 +126,243 @@ def _parse(expr) -> sympy.Expr:
     return parsed
 
 
-def register_activation(name: str, expr, description: str = "") -> Activation:
-    """Register a user activation given as a sympy expression in ``x`` or a string sympy can parse.
+#: Where a callable's derivative is compared with mpmath.diff of its function (not 0, not integers,
+#: both signs, several binades; user kinks conventionally sit at 0 or at integers).
+DERIVATIVE_SAMPLE_POINTS = ("-7.3125", "-2.71875", "-1.15625", "-0.40625", "-0.0390625", "0.0390625",
+                            "0.40625", "1.15625", "2.71875", "7.3125")
+DERIVATIVE_RTOL = 1e-6
+_CHECK_PREC = 113
 
-    The derivative is ``sympy.diff``.  Names already taken (including aliases) and expressions with
-    free symbols other than ``x`` are refused with a :class:`CondcheckError`.
+
+def _real_number(v, what: str, point):
+    """v as an mpmath mpf (Fractions/ints/floats/mpf accepted), else a CondcheckError naming the point."""
+    import mpmath
+    from fractions import Fraction
+    if isinstance(v, Fraction):
+        return mpmath.mpf(v.numerator) / v.denominator
+    if isinstance(v, (int, float, mpmath.mpf)) and not isinstance(v, bool):
+        return mpmath.mpf(v)
+    raise CondcheckError(f"{what} returned {v!r} (a {type(v).__name__}) at x = {point}; it must return a real "
+                         f"number (an mpmath mpf, int, float or Fraction) for an mpmath mpf input")
+
+
+def check_callable_derivative(name: str, function, derivative, points=DERIVATIVE_SAMPLE_POINTS,
+                              rtol: float = DERIVATIVE_RTOL) -> None:
+    """Compare ``derivative`` with ``mpmath.diff(function)`` at each sample point (at 113 bits).
+
+    Raises a :class:`CondcheckError` naming the first point where the relative difference exceeds
+    ``rtol`` (or where either callable fails or returns a non-real value).  A plausibility check of the
+    user's input, not a proof that ``derivative`` is sigma'.
+    """
+    import mpmath
+    for p in points:
+        with mpmath.workprec(_CHECK_PREC):
+            t = mpmath.mpf(p)
+            try:
+                d = _real_number(derivative(t), f"the derivative of {name!r}", p)
+            except CondcheckError:
+                raise
+            except Exception as e:                                    # noqa: BLE001 -- user code
+                raise CondcheckError(f"the derivative of activation {name!r} failed at x = {p}: "
+                                     f"{type(e).__name__}: {e}") from None
+            try:
+                _real_number(function(t), f"the function of {name!r}", p)
+                num = mpmath.diff(lambda u: _real_number(function(u), f"the function of {name!r}", p), t)
+            except CondcheckError:
+                raise
+            except Exception as e:                                    # noqa: BLE001
+                raise CondcheckError(f"the function of activation {name!r} failed at x = {p}: "
+                                     f"{type(e).__name__}: {e}") from None
+            if not (mpmath.isfinite(d) and mpmath.isfinite(num)):
+                raise CondcheckError(f"activation {name!r}: the derivative or the numerical derivative of the "
+                                     f"function is not finite at x = {p} ({d}, {num})")
+            scale = max(abs(d), abs(num))
+            if abs(d - num) > rtol * scale:
+                raise CondcheckError(
+                    f"activation {name!r}: the derivative does not match the function at x = {p}: derivative "
+                    f"gives {mpmath.nstr(d, 12)}, mpmath.diff of the function gives {mpmath.nstr(num, 12)} "
+                    f"(relative difference {mpmath.nstr(abs(d - num) / scale, 3)} > {rtol:g})")
+
+
+def make_activation(name: str, expr=None, description: str = "", *, function=None, derivative=None,
+                    torch_function=None, check_derivative: bool = True) -> Activation:
+    """An :class:`Activation` (not registered; :func:`register_activation` registers one).
+
+    Give either ``expr`` (a sympy expression in ``x`` or a string; certified) or ``function`` and
+    ``derivative`` (mpmath-capable callables of one mpf argument returning a real number at the
+    current ``mpmath.mp.prec``; trusted to be accurate to that precision, not certified; the
+    derivative is checked against ``mpmath.diff`` of the function, see
+    :func:`check_callable_derivative`).  ``torch_function`` (optional) maps a torch tensor to sigma of
+    it, for the ``"torch"`` implementation.
     """
     if not isinstance(name, str) or not name.strip():
         raise CondcheckError(f"activation name must be a non-empty string, not {name!r}")
     name = name.strip()
-    if _taken(name):
-        raise CondcheckError(f"activation name {name!r} is already taken; choose another name")
-    return _add(_make(name, _parse(expr), description))
+    if torch_function is not None and not callable(torch_function):
+        raise CondcheckError(f"torch_function of activation {name!r} must be callable")
+    if expr is not None:
+        if function is not None or derivative is not None:
+            raise CondcheckError(f"activation {name!r}: give either an expression or function= and derivative=, "
+                                 f"not both")
+        e = _parse(expr)
+        return Activation(name=name, expr=e, derivative=sympy.diff(e, x), description=description or str(e),
+                          source="sympy", torch_function=torch_function)
+    if function is None or derivative is None:
+        raise CondcheckError(f"activation {name!r}: give an expression, or both function= and derivative= "
+                             f"(mpmath-capable callables)")
+    if not callable(function) or not callable(derivative):
+        raise CondcheckError(f"activation {name!r}: function= and derivative= must be callables")
+    if check_derivative:
+        check_callable_derivative(name, function, derivative)
+    return Activation(name=name, expr=None, derivative=None,
+                      description=description or f"user callable {getattr(function, '__name__', 'function')}",
+                      function=function, dfunction=derivative, source="callable", torch_function=torch_function)
+
+
+def register_activation(name, expr=None, description: str = "", *, function=None, derivative=None,
+                        torch_function=None) -> Activation:
+    """Register a user activation; returns it.  Three forms:
+
+    * ``register_activation("softsign", x / (1 + sympy.Abs(x)))`` (sympy expression in ``x``) or a
+      string sympy can parse; the derivative is ``sympy.diff``; sigma~ and sigma~' are certified.
+    * ``register_activation("asinh", function=mpmath.asinh, derivative=lambda t: 1/mpmath.sqrt(1+t**2))``:
+      mpmath-capable callables.  Trusted to be accurate to their mpmath precision, NOT certified like
+      sympy expressions; verdicts computed with them say "callable, trusted" in their evidence.  The
+      derivative is compared with ``mpmath.diff`` of the function at sample points and refused (an
+      error naming the point) when they disagree by more than a relative 1e-6.
+    * ``register_activation(activation)`` for an :class:`Activation` made by :func:`make_activation`.
+
+    Names already taken (including aliases) and expressions with free symbols other than ``x`` are
+    refused with a :class:`CondcheckError`.
+    """
+    if isinstance(name, Activation):
+        act = name
+    else:
+        if not isinstance(name, str) or not name.strip():
+            raise CondcheckError(f"activation name must be a non-empty string, not {name!r}")
+        if _taken(name.strip()):
+            raise CondcheckError(f"activation name {name.strip()!r} is already taken; choose another name")
+        act = make_activation(name, expr, description, function=function, derivative=derivative,
+                              torch_function=torch_function)
+    if _taken(act.name):
+        if _REGISTRY.get(act.name) is act:
+            return act
+        raise CondcheckError(f"activation name {act.name!r} is already taken; choose another name")
+    return _add(act)
+
+
+# ---- entry points ----------------------------------------------------------------------------------
+ENTRY_POINT_GROUP = "condcheck.activations"
+
+
+class PluginWarning(UserWarning):
+    """A plug-in from the entry point group could not be loaded (the rest of condcheck still works)."""
+
+
+_PLUGINS = {"loaded": False, "errors": []}
+
+
+def plugin_errors() -> list[str]:
+    """One line per plug-in that failed to load (after entry points were loaded)."""
+    return list(_PLUGINS["errors"])
+
+
+def _entry_points():
+    from importlib.metadata import entry_points
+    try:
+        return list(entry_points(group=ENTRY_POINT_GROUP))
+    except TypeError:                                   # Python < 3.10 API (not supported, but harmless)
+        return list(entry_points().get(ENTRY_POINT_GROUP, []))
+
+
+def _load_one(ep) -> None:
+    dist = getattr(getattr(ep, "dist", None), "name", None) or "?"
+    where = f"entry point {dist}:{ep.name}"
+    obj = ep.load()
+    if isinstance(obj, Activation):
+        acts = [obj]
+    elif callable(obj):
+        out = obj()                                      # registers, or returns Activation(s) to register
+        if isinstance(out, Activation):
+            acts = [out]
+        elif isinstance(out, (list, tuple)):
+            acts = [a for a in out if isinstance(a, Activation)]
+        else:
+            acts = []
+    else:
+        raise CondcheckError(f"it loads a {type(obj).__name__}, not an Activation or a callable that registers one")
+    for act in acts:
+        if _REGISTRY.get(act.name) is act or (act.name in _REGISTRY and _REGISTRY[act.name] == act):
+            continue
+        if _taken(act.name):
+            raise CondcheckError(f"activation name {act.name!r} is already taken")
+        _add(_replace(act, source=f"{act.source} ({where})"))
+
+
+def _replace(act: Activation, **kw) -> Activation:
+    import dataclasses
+    return dataclasses.replace(act, **kw)
+
+
+def load_plugins(force: bool = False) -> list[str]:
+    """Load the entry points of :data:`ENTRY_POINT_GROUP` (once unless ``force``); returns the errors.
+
+    Each failure becomes one :class:`PluginWarning` line naming the entry point and the error; the
+    plug-in is skipped, nothing is raised."""
+    if _PLUGINS["loaded"] and not force:
+        return plugin_errors()
+    _PLUGINS["loaded"] = True
+    errors = []
+    try:
+        eps = _entry_points()
+    except Exception as e:                                            # noqa: BLE001 -- broken metadata
+        eps = []
+        errors.append(f"could not read the entry points of {ENTRY_POINT_GROUP!r}: {type(e).__name__}: {e}")
+    seen = set()
+    for ep in eps:
+        key = (ep.name, ep.value)
+        if key in seen:                                  # the same distribution twice on sys.path
+            continue
+        seen.add(key)
+        try:
+            _load_one(ep)
+        except Exception as e:                                        # noqa: BLE001 -- third-party code
+            dist = getattr(getattr(ep, "dist", None), "name", None) or "?"
+            errors.append(f"condcheck plug-in {ep.name!r} ({ep.value}, distribution {dist}) could not be loaded: "
+                          f"{type(e).__name__}: {e}")
+    _PLUGINS["errors"] = errors
+    for line in errors:
+        warnings.warn(line, PluginWarning, stacklevel=2)
+    return list(errors)
+
+
+def load_plugin_spec(spec: str) -> list[str]:
+    """Load ``module`` or ``module:attr`` as an entry point would (the CLI's ``--plugin``); returns the
+    names it registered.  Errors are CondcheckErrors (a one-line message)."""
+    import importlib
+    before = set(_REGISTRY)
+    mod_name, _, attr = spec.partition(":")
+    try:
+        mod = importlib.import_module(mod_name)
+        obj = mod
+        for part in filter(None, attr.split(".")):
+            obj = getattr(obj, part)
+    except Exception as e:                                            # noqa: BLE001
+        raise CondcheckError(f"cannot load plug-in {spec!r}: {type(e).__name__}: {e}") from None
+    if attr:
+        class _EP:                                       # the entry point protocol: .name, .value, .load()
+            name, value, dist = attr, spec, None
+
+            @staticmethod
+            def load():
+                return obj
+        try:
+            _load_one(_EP)
+        except CondcheckError as e:
+            raise CondcheckError(f"plug-in {spec!r}: {e}") from None
+        except Exception as e:                                        # noqa: BLE001
+            raise CondcheckError(f"plug-in {spec!r} failed: {type(e).__name__}: {e}") from None
+    return [n for n in _REGISTRY if n not in before]
 
 
 def get_activation(name_or_activation) -> Activation:
@@ -112,13 +373,21 @@ def get_activation(name_or_activation) -> Activation:
         raise CondcheckError(f"activation must be a name such as 'relu', not {name_or_activation!r}")
     key = name_or_activation.strip()
     key = _ALIASES.get(key, key)
+    if key not in _REGISTRY and not _PLUGINS["loaded"]:
+        load_plugins()
+        key = _ALIASES.get(key, key)
     if key not in _REGISTRY:
-        raise UnknownNameError("activation", name_or_activation, list(_REGISTRY) + list(_ALIASES))
+        err = UnknownNameError("activation", name_or_activation, list(_REGISTRY) + list(_ALIASES))
+        if _PLUGINS["errors"]:
+            err.args = (err.args[0] + ". Plug-ins that failed to load: " + "; ".join(_PLUGINS["errors"]),)
+        raise err
     return _REGISTRY[key]
 
 
 def list_activations() -> list[str]:
-    """Names of all registered activations (built-ins first, then plug-ins, in registration order)."""
+    """Names of all registered activations (built-ins first, then plug-ins, in registration order);
+    loads the entry point plug-ins first (once)."""
+    load_plugins()
     return list(_REGISTRY)
 
 

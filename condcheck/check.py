@@ -64,6 +64,8 @@ class CheckResult:
     seconds: float
     semantics: str = SEMANTICS
     verdicts: dict = field(default_factory=dict, repr=False)   # the Verdict objects of 2 and 3
+    #: Where sigma~ and sigma~' came from when they are not certified (callable plug-in, torch table).
+    source_note: str = ""
 
     def to_certificate(self) -> dict:
         """The condition certificate of SPEC 6."""
@@ -73,12 +75,15 @@ class CheckResult:
                 "M_sigma": self.constants["M_sigma"], "H_sigma": self.constants["H_sigma"],
                 "constants_source": ("paper (SPEC 4)" if self.activation in PAPER_ACTIVATIONS else
                                      "unknown: the paper's formulas for M_sigma, H_sigma from witnesses are not available"),
-                "depth_bounds": self.depth_bounds, "seconds": round(self.seconds, 3)}
+                "depth_bounds": self.depth_bounds, "seconds": round(self.seconds, 3),
+                **({"sigma_source": self.source_note} if self.source_note else {})}
 
     def text(self) -> str:
         verdict = {True: "HOLDS", False: "FAILS", None: "UNDECIDED"}[self.holds]
         lines = [f"{self.activation} on {self.format} ({self.implementation} implementation): {verdict}",
                  f"semantics: {self.semantics}"]
+        if self.source_note:
+            lines.append(f"sigma~ and sigma~': {self.source_note}")
         for key in ("1", "2", "3"):
             v = self.verdicts.get(key)
             if v is None:
@@ -107,9 +112,25 @@ def check_activation(activation, format, implementation: str = "exact") -> Check
     verdicts = {}
     for key, module in (("1", condition1), ("2", condition2), ("3", condition3)):
         verdicts[key] = module.check_exhaustive(rounded) if exhaustive else module.check_symbolic(rounded)
+    note = source_note(act, fmt, rounded.implementation)
+    if note:
+        for v in verdicts.values():
+            v.evidence = f"{note}; {v.evidence}" if v.evidence else note
     conditions = {k: v.to_dict() for k, v in verdicts.items()}
     states = [conditions[k]["holds"] for k in ("1", "2", "3")]
     holds = False if False in states else (None if None in states else True)
     return CheckResult(act.name, fmt.name, rounded.implementation, holds, conditions, theorem_branch(fmt),
                        paper_constants(act.name, fmt), depth_bounds(fmt), time.perf_counter() - t0,
-                       verdicts=verdicts)
+                       verdicts=verdicts, source_note=note)
+
+
+def source_note(act, fmt: Format, implementation: str) -> str:
+    """"" for certified tables; otherwise how sigma~ and sigma~' were obtained (callable, trusted; torch)."""
+    if implementation == "torch":
+        from .torch_impl import evidence_note
+        return evidence_note(act, fmt)
+    if act.is_callable:
+        how = ("RN_F" if implementation == "exact" else "RN_F(RN_float32(.))")
+        return (f"callable, trusted: {how} of the user's mpmath callables, accepted when two precisions agree "
+                f"away from rounding boundaries (not certified like a sympy expression)")
+    return ""

@@ -31,7 +31,10 @@ def _progress(label: str):
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
-def main():
+@click.option("--plugin", "plugins", multiple=True, metavar="MODULE[:ATTR]",
+              help="Import a module that registers activations, or load MODULE:ATTR as an entry point of the "
+                   "condcheck.activations group would (an Activation or a callable that registers). Repeatable.")
+def main(plugins=()):
     """condcheck: Conditions 1-3 of floating-point networks with AD, and exact constructions.
 
     \b
@@ -43,6 +46,10 @@ def main():
 
     Exit status: 0 holds / verified, 1 fails, 2 bad input, 3 undecided.
     """
+    if plugins:
+        from .activations import load_plugin_spec
+        for spec in plugins:
+            load_plugin_spec(spec)
 
 
 @main.command()
@@ -87,7 +94,8 @@ def _cell(v) -> str:
 @click.argument("activation")
 @click.argument("format")
 @click.option("--implementation", "-i", default="exact", show_default=True,
-              help="How sigma~ and sigma~' are computed: exact (correctly rounded) or float32-upcast.")
+              help="How sigma~ and sigma~' are computed: exact (correctly rounded), float32-upcast, or torch "
+                   "(observed PyTorch CPU table, formats of at most 16 bits).")
 @click.option("--json", "as_json", is_flag=True, help="Print the condition certificate (SPEC 6) as JSON.")
 def check(activation, format, implementation, as_json):
     """Decide Conditions 1-3 for an activation on a format.

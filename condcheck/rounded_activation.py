@@ -17,6 +17,21 @@ Implementations are named (:data:`IMPLEMENTATIONS`):
   float32), then rounded once to the format.  For formats that float32 does not contain (more than 24
   significand bits or a wider exponent range, e.g. float64 or ``b30_9``) the evaluation is in float64
   instead.  A NaN from float32 arithmetic (e.g. inf/inf) counts as overflow.
+* ``"torch"``: an observed table from PyTorch CPU (formats of at most 16 bits):
+  sigma~ from the forward op and sigma~' from torch.autograd at every value of the format, in the
+  format's torch dtype where torch computes the op (float16, bfloat16), through float32 otherwise
+  (then rounded to the format exactly).  See :mod:`condcheck.torch_impl`.
+
+Callable activations (``register_activation(name, function=f, derivative=df)``): sympy enclosures are
+not available, so "exact" rounds a *trusted* value instead of a certified one (:func:`callable_round`):
+the callable is evaluated with mpmath at :func:`callable_precisions` (2p+16 and 4p+32 bits for a format
+of p significand bits, then doubling), each value v is taken to be within
+``|v| 2^-(prec-8) + 2^(e_min-M-prec)`` of sigma, and a rounding is accepted when that interval rounds
+to one value at two consecutive precisions and both agree.  A callable that returns a ``Fraction`` (or
+an int) is taken as exact.  A value that stays on a rounding boundary (a tie) at every precision is an
+error naming the point: a callable cannot settle ties; a sympy expression can.  "float32-upcast" of
+a callable is RN_F(RN_float32(sigma)) with the float32 value from the same trusted path (a float32
+library that rounds correctly; the callable gives no float32 formula to emulate).
 
 Overflow: a real value whose rounding exceeds Omega is an overflow: ``value`` raises
 :class:`FormatOverflowError`, arrays report it in an overflow mask and hold +-inf.
@@ -27,6 +42,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 
+import mpmath
 import mpmath.libmp as L
 import numpy as np
 import scipy.special
@@ -38,7 +54,7 @@ from .formats import Format, get_format, to_fraction
 from .intervals import compile_expression, mp_to_fraction
 from .rounding import round_array, round_fraction
 
-IMPLEMENTATIONS = ("exact", "float32-upcast")
+IMPLEMENTATIONS = ("exact", "float32-upcast", "torch")
 START_PRECISION = 64
 EXACT_AT_PRECISION = 1024
 MAX_PRECISION = 20000
@@ -107,6 +123,170 @@ def certain_round(expr, point, fmt) -> Fraction:
     return _finish(_certain(compile_expression(sympy.sympify(expr)), q, fmt, what), fmt, what)
 
 
+# ---- callables: trusted, not certified --------------------------------------------------------------
+CALLABLE_GUARD_BITS = 8
+CALLABLE_MAX_DOUBLINGS = 5
+
+
+def callable_precisions(fmt: Format) -> list[int]:
+    """The mpmath precisions at which a callable is evaluated for fmt: 2p+16, 4p+32, then doubling."""
+    first = 2 * fmt.p + 16
+    return [first] + [(4 * fmt.p + 32) << k for k in range(CALLABLE_MAX_DOUBLINGS + 1)]
+
+
+def _callable_value(fn, q: Fraction, prec: int, fmt: Format, what: str):
+    """("exact", Fraction) | ("over", +-inf) | ("encl", rounded lo, rounded hi, mpf value)."""
+    with mpmath.workprec(max(prec, fmt.p + 2)):
+        t = mpmath.mpf(q.numerator) / q.denominator          # exact: q has at most p significand bits
+        try:
+            v = fn(t)
+        except Exception as e:                                # noqa: BLE001 -- user code
+            raise CondcheckError(f"{what}: the callable raised {type(e).__name__}: {e}") from None
+    if isinstance(v, (Fraction, int)) and not isinstance(v, bool):
+        return ("exact", Fraction(v))
+    if isinstance(v, float):
+        v = mpmath.mpf(v)
+    if not isinstance(v, mpmath.mpf):
+        raise CondcheckError(f"{what}: the callable returned {v!r} ({type(v).__name__}), not a real mpmath number")
+    raw = v._mpf_
+    if raw == L.fnan:
+        raise CondcheckError(f"{what}: the callable returned NaN")
+    if raw in (L.finf, L.fninf):
+        return ("over", _POS_OVER if raw == L.finf else _NEG_OVER)
+    rel = L.mpf_shift(L.mpf_abs(raw), -(prec - CALLABLE_GUARD_BITS))
+    err = L.mpf_add(rel, L.from_man_exp(1, fmt.e_min - fmt.M - prec), 64, L.round_ceiling)
+    lo = L.mpf_sub(raw, err, prec + 64, L.round_floor)
+    hi = L.mpf_add(raw, err, prec + 64, L.round_ceiling)
+    return ("encl", _round_end(lo, fmt), _round_end(hi, fmt), v)
+
+
+def callable_round(fn, q: Fraction, fmt: Format, what: str):
+    """RN_F of a trusted callable at q: a Fraction or +-inf (overflow); see the module docstring."""
+    prev = None
+    last = None
+    for prec in callable_precisions(fmt):
+        r = _callable_value(fn, q, prec, fmt, what)
+        if r[0] == "exact":
+            return _round_exact(r[1], fmt)
+        if r[0] == "over":
+            got = r[1]
+        else:
+            last = r[3]
+            got = r[1] if r[1] == r[2] else None
+        if got is not None and prev is not None and got == prev:
+            return got
+        prev = got
+    raise CondcheckError(
+        f"could not decide the rounding of {what}: the callable's value "
+        f"{mpmath.nstr(last, 20) if last is not None else '?'} stays within its trusted error of a rounding boundary "
+        f"of {fmt.name} (or its precisions disagree) up to {callable_precisions(fmt)[-1]} bits.  A callable cannot "
+        f"settle an exact tie: register the activation as a sympy expression (certified), or let the callable "
+        f"return a fractions.Fraction where its value is exact")
+
+
+def _round_exact(v: Fraction, fmt: Format):
+    try:
+        return round_fraction(v, fmt)
+    except FormatOverflowError:
+        return _POS_OVER if v > 0 else _NEG_OVER
+
+
+def _callable_of(act: Activation, derivative: bool):
+    return act.dfunction if derivative else act.function
+
+
+def _label(act: Activation, derivative: bool) -> str:
+    return f"{act.name}{chr(39) if derivative else ''}"
+
+
+def exact_point(act: Activation, derivative: bool, q: Fraction, fmt: Format):
+    """RN_F(sigma(q)) or RN_F(sigma'(q)) under "exact": a Fraction or +-inf (overflow).  Certified for
+    expressions; trusted for callables."""
+    what = f"{_label(act, derivative)}({float(q)!r}) to {fmt.name}"
+    if act.is_callable:
+        return callable_round(_callable_of(act, derivative), q, fmt, what)
+    expr = act.derivative if derivative else act.expr
+    return _certain(compile_expression(expr), q, fmt, what)
+
+
+def _callable_array(act: Activation, derivative: bool, pts: np.ndarray, fmt: Format):
+    """callable_round at every point, batched: each precision is evaluated for every point still
+    undecided, enclosure ends go to float64 with outward rounding and are rounded by round_array (exact);
+    the same acceptance rule as callable_round (two consecutive precisions, both decided, equal)."""
+    if not _grid_in_float64(fmt):
+        vals = np.empty(pts.shape)
+        over = np.zeros(pts.shape, bool)
+        for i, v in enumerate(pts.tolist()):
+            r = callable_round(_callable_of(act, derivative), Fraction(v), fmt,
+                               f"{_label(act, derivative)}({v!r}) to {fmt.name}")
+            vals[i], over[i] = (r, True) if isinstance(r, float) else (float(r), False)
+        return vals, over, 0
+    fn = _callable_of(act, derivative)
+    n = pts.size
+    final = np.full(n, np.nan)
+    prev = np.full(n, np.nan)
+    todo = np.arange(n)
+    floor_exp = fmt.e_min - fmt.M
+    for prec in callable_precisions(fmt):
+        lo = np.empty(todo.size)
+        hi = np.empty(todo.size)
+        exact = np.full(todo.size, np.nan)
+        raws = [None] * todo.size
+        old = mpmath.mp.prec
+        try:
+            mpmath.mp.prec = max(prec, fmt.p + 2)
+            for j, i in enumerate(todo.tolist()):
+                z = float(pts[i])
+                what = f"{_label(act, derivative)}({z!r}) to {fmt.name}"
+                try:
+                    v = fn(mpmath.mpf(z))
+                except Exception as e:                        # noqa: BLE001 -- user code
+                    raise CondcheckError(f"{what}: the callable raised {type(e).__name__}: {e}") from None
+                if isinstance(v, (Fraction, int)) and not isinstance(v, bool):
+                    r = _round_exact(Fraction(v), fmt)
+                    exact[j] = float(r)
+                    lo[j] = hi[j] = 0.0
+                    continue
+                if isinstance(v, float):
+                    v = mpmath.mpf(v)
+                if not isinstance(v, mpmath.mpf):
+                    raise CondcheckError(f"{what}: the callable returned {v!r} ({type(v).__name__}), not a real "
+                                         f"mpmath number")
+                raw = v._mpf_
+                if raw == L.fnan:
+                    raise CondcheckError(f"{what}: the callable returned NaN")
+                rel = L.mpf_shift(L.mpf_abs(raw), -(prec - CALLABLE_GUARD_BITS))
+                err = L.mpf_add(rel, L.from_man_exp(1, floor_exp - prec), 64, L.round_ceiling)
+                raws[j] = (L.mpf_sub(raw, err, prec + 64, L.round_floor), L.mpf_add(raw, err, prec + 64, L.round_ceiling))
+                lo[j] = L.to_float(raws[j][0], rnd=L.round_floor)
+                hi[j] = L.to_float(raws[j][1], rnd=L.round_ceiling)
+        finally:
+            mpmath.mp.prec = old
+        with np.errstate(invalid="ignore"):
+            rl, _ = round_array(lo, fmt)
+            rh, _ = round_array(hi, fmt)
+        for j in np.flatnonzero(rl != rh).tolist():       # float64 ends too coarse: round the exact ends
+            if raws[j] is not None:
+                a, b = _round_end(raws[j][0], fmt), _round_end(raws[j][1], fmt)
+                rl[j], rh[j] = float(a), float(b)
+        got = np.where(rl == rh, rl, np.nan)
+        got = np.where(np.isnan(exact), got, exact)
+        p = prev[todo]
+        done = (~np.isnan(got) & (got == p)) | ~np.isnan(exact)
+        final[todo[done]] = got[done]
+        prev[todo] = got
+        todo = todo[~done]
+        if todo.size == 0:
+            break
+    if todo.size:
+        i = int(todo[0])
+        callable_round(fn, Fraction(float(pts[i])), fmt,
+                       f"{_label(act, derivative)}({float(pts[i])!r}) to {fmt.name}")    # raises the message
+        raise AssertionError("unreachable: callable_round decided a point the batch could not")
+    over = np.isinf(final)
+    return np.where(final == 0, 0.0, final), over, 0
+
+
 # ---- the fast path ---------------------------------------------------------------------------------
 def _grid_in_float64(fmt: Format) -> bool:
     """Every value of fmt is a float64 and round_array rounds float64 to fmt exactly."""
@@ -144,11 +324,17 @@ def _upcast_dtype(fmt: Format):
     return np.float32 if fits32 else np.float64
 
 
-def _upcast(expr, pts: np.ndarray, fmt: Format):
+def _upcast(act: Activation, derivative: bool, pts: np.ndarray, fmt: Format):
     if not _grid_in_float64(fmt):
         raise CondcheckError(f"the float32-upcast implementation needs a format inside float64; "
                              f"{fmt.name} is not")
     dt = _upcast_dtype(fmt)
+    if act.is_callable:                     # RN_F(RN_float32(sigma)) from the trusted callable path
+        from .formats import get_format as _gf
+        mid, mid_over, _ = _callable_array(act, derivative, pts, _gf("float32" if dt == np.float32 else "float64"))
+        vals, over = round_array(mid, fmt)
+        return vals, over | mid_over, 0
+    expr = act.derivative if derivative else act.expr
     z = pts.astype(dt)
     with np.errstate(all="ignore"):
         y = np.asarray(_lambdified(expr)(z))
@@ -177,10 +363,15 @@ class Table:
     dsigma_fallbacks: int = 0
 
 
-def _evaluate(act: Activation, fmt: Format, impl: str, expr, pts):
+def _evaluate(act: Activation, fmt: Format, impl: str, derivative: bool, pts):
+    if impl == "torch":
+        raise CondcheckError(f"the torch implementation is an observed table for formats of at most 16 bits; "
+                             f"{fmt.name} has {fmt.bits}")
     if impl == "exact":
-        return _exact_fast(expr, pts, fmt)
-    return _upcast(expr, pts, fmt)
+        if act.is_callable:
+            return _callable_array(act, derivative, pts, fmt)
+        return _exact_fast(act.derivative if derivative else act.expr, pts, fmt)
+    return _upcast(act, derivative, pts, fmt)
 
 
 @lru_cache(maxsize=None)
@@ -189,8 +380,13 @@ def _table(act: Activation, fmt: Format, impl: str) -> Table:
         raise CondcheckError(f"{fmt.name} has {fmt.bits} bits; tables are made for formats of at most "
                              f"24 bits (use value/value_array)")
     pts = fmt.values()
-    s, so, sf = _evaluate(act, fmt, impl, act.expr, pts)
-    d, do, df = _evaluate(act, fmt, impl, act.derivative, pts)
+    if impl == "torch":
+        from .torch_impl import torch_table_arrays
+        s, so, d, do = torch_table_arrays(act, fmt)
+        sf = df = 0
+    else:
+        s, so, sf = _evaluate(act, fmt, impl, False, pts)
+        d, do, df = _evaluate(act, fmt, impl, True, pts)
     for a in (s, so, d, do):
         a.setflags(write=False)
     return Table(points=pts, sigma=s, dsigma=d, sigma_overflow=so, dsigma_overflow=do,
@@ -221,10 +417,9 @@ class RoundedActivation:
     def _scalar(self, z, derivative: bool) -> Fraction:
         fmt = self.format
         q = fmt.check(z, "activation input")
-        expr = self.activation.derivative if derivative else self.activation.expr
         name = f"{self.activation.name}{chr(39) if derivative else ''}({float(q)!r}) in {fmt.name}"
         if self.implementation == "exact" and not self._use_table:
-            return _finish(_certain(compile_expression(expr), q, fmt, name), fmt, name)
+            return _finish(exact_point(self.activation, derivative, q, fmt), fmt, name)
         vals, over = self._array(np.array([float(q)]), derivative)
         if over[0]:
             raise FormatOverflowError(f"{name} overflows {fmt.name} (beyond its largest finite value "
@@ -267,17 +462,15 @@ class RoundedActivation:
         else:
             for v in uniq:
                 fmt.check(float(v), "activation input")
-        expr = self.activation.derivative if derivative else self.activation.expr
         if _grid_in_float64(fmt):
-            vals, over, _ = _evaluate(self.activation, fmt, self.implementation, expr, uniq)
+            vals, over, _ = _evaluate(self.activation, fmt, self.implementation, derivative, uniq)
         else:
             if self.implementation != "exact":
                 raise CondcheckError(f"the {self.implementation} implementation needs a format inside "
                                      f"float64; {fmt.name} is not")
             vals, over = np.empty(uniq.shape), np.zeros(uniq.shape, bool)
-            comp = compile_expression(expr)
             for i, v in enumerate(uniq):
-                r = _certain(comp, Fraction(float(v)), fmt, f"{expr} at x = {float(v)!r}")
+                r = exact_point(self.activation, derivative, Fraction(float(v)), fmt)
                 if isinstance(r, float):
                     vals[i], over[i] = r, True
                 else:

@@ -169,7 +169,7 @@ def test_float32_upcast_for_float64_evaluates_in_float64():
 
 # ---- the API ----------------------------------------------------------------------------------------------
 def test_implementations_are_named():
-    assert IMPLEMENTATIONS == ("exact", "float32-upcast")
+    assert IMPLEMENTATIONS == ("exact", "float32-upcast", "torch")
 
 
 def test_unknown_implementation_message_lists_close_names():

@@ -1,0 +1,251 @@
+"""The ``"torch"`` implementation: sigma~ and sigma~' as PyTorch CPU computes them (an observed table).
+
+For a format of at most 16 bits, every finite value z of the format is fed to PyTorch at once:
+
+* sigma~(z) is the forward op (:data:`TORCH_OPS`: ``gelu`` is ``F.gelu(approximate='none')``,
+  ``gelu_tanh`` is ``F.gelu(approximate='tanh')``, ``swish`` is ``F.silu``, ...; a plug-in may bring
+  its own ``torch_function``);
+* sigma~'(z) is ``torch.autograd.grad`` of that op at z with upstream 1.
+
+Where torch computes the op in the format's own dtype (float16 and bfloat16 on CPU) the table is
+taken in that dtype ("native"): torch's result is already a value of the format.  Otherwise (every
+float8 dtype: torch 2.13 has float8_e4m3fn/e5m2/e4m3fnuz/e5m2fnuz tensors but no CPU kernels for
+gelu, relu, sigmoid, add, ...; formats torch has no dtype for: float8_e4m3, float8_e3m4, float6,
+float4, custom bM_E) the input goes through float32 ("through float32"), torch computes op and
+gradient in float32, and condcheck rounds the result to the format exactly (RN_F, ties to even) --
+what a user gets who upcasts, runs torch, and casts back.  Inf or NaN from torch counts as overflow.
+Which of the two was used is in :func:`table_info` and in the evidence of every verdict.
+
+PyTorch is optional (``pip install 'condcheck[torch]'``); this module imports it lazily and says so
+clearly when it is missing.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+from .activations import Activation, get_activation
+from .errors import CondcheckError
+from .formats import Format, get_format
+from .rounding import round_array
+
+#: condcheck built-in name -> (description, function of a tensor)
+TORCH_OPS = {
+    "relu": ("torch.nn.functional.relu", lambda F, t: F.relu(t)),
+    "elu": ("torch.nn.functional.elu(alpha=1)", lambda F, t: F.elu(t, alpha=1.0)),
+    "gelu": ("torch.nn.functional.gelu(approximate='none')", lambda F, t: F.gelu(t, approximate="none")),
+    "gelu_tanh": ("torch.nn.functional.gelu(approximate='tanh')", lambda F, t: F.gelu(t, approximate="tanh")),
+    "swish": ("torch.nn.functional.silu", lambda F, t: F.silu(t)),
+    "sigmoid": ("torch.sigmoid", lambda F, t: F.sigmoid(t)),
+    "tanh": ("torch.tanh", lambda F, t: F.tanh(t)),
+    "leaky_relu": ("torch.nn.functional.leaky_relu(negative_slope=0.01)", lambda F, t: F.leaky_relu(t, 0.01)),
+    "selu": ("torch.nn.functional.selu", lambda F, t: F.selu(t)),
+    "softplus": ("torch.nn.functional.softplus (beta=1, threshold=20: x itself above 20)", lambda F, t: F.softplus(t)),
+    "mish": ("torch.nn.functional.mish", lambda F, t: F.mish(t)),
+    "sin": ("torch.sin", lambda F, t: t.sin()),
+}
+
+#: condcheck format name -> torch dtype attribute name (those torch has)
+TORCH_DTYPES = {"float16": "float16", "bfloat16": "bfloat16", "float32": "float32", "float64": "float64",
+                "float8_e4m3fn": "float8_e4m3fn", "float8_e5m2": "float8_e5m2",
+                "float8_e4m3fnuz": "float8_e4m3fnuz", "float8_e5m2fnuz": "float8_e5m2fnuz"}
+
+
+def require_torch():
+    try:
+        import torch
+    except ImportError:
+        raise CondcheckError("the torch implementation needs PyTorch: pip install 'condcheck[torch]' "
+                             "(torch==2.13.0, CPU)") from None
+    return torch
+
+
+def torch_dtype(fmt):
+    """The torch dtype of a format, or None when torch has none."""
+    torch = require_torch()
+    name = TORCH_DTYPES.get(get_format(fmt).name)
+    return getattr(torch, name, None) if name else None
+
+
+def torch_op(act: Activation):
+    """(description, function of a tensor) of the activation in torch; a CondcheckError if there is none."""
+    torch = require_torch()
+    F = torch.nn.functional
+    if act.torch_function is not None:
+        fn = act.torch_function
+        return f"user torch_function {getattr(fn, '__name__', 'function')}", fn
+    if act.name in TORCH_OPS:
+        desc, f = TORCH_OPS[act.name]
+        return desc, (lambda t: f(F, t))
+    raise CondcheckError(f"activation {act.name!r} has no PyTorch op; register it with torch_function=... to use the "
+                         f"torch implementation (built-in ops: {', '.join(TORCH_OPS)})")
+
+
+PAD = 4096
+
+
+def _run(fn, x):
+    """(sigma, sigma') of fn at tensor x (autograd, upstream 1), both in x's dtype.
+
+    The tensor is padded with zeros to a multiple of :data:`PAD` elements so that torch's vectorized
+    loops cover every value (a scalar tail of a CPU kernel can round differently, see
+    :func:`scalar_path_differences`)."""
+    torch = require_torch()
+    n = x.numel()
+    pad = (-n) % PAD
+    x = torch.cat([x.detach(), torch.zeros(pad, dtype=x.dtype)]).requires_grad_(True)
+    y = fn(x)
+    if y.shape != x.shape or y.dtype != x.dtype:
+        raise CondcheckError(f"the torch op maps a {x.dtype} tensor of shape {tuple(x.shape)} to a {y.dtype} tensor "
+                             f"of shape {tuple(y.shape)}; an activation must act elementwise and keep the dtype")
+    (g,) = torch.autograd.grad(y, x, grad_outputs=torch.ones_like(y), allow_unused=False)
+    return y.detach()[:n], g.detach()[:n]
+
+
+def scalar_path_differences(activation, fmt) -> dict:
+    """Where PyTorch's op, applied to ONE element at a time (its scalar code path), differs from the
+    table (taken in bulk, vectorized).  {"sigma": [z, ...], "dsigma": [z, ...]} of values of the format.
+
+    On torch 2.13 CPU this is not empty for some (op, dtype): e.g. float16 gelu differs at 217 of
+    63,487 values.  The "torch" implementation's table is the bulk result; a network whose
+    pre-activation lands in a scalar tail of torch's loop may see the other value there."""
+    torch = require_torch()
+    act, F = get_activation(activation), get_format(fmt)
+    _, fn = torch_op(act)
+    s, _, d, _, info = _compute(act, F)
+    native = info["mode"].startswith("native")
+    dt = torch_dtype(F) if native else torch.float32
+    pts = F.values()
+    out = {"sigma": [], "dsigma": []}
+    for i, z in enumerate(pts.tolist()):
+        x = torch.tensor([z], dtype=torch.float64).to(dt).requires_grad_(True)
+        y = fn(x)
+        (g,) = torch.autograd.grad(y, x, grad_outputs=torch.ones_like(y))
+        yv, gv = y.detach().double().item(), g.double().item()
+        if not native:
+            yv = float(round_array(np.array([yv]), F)[0][0])
+            gv = float(round_array(np.array([gv]), F)[0][0])
+        for key, v, ref in (("sigma", yv, s[i]), ("dsigma", gv, d[i])):
+            if not (v == ref or (not np.isfinite(ref) and not np.isfinite(v))):
+                out[key].append(z)
+    return out
+
+
+def _to_f64(t):
+    torch = require_torch()
+    return t.to(torch.float64).numpy().astype(np.float64)
+
+
+@lru_cache(maxsize=None)
+def _compute(act: Activation, fmt: Format):
+    torch = require_torch()
+    if fmt.bits > 16 or not fmt.enumerable:
+        raise CondcheckError(f"the torch implementation is an observed table for formats of at most 16 bits; "
+                             f"{fmt.name} has {fmt.bits}")
+    desc, fn = torch_op(act)
+    pts = fmt.values()
+    dt = torch_dtype(fmt)
+    info = {"torch": torch.__version__, "op": desc, "derivative": "torch.autograd.grad with upstream 1"}
+    if dt is not None:
+        x = torch.tensor(pts, dtype=torch.float64).to(dt)
+        if np.array_equal(_to_f64(x), pts):
+            try:
+                y, g = _run(fn, x)
+            except (RuntimeError, NotImplementedError) as e:
+                info["native_error"] = str(e).splitlines()[0][:120]
+            else:
+                s, d = _to_f64(y), _to_f64(g)
+                so, do = ~np.isfinite(s), ~np.isfinite(d)
+                s[so] = np.where(np.isnan(s[so]), np.inf, s[so])
+                d[do] = np.where(np.isnan(d[do]), np.inf, d[do])
+                # torch's result is a value of its dtype, which is the format: check it, do not assume it
+                for arr, over in ((s, so), (d, do)):
+                    r, ro = round_array(np.where(over, 0.0, arr), fmt)
+                    if not np.array_equal(r[~over], arr[~over]):
+                        raise CondcheckError(f"torch returned values that are not in {fmt.name}")
+                info["mode"] = f"native {dt} (op and autograd in the format's own dtype)"
+                return s, so, d, do, info
+    p32 = pts.astype(np.float32)
+    if not np.array_equal(p32.astype(np.float64), pts):
+        raise CondcheckError(f"the values of {fmt.name} are not all float32 numbers; the torch implementation "
+                             f"computes through float32")
+    x = torch.tensor(p32, dtype=torch.float32)
+    y, g = _run(fn, x)
+    s, so = round_array(_to_f64(y), fmt)
+    d, do = round_array(_to_f64(g), fmt)
+    info["mode"] = ("through float32 (torch has no " + (f"CPU kernel for this op in {dt}" if dt is not None else
+                    f"dtype for {fmt.name}") + "); rounded to the format by condcheck (RN_F)")
+    return s, so, d, do, info
+
+
+def torch_table_arrays(activation, fmt):
+    """(sigma, sigma overflow, sigma', sigma' overflow) on ``fmt.values()`` (float64, +-inf on overflow)."""
+    s, so, d, do, _ = _compute(get_activation(activation), get_format(fmt))
+    return s.copy(), so.copy(), d.copy(), do.copy()
+
+
+def table_info(activation, fmt) -> dict:
+    """How the observed table was taken: torch version, op, mode (native dtype or through float32)."""
+    return dict(_compute(get_activation(activation), get_format(fmt))[4])
+
+
+def evidence_note(activation, fmt) -> str:
+    i = table_info(activation, fmt)
+    return f"torch {i['torch']} observed table: sigma~ = {i['op']}, sigma~' = {i['derivative']}, {i['mode']}"
+
+
+# ---- comparison with the correctly rounded implementation --------------------------------------------
+COMPARISON_FORMATS = ("bfloat16", "float16", "float8_e4m3", "float8_e5m2")
+
+
+def compare_with_exact(activations=("relu", "elu", "gelu", "swish", "sigmoid", "tanh"), formats=COMPARISON_FORMATS):
+    """Per (activation, format): how many finite values have torch's sigma~ (and sigma~') different from
+    the correctly rounded one, the largest difference in units of the format's last place at that
+    value, the first differing input, and both verdicts with the conditions whose witness differs."""
+    from .check import check_activation
+    from .rounded_activation import get_rounded
+
+    rows = []
+    for a in activations:
+        for f in formats:
+            fmt = get_format(f)
+            te = get_rounded(a, fmt, "exact").table()
+            tt = get_rounded(a, fmt, "torch").table()
+            row = {"activation": get_activation(a).name, "format": fmt.name, "values": int(te.points.size),
+                   "mode": "native" if table_info(a, fmt)["mode"].startswith("native") else "float32"}
+            for key, ev, tv in (("sigma", te.sigma, tt.sigma), ("dsigma", te.dsigma, tt.dsigma)):
+                diff = ev != tv
+                row[f"{key}_differs"] = int(diff.sum())
+                row[f"{key}_first"] = float(te.points[diff][0]) if diff.any() else None
+                both = diff & np.isfinite(ev) & np.isfinite(tv)
+                row[f"{key}_max_ulps"] = float(np.max(np.abs(ev[both] - tv[both]) / _ulp(np.abs(ev[both]), fmt))) \
+                    if both.any() else 0.0
+            re, rt = check_activation(a, fmt, "exact"), check_activation(a, fmt, "torch")
+            row["verdict_exact"] = _marks(re)
+            row["verdict_torch"] = _marks(rt)
+            row["witness_differs"] = [k for k in "123" if re.conditions[k]["witness"] != rt.conditions[k]["witness"]]
+            rows.append(row)
+    return rows
+
+
+def _ulp(a: np.ndarray, fmt: Format) -> np.ndarray:
+    _, e = np.frexp(np.maximum(a, float(fmt.smallest_normal)))
+    return np.ldexp(1.0, e - 1 - fmt.M)
+
+
+def _marks(res) -> str:
+    m = "".join({True: "h", False: "F", None: "?"}[res.conditions[k]["holds"]] for k in "123")
+    return f"{m} {({True: 'holds', False: 'fails', None: 'undecided'})[res.holds]}"
+
+
+def comparison_markdown(rows) -> str:
+    head = ("| activation | format | torch mode | sigma~ differs | max ulps | first z | sigma~' differs | max ulps | "
+            "first z | exact | torch | witnesses differ |")
+    out = [head, "|" + "---|" * 12]
+    for r in rows:
+        out.append(f"| {r['activation']} | {r['format']} | {r['mode']} | {r['sigma_differs']} / {r['values']} | "
+                   f"{r['sigma_max_ulps']:g} | {r['sigma_first']} | {r['dsigma_differs']} / {r['values']} | "
+                   f"{r['dsigma_max_ulps']:g} | {r['dsigma_first']} | {r['verdict_exact']} | {r['verdict_torch']} | "
+                   f"{', '.join('C' + k for k in r['witness_differs']) or '-'} |")
+    return "\n".join(out)
