@@ -57,6 +57,7 @@ from .formats import Format, get_format
 from .network import Layer, Network
 from .ops import add_array, add_float, mul_array, mul_float
 from .rounded_activation import get_rounded
+from .rounding import round_array
 
 
 class ConstructionError(CondcheckError):
@@ -296,14 +297,21 @@ class _Cols:
         self.rows.append((terms, bias))
         return len(self.rows) - 1
 
-    def layer(self, n_in: int) -> Layer:
+    def layer(self, n_in: int, fmt: Format | None = None) -> Layer:
         r, c, d = [], [], []
         for i, (terms, _) in enumerate(self.rows):
             for j, w in terms.items():
                 if w != 0:
                     r.append(i), c.append(j), d.append(w)
         m = sp.csr_matrix((d, (r, c)), shape=(len(self.rows), n_in), dtype=np.float64)
-        return Layer(m, np.array([b for _, b in self.rows], dtype=np.float64))
+        bias = np.array([b for _, b in self.rows], dtype=np.float64)
+        if fmt is not None:
+            for what, arr in (("weight", m.data), ("bias", bias)):
+                rr, over = round_array(arr, fmt)
+                bad = np.nonzero(over | (rr != arr))[0]
+                if len(bad):
+                    raise ConstructionError(f"internal: a {what} {arr[bad[0]]!r} is not a value of {fmt.name}")
+        return Layer(m, bias)
 
 
 def _require_conditions(kit: Kit, F: Format, implementation: str) -> dict:
@@ -399,13 +407,11 @@ def construct_theorem5(activation, fmt, points, values, upstream, gradients, imp
     L = st.L
     M = F.M
 
-    # constants: a constant neuron whose value K1 is a positive power of two
+    # constants: constant neurons whose values are positive powers of two
     cz, ct = st.constants
     if len(cz) == 0:
         raise ConstructionError(f"Condition 1 (constants) fails: {kit.act.name} takes no positive power of two "
                                 f"value on {F.name}")
-    i = int(np.argmin(np.abs(np.log2(ct))))          # closest to 1: kappa / K1 and c_k / K1 stay exact
-    b_const, K1 = float(cz[i]), float(ct[i])
 
     # ---- steps ------------------------------------------------------------------------------------------
     coord_vals = [np.unique(X[:, j]) for j in range(d)]
@@ -479,7 +485,8 @@ def construct_theorem5(activation, fmt, points, values, upstream, gradients, imp
     W1 = float(np.max(np.abs(X))) if N else 1.0
     ctx = _Ctx(kit, st, F, X, steps, U_X, gating)
     h_max = float(np.max(np.abs(hv))) if N else 0.0
-    C = _absorber(F, K1, h_max)
+    consts = _Constants(F, cz, ct)
+    C = consts.absorber(h_max)
     # the number of layers after the gates: each extra pass layer lets a gradient branch carry a larger
     # ratio g*/h* (its forward value at z is re-centred once more); every branch gets the same depth
     quarter = math.ldexp(1.0, math.frexp(C)[1] - 1 - F.M - 2)
@@ -501,7 +508,7 @@ def construct_theorem5(activation, fmt, points, values, upstream, gradients, imp
     for br in grad_part:
         ctx.pad_gradient(br, n_final, h_max, quarter)
     values_part = [ctx.value_branch(zi, fv[zi], h_max, n_final) for zi in range(N) if fv[zi] != 0]
-    net = _assemble(kit, st, F, d, steps, values_part, grad_part, (b_const, K1), C, activation, implementation)
+    net = _assemble(kit, st, F, d, steps, values_part, grad_part, consts, C, activation, implementation)
     claim = Claim(5, X, fv, hv, gv)
     if verify_result:
         res = _verify(net, claim)
@@ -985,34 +992,67 @@ class _Ctx:
         return V[np.isin(self._rn_chain(V, [d, a]), S)]
 
 
-def _absorber(F: Format, K1: float, h_max: float) -> float:
-    """C of the output row: the largest power of two with C <= Omega and (C / K1) h_max finite."""
-    e = F.e_max
-    while e > F.e_min and ((math.ldexp(1.0, e) / K1) * h_max > F.max or math.ldexp(1.0, e) > F.max):
-        e -= 1
-    return math.ldexp(1.0, e)
+class _Constants:
+    """Constant neurons T(b) = K (K a positive power of two, Condition 1 (c)) and the exact weights w
+    with K * w = c for each constant c the network needs (kappa and chain constants of the steps, +-C).
+
+    Each constant picks the state K nearest to 1 (in binades) that makes c / K a value of F, so a
+    weight outside the format is never emitted; a constant no state makes exact is an error naming it.
+    """
+
+    def __init__(self, F: Format, cz, ct):
+        order = np.argsort(np.abs(np.log2(ct)), kind="stable")
+        self.F, self.states = F, [(float(cz[i]), float(ct[i])) for i in order]
+
+    def pick(self, c: float):
+        for b, K in self.states:
+            if self.F.contains(c / K):
+                return b, K
+        raise ConstructionError(f"no constant state K = sigma~(b) of {self.F.name} makes the constant {c!r} an exact "
+                                f"multiple K * w with w in the format")
+
+    def absorber(self, h_max: float) -> float:
+        """C of the output row: the largest power of two C <= Omega with C = K w exact and w h_max finite
+        (the backward value at the constant neuron)."""
+        F = self.F
+        for e in range(F.e_max, F.e_min - 1, -1):
+            C = math.ldexp(1.0, e)
+            if C > F.max:
+                continue
+            try:
+                _, K = self.pick(C)
+            except ConstructionError:
+                continue
+            if (C / K) * h_max <= F.max:
+                return C
+        raise ConstructionError(f"no absorbing constant C fits upstream values up to {h_max!r} in {F.name}")
 
 
 def _assemble(kit, st, F, d, steps, values_part, grad_part, const, C, activation, implementation):
-    b_const, K1 = const
     M = F.M
-    # layer 1: separators, sources, kappa constant, chain constants
+    # layer 1: separators, sources, kappa constants (one per constant state used), chain constants
     l1 = _Cols()
     sep = [l1.add({s.coord: s.w}, s.b) for s in steps]
     src = [l1.add({br.coord: br.w_g}, br.b_g) for br in grad_part]
-    kap = l1.add({}, b_const)
+    kap_col = {}
+    for s in steps:
+        b, _ = const.pick(s.kappa)
+        if b not in kap_col:
+            kap_col[b] = l1.add({}, b)
     levels = sorted({k for s in steps for k in range(s.k0, s.K + 1)})
     chain_col = {}
     for k in levels:
-        chain_col[k] = (l1.add({}, b_const), l1.add({}, b_const))
-    # layer 2: steps, passes
+        b, K = const.pick(math.ldexp(1 + 2.0 ** -M, k))
+        chain_col[k] = (l1.add({}, b), l1.add({}, b), K)
+    # layer 2: steps (separator, kappa, then the chain in increasing k: the row's summation order), passes
     l2 = _Cols()
     for i, s in enumerate(steps):
-        terms = {sep[i]: s.s, kap: s.kappa / K1}
+        b, K = const.pick(s.kappa)
+        terms = {sep[i]: s.s, kap_col[b]: s.kappa / K}
         for k in range(s.k0, s.K + 1):
             c = math.ldexp(1 + 2.0 ** -M, k)
-            terms[chain_col[k][0]] = c / K1
-            terms[chain_col[k][1]] = -c / K1
+            terms[chain_col[k][0]] = c / chain_col[k][2]
+            terms[chain_col[k][1]] = -c / chain_col[k][2]
         l2.add(terms, st.z_dead)
     pas2 = [l2.add({src[i]: br.a2}, br.c2) for i, br in enumerate(grad_part)]
     # layer 3: boosted steps (the gates read these), second passes
@@ -1029,26 +1069,27 @@ def _assemble(kit, st, F, d, steps, values_part, grad_part, const, C, activation
         gcol.append(l3.add(terms, br.gamma))
     # layers after the gates: passes (gradient) and V' / relays (value); the last one also holds +C and -C
     n_post = len((grad_part or values_part)[0].post) if (grad_part or values_part) else 1
-    layers = [l1.layer(d), l2.layer(len(l1.rows)), lb.layer(len(l2.rows)), l3.layer(len(lb.rows))]
+    layers = [l1.layer(d, F), l2.layer(len(l1.rows), F), lb.layer(len(l2.rows), F), l3.layer(len(lb.rows), F)]
     prev_g, prev_v, prev_n = gcol, vcol, len(l3.rows)
     for k in range(n_post):
         lk = _Cols()
         last = k == n_post - 1
-        cpos = lk.add({}, b_const) if last else None
+        b_C, K_C = const.pick(C)
+        cpos = lk.add({}, b_C) if last else None
         g_k = [lk.add({prev_g[i]: br.post[k][0]}, br.post[k][1]) for i, br in enumerate(grad_part)]
-        cneg = lk.add({}, b_const) if last else None
+        cneg = lk.add({}, b_C) if last else None
         v_k = [lk.add({prev_v[i]: br.post[k][0]}, br.post[k][1]) for i, br in enumerate(values_part)]
-        layers.append(lk.layer(prev_n))
+        layers.append(lk.layer(prev_n, F))
         prev_g, prev_v, prev_n = g_k, v_k, len(lk.rows)
     # output: C, absorbed gradient terms, -C, value terms
-    out = {cpos: C / K1, cneg: -C / K1}
+    out = {cpos: C / K_C, cneg: -C / K_C}
     for i, br in enumerate(grad_part):
         out[prev_g[i]] = br.out_weight
     for i, br in enumerate(values_part):
         out[prev_v[i]] = br.out_weight
     lo = _Cols()
     lo.add(out, 0.0)
-    layers.append(lo.layer(prev_n))
+    layers.append(lo.layer(prev_n, F))
     return Network(F, kit.act.name, layers, implementation, d)
 
 

@@ -395,14 +395,16 @@ def test_theorem5_networks_are_built_and_verified_for_plug_ins(plugin_dist, name
     assert res.gradient_checks == len(X)
 
 
-@pytest.mark.xfail(strict=True, raises=CondcheckError,
-                   reason="constructor bug found here: for x*sigmoid(2x) on float6_e3m2fn the step weight kappa/K1 "
-                          "= -20/0.5 = -40 is beyond Omega = 28 (theorem5._assemble does not check it); on "
-                          "float8_e5m2 a weight -81920; the certified string form fails the same way")
-def test_theorem5_builds_x_sigmoid_2x_on_float6_e3m2fn(plugin_dist):
+def test_theorem5_builds_x_sigmoid_2x_on_float6_e3m2fn_with_every_weight_in_the_format(plugin_dist):
+    # once a constructor bug: the step constant kappa = -20 was emitted as the weight -20 / 0.5 = -40,
+    # beyond Omega = 28; each constant now picks a constant state that makes its weight exact
     F = get_format("float6_e3m2fn")
     X, f, h, g = _points_and_targets(F, 7, seed=1)
-    construct_theorem5("xsig2_expr", F, X, f, h, np.zeros_like(g))
+    net, claim = construct_theorem5("xsig2_expr", F, X, f, h, np.zeros_like(g))
+    for layer in net.layers:
+        for arr in (layer.weight.data, layer.bias):
+            assert all(F.contains(float(v)) for v in arr)
+    assert verify(net, claim).ok
 
 
 def test_the_cli_checks_an_activation_shipped_by_an_entry_point(plugin_dist):
