@@ -11,7 +11,6 @@ float8_e4m3 (the tie between 240 and 256 goes to the even 256), and 464 rounds t
 """
 from __future__ import annotations
 
-import functools
 import math
 from fractions import Fraction
 
@@ -125,7 +124,11 @@ def round_array(x: np.ndarray, fmt: Format) -> tuple[np.ndarray, np.ndarray]:
         return r.reshape(()), over.reshape(())
     if x.dtype not in _BINARY:
         x = x.astype(np.float64)
-    kind, shift, small_bits, max_bits, k_abs = _plan(fmt, x.dtype)
+    key = (id(fmt), x.dtype)
+    hit = _PLANS.get(key)
+    if hit is None or hit[0] is not fmt:
+        hit = _PLANS[key] = (fmt, _plan(fmt, x.dtype))
+    kind, shift, small_bits, max_bits, k_abs = hit[1]
     if kind == "identity":
         over = ~np.isfinite(x)
         r = x.copy()
@@ -154,7 +157,9 @@ def round_array(x: np.ndarray, fmt: Format) -> tuple[np.ndarray, np.ndarray]:
     return r, over
 
 
-@functools.lru_cache(maxsize=None)
+_PLANS: dict = {}      # (id(fmt), dtype) -> (fmt, plan): hashing a Format per call would cost more than rounding
+
+
 def _plan(fmt: Format, dtype) -> tuple:
     """How round_array rounds fmt in dtype, with its constants computed once:
     ("identity" | "elementwise" | "trick", shift, bits of 2^e_min, bits of Omega, |K|)."""

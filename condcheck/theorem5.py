@@ -57,7 +57,7 @@ from .formats import Format, get_format
 from .network import Layer, Network
 from .ops import add_array, add_float, mul_array, mul_float
 from .rounded_activation import get_rounded
-from .rounding import round_array
+from .rounding import round_array, round_float
 
 
 class ConstructionError(CondcheckError):
@@ -78,6 +78,7 @@ class Kit:
         self.R = get_rounded(activation, fmt, implementation)
         self.act = self.R.activation
         self._lookup = None
+        self.boosts = {}            # step on values -> (a, c) of their boost (see _boost)
 
     def _ok(self, r, over, what):
         if np.any(over):
@@ -142,7 +143,19 @@ class Kit:
         return self.add(s, bias)
 
     def exact(self, x: float) -> bool:
-        return bool(self.fmt.contains(x))
+        return _in(self.fmt, x)
+
+
+def _in(F: Format, v) -> bool:
+    """Is the number v a finite value of F?  (RN_F(v) == v on the scalar fast path; Fractions otherwise.)"""
+    if F.fits_float64:
+        try:
+            v = float(v)
+        except (TypeError, ValueError, OverflowError):
+            return False
+        r = round_float(v, F) if math.isfinite(v) else None
+        return r is not None and r == v
+    return F.contains(v)
 
 
 def _pow2(x: float) -> bool:
@@ -328,6 +341,14 @@ def _require_conditions(kit: Kit, F: Format, implementation: str) -> dict:
 
 
 def _boost(kit: Kit, st: States, on_vals):
+    """_boost_search, remembered per set of on values (most steps share theirs)."""
+    key = tuple(np.unique(np.asarray(on_vals, float)).tolist())
+    if key not in kit.boosts:
+        kit.boosts[key] = _boost_search(kit, st, on_vals)
+    return kit.boosts[key]
+
+
+def _boost_search(kit: Kit, st: States, on_vals):
     """(a, c) of the boost B = T(a U + c) of a step U: L -> dead, the on values -> as far from L as possible.
 
     A step's on value can be close to L (the quantizer chain ends at 2^(e_max-1-M) and the dead tail
@@ -548,7 +569,7 @@ class _Ctx:
         # 2 |z_d| / Omega first (a weight below Omega/2 can then separate them from the dead tail)
         # (gate states whose derivative is within a factor 4 of the largest: the gate should not eat the
         # gain the blocker layers after it provide)
-        far = np.abs(self.pass_t - st.L) >= 2 * abs(st.z_dead) / float(F.max)
+        far = np.abs(self.pass_t - st.L) >= 2 * abs(st.z_dead) / float(F.max_float)
         strong = np.abs(self.pass_d) * 4 >= np.max(np.abs(self.pass_d)) if len(self.pass_d) else far
         self.gate_targets = list(self.pass_z[far & strong])
         V = F.values()
@@ -566,7 +587,7 @@ class _Ctx:
         if len(idx) > 4096:
             idx = idx[np.linspace(0, len(idx) - 1, 4096).astype(int)]
         self.block_targets, self.block_t, self.block_d = z[idx], t[idx], dt[idx]
-        self.push_min = 2 * abs(st.z_dead) / float(F.max)
+        self.push_min = 2 * abs(st.z_dead) / float(F.max_float)
         self._bmax = {}
 
     def _betas(self, gating, shift_exp):
@@ -586,10 +607,11 @@ class _Ctx:
     def _gate(self, zi, extra, targets, small_first=False):
         """(betas, gamma, pre on X) with pre[zi] one of targets (earliest preferred), others dead.
 
-        For each size of the gating weights, every value of the format is tried as the bias gamma:
-        the sum is monotone in gamma, so the largest sum over the other points decides deadness.
-        ``small_first``: take the smallest weights that reach any target (a gradient gate's weights
-        multiply its backward value, which must stay finite); otherwise the best-ranked target.
+        For each size of the gating weights (all sizes at once, as rows of 2-D arrays), every value of
+        the format is tried as the bias gamma: the sum is monotone in gamma, so the largest sum over
+        the other points decides deadness.  ``small_first``: take the smallest weights that reach any
+        target (a gradient gate's weights multiply its backward value, which must stay finite);
+        otherwise the best-ranked target, then the smallest weights.
         """
         kit, st, F = self.kit, self.st, self.F
         gating = sorted(self.gating(zi))
@@ -599,33 +621,44 @@ class _Ctx:
         order = np.argsort(tv, kind="stable")
         tv_sorted = tv[order]
         G = F.values()
-        found = None            # (rank, shift_exp, betas, gamma): best target over every weight size
-        for shift_exp in range(-F.M - 2, F.e_max + 1):
-            betas = self._betas(gating, shift_exp)
-            if not all(F.contains(b) for b in betas):
-                continue
-            try:
-                zero = self._gate_row(zi, gating, betas, extra, 0.0)
-            except ConstructionError:
-                continue
-            others = np.delete(zero, zi)
-            if len(others) == 0:
-                others = np.array([-F.max])
-            pz, o1 = add_array(np.full_like(G, zero[zi]), G, F)
-            hi, o2 = add_array(np.full_like(G, others.max()), G, F)
-            lo, o3 = add_array(np.full_like(G, others.min()), G, F)
-            ok = ~(o1 | o2 | o3) & st.dead(hi)
-            k = np.clip(np.searchsorted(tv_sorted, pz), 0, len(tv_sorted) - 1)
-            hit = ok & (tv_sorted[k] == pz) if len(tv_sorted) else np.zeros_like(ok)
-            if hit.any():
-                ranks = np.where(hit, order[k], len(tv) + 1)
-                i = int(np.argmin(ranks))
-                if found is None or ranks[i] < found[0]:
-                    found = (int(ranks[i]), shift_exp, betas, float(G[i]))
-            if found is not None and (found[0] == 0 or small_first):
-                break
-        if found is not None:
-            _, _, betas, gamma = found
+        shifts = [e for e in range(-F.M - 2, F.e_max + 1) if all(_in(F, b) for b in self._betas(gating, e))]
+        if not shifts or not len(tv):
+            raise ConstructionError(f"point {zi + 1} {self.X[zi].tolist()}: no gate puts it live and all other points dead")
+        B = np.array([self._betas(gating, e) for e in shifts]).reshape(len(shifts), len(gating))
+        n = len(self.X)
+        zero, bad = None, np.zeros(len(shifts), bool)
+        cols = [(B[:, k:k + 1], self.U_X[i][None, :]) for k, i in enumerate(gating)]
+        if extra is not None:
+            cols.append((np.full((len(shifts), 1), extra[0]), np.asarray(extra[1], float)[None, :]))
+        for w, v in cols:
+            p, o = mul_array(np.broadcast_to(w, (len(shifts), n)), np.broadcast_to(v, (len(shifts), n)), F)
+            bad |= o.any(axis=1)
+            if zero is None:
+                zero = p
+            else:
+                zero, o2 = add_array(zero, p, F)
+                bad |= o2.any(axis=1)
+        if zero is None:
+            zero = np.zeros((len(shifts), n))
+        zero = np.where(bad[:, None], 0.0, zero)
+        others = np.delete(zero, zi, axis=1) if n > 1 else np.full((len(shifts), 1), -F.max_float)
+        shape = (len(shifts), len(G))
+        Gb = np.broadcast_to(G[None, :], shape)
+        pz, o1 = add_array(np.broadcast_to(zero[:, zi:zi + 1], shape), Gb, F)
+        hi, o2 = add_array(np.broadcast_to(others.max(axis=1)[:, None], shape), Gb, F)
+        lo, o3 = add_array(np.broadcast_to(others.min(axis=1)[:, None], shape), Gb, F)
+        ok = ~(o1 | o2 | o3) & st.dead(hi) & ~bad[:, None]
+        k = np.clip(np.searchsorted(tv_sorted, pz), 0, len(tv_sorted) - 1)
+        hit = ok & (tv_sorted[k] == pz)
+        ranks = np.where(hit, order[k], len(tv) + 1)
+        best_s = ranks.min(axis=1)
+        found = None
+        if (best_s <= len(tv)).any():
+            si = int(np.nonzero(best_s <= len(tv))[0][0]) if small_first else int(np.argmin(best_s))
+            gi = int(np.argmin(ranks[si]))
+            betas, gamma = [float(b) for b in B[si]], float(G[gi])
+            found = True
+        if found:
             pre = self._gate_row(zi, gating, betas, extra, gamma)
             if np.isin(pre[zi], tv) and st.dead(np.delete(pre, zi)).all():
                 return betas, gamma, pre
@@ -667,7 +700,7 @@ class _Ctx:
         kit, st, F = self.kit, self.st, self.F
         live = (st.z > st.z_dead) & (st.t != st.L)
         cand_z, cand_t, cand_d = st.z[live], st.t[live], st.dt[live]
-        pows = [P for P in self.pow2_values if F.contains(f / P)]
+        pows = [P for P in self.pow2_values if _in(F, f / P)]
         if not pows:
             raise ConstructionError(f"point {zi + 1}: no power of two P with f*/P exact for f* = {f!r}")
         best = None
@@ -708,14 +741,14 @@ class _Ctx:
                     continue
                 if best is None or gain < best[0]:
                     best = (gain, _Branch(zi, sorted(self.gating(zi)), betas, gamma, post, A))
-            if best is not None and best[0] * y_max <= F.max:
+            if best is not None and best[0] * y_max <= F.max_float:
                 break
         if best is None:
             raise ConstructionError(f"point {zi + 1}: no output scaling realizes the value {f!r}")
-        if best[0] * y_max > F.max:
+        if best[0] * y_max > F.max_float:
             raise ConstructionError(
                 f"point {zi + 1}: the value {f!r} needs a backward gain of {best[0]:g}, so upstream values up to "
-                f"{y_max:g} would overflow {F.name} (largest upstream this value allows: {float(F.max) / best[0]:g})")
+                f"{y_max:g} would overflow {F.name} (largest upstream this value allows: {float(F.max_float) / best[0]:g})")
         return best[1]
 
     def _reach(self, base: float, rank: dict):
@@ -742,8 +775,8 @@ class _Ctx:
         # the input the suffix products |w_g|, |T'(s0) w_g| must reach |g| / Omega; small |w_g| first
         xmax = float(np.max(np.abs(X[:, j])))
         powers = [math.ldexp(sg, k) for k in (0, -1, 1, -2, 2, -3, 3) for sg in (1.0, -1.0)]
-        powers = [w for w in powers if F.contains(w) and abs(w) * xmax <= F.max]
-        powers.sort(key=lambda w: (abs(w) / 2 < abs(g) / float(F.max), abs(math.log2(abs(w)))))
+        powers = [w for w in powers if _in(F, w) and abs(w) * xmax <= F.max_float]
+        powers.sort(key=lambda w: (abs(w) / 2 < abs(g) / float(F.max_float), abs(math.log2(abs(w)))))
         for w_g in powers[:6]:
             try:
                 src = self._reach(float(kit.mul(w_g, xz)), rank)
@@ -811,7 +844,7 @@ class _Ctx:
             done = False
             for q, d in zip(self.pass_z, self.pass_d):
                 a = 1.0 / float(d)
-                if not F.contains(a):
+                if not _in(F, a):
                     continue
                 try:
                     c = _solve_affine(kit, float(kit.mul(a, v_on)), float(q))
@@ -824,7 +857,7 @@ class _Ctx:
                     continue
                 g2 = gain * abs(float(kit.dT(off))) * abs(a)
                 if (back == t1 and abs(br.out_weight) * max(abs(t_on), abs(t_off)) < quarter
-                        and abs(br.out_weight) * h_max * max(1.0, g2) <= F.max):
+                        and abs(br.out_weight) * h_max * max(1.0, g2) <= F.max_float):
                     br.post.append((a, c))
                     v_on, v_off, gain = t_on, t_off, max(gain, g2)
                     done = True
@@ -855,8 +888,8 @@ class _Ctx:
         (S >= min T), so the gate needs only a small push.
         """
         F = self.F
-        want = math.log2(4 * bmax * abs(g) / float(F.max)) - math.log2(abs(w_g * d1)) + 3 if g and d1 else 0.0
-        floor = abs(g) / float(F.max)           # every suffix product of the backward chain reaches this
+        want = math.log2(4 * bmax * abs(g) / float(F.max_float)) - math.log2(abs(w_g * d1)) + 3 if g and d1 else 0.0
+        floor = abs(g) / float(F.max_float)           # every suffix product of the backward chain reaches this
         base = abs(w_g * d1)
         pairs = []
         for k2 in range(-12, 13):
@@ -868,7 +901,7 @@ class _Ctx:
         for _, _, _, k2, k3 in pairs:
             for sg in (-1.0, 1.0):
                 a2, a3 = math.ldexp(sg, k2), math.ldexp(1.0, k3)
-                if F.contains(a2) and F.contains(a3):
+                if _in(F, a2) and _in(F, a3):
                     out.append((a2, a3))
             if len(out) >= tries:
                 break
@@ -927,7 +960,7 @@ class _Ctx:
         bmax = max(abs(b) for b in betas) if betas else 1.0
         # S_0, with the gradient entering the gate's inputs (beta (x) delta) kept finite
         after_gate = self._rn_chain(V, [d3])
-        S = V[(self._rn_chain(V, tail_factors) == g) & (np.abs(after_gate) * bmax <= F.max)]
+        S = V[(self._rn_chain(V, tail_factors) == g) & (np.abs(after_gate) * bmax <= F.max_float)]
         if len(S) == 0:
             return None
         fixed = abs(math.prod(tail_factors))
@@ -966,7 +999,7 @@ class _Ctx:
         for chunk in np.array_split(order, max(1, len(order) // 512)):
             u = self._rn_chain_2d(cand_A, d[chunk], a[chunk])
             hit = np.isin(u, S)
-            hit &= (np.abs(V)[:, None] * h_max <= F.max)
+            hit &= (np.abs(V)[:, None] * h_max <= F.max_float)
             hit &= (np.abs(V)[:, None] * amp[chunk][None, :] < quarter) | (amp[chunk][None, :] == 0)
             cols = np.nonzero(hit.any(axis=0))[0]
             if len(cols):
@@ -1006,7 +1039,7 @@ class _Constants:
 
     def pick(self, c: float):
         for b, K in self.states:
-            if self.F.contains(c / K):
+            if _in(self.F, c / K):
                 return b, K
         raise ConstructionError(f"no constant state K = sigma~(b) of {self.F.name} makes the constant {c!r} an exact "
                                 f"multiple K * w with w in the format")
@@ -1017,13 +1050,13 @@ class _Constants:
         F = self.F
         for e in range(F.e_max, F.e_min - 1, -1):
             C = math.ldexp(1.0, e)
-            if C > F.max:
+            if C > F.max_float:
                 continue
             try:
                 _, K = self.pick(C)
             except ConstructionError:
                 continue
-            if (C / K) * h_max <= F.max:
+            if (C / K) * h_max <= F.max_float:
                 return C
         raise ConstructionError(f"no absorbing constant C fits upstream values up to {h_max!r} in {F.name}")
 
