@@ -36,7 +36,7 @@ accurate within 2^-(prec-8) relative at the working precision).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 
 import mpmath.libmp as L
@@ -190,6 +190,7 @@ class TailScan:
     derivative_set: RoundingSet | None = None
     prec: int = 0
     seconds: float = 0.0
+    cover: list = field(default_factory=list)   # the proved (a, b), in order ((a, a): a single value)
 
 
 def _dead_at(rounded, q):
@@ -235,6 +236,7 @@ def scan_dead_tail(rounded, *, max_intervals: int = 4000, time_limit: float = 20
             out.proved_points += 1
             if s == L_val and d == 0:
                 proved_to = hi_i
+                out.cover.append((a, a))
                 continue
             out.status = "dead-to"
             out.first_live = a
@@ -244,6 +246,7 @@ def scan_dead_tail(rounded, *, max_intervals: int = 4000, time_limit: float = 20
         if vset.contains_enclosure(es) and dset.contains_enclosure(enclose_interval(act.derivative, a, b, prec)):
             proved_to = hi_i
             out.proved_intervals += 1
+            out.cover.append((a, b))
             if hi_i - lo_i + 1 > best:
                 best = hi_i - lo_i + 1
                 out.widest = (a, b)
