@@ -198,10 +198,12 @@ def _dead_at(rounded, q):
 
 
 def scan_dead_tail(rounded, *, max_intervals: int = 4000, time_limit: float = 20.0,
-                   prec: int | None = None) -> TailScan:
+                   prec: int | None = None, up_to=None) -> TailScan:
     """Prove, from -Omega up, the longest run of dead values (sigma~ = L, sigma~' = 0) of F.
 
-    Needs sympy expressions for sigma and sigma' and the "exact" (correctly rounded) implementation."""
+    ``up_to``: a value of F; scan only [-Omega, up_to] (a claim "everything up to up_to is dead" is then
+    proved, status "dead-to" with ``first_live`` None, or refuted by ``first_live``).  Needs sympy
+    expressions for sigma and sigma' and the "exact" (correctly rounded) implementation."""
     t0 = time.perf_counter()
     fmt = rounded.format
     act = rounded.activation
@@ -220,7 +222,7 @@ def scan_dead_tail(rounded, *, max_intervals: int = 4000, time_limit: float = 20
     vset = rounding_set(fmt, L_val)
     dset = rounding_set(fmt, Fraction(0))
     out.value_set, out.derivative_set = vset, dset
-    i0, i1 = value_index(fmt, -om), value_index(fmt, om)
+    i0, i1 = value_index(fmt, -om), value_index(fmt, om if up_to is None else fmt.check(up_to))
     stack = [(i0, i1)]                 # depth first, left half first: pop from the end
     proved_to = None                   # ordinal up to which everything is proved dead
     best = 0
@@ -255,7 +257,7 @@ def scan_dead_tail(rounded, *, max_intervals: int = 4000, time_limit: float = 20
         stack.append((mid + 1, hi_i))
         stack.append((lo_i, mid))
     else:
-        out.status = "dead-to"          # the whole format is dead
+        out.status = "dead-to"          # the whole (scanned) range is dead
     if proved_to is not None:
         out.proved_to = value_at(fmt, proved_to)
         out.dead_count = proved_to - i0 + 1
