@@ -20,6 +20,7 @@ have nothing to check.
 from __future__ import annotations
 
 import json
+import re
 from fractions import Fraction
 
 from .errors import CondcheckError, FormatOverflowError
@@ -93,9 +94,12 @@ def _tail_cover(c: _Ctx, w, zd: Fraction, L: Fraction) -> list[str]:
     from conditions._tail import enclose_interval
     from .rounded_activation import _round_end
     fmt, act = c.fmt, c.r.activation
-    cover = w.get("tail_cover") if isinstance(w, dict) else None
-    if not cover:
+    text = w.get("tail_cover") if isinstance(w, dict) else None
+    if not text or not isinstance(text, str):
         return ["(a) the tail of a format wider than 16 bits needs a tail_cover in the certificate"]
+    cover = re.findall(r"\[\s*([^,\]\s]+)\s*,\s*([^\]\s]+)\s*\]", text)
+    if not cover:
+        return ["(a) the certificate's tail_cover has no intervals"]
     if act.expr is None or c.r.implementation != "exact":
         return ["(a) a tail_cover is re-checked for the correctly rounded implementation of an expression only"]
     expect = -Fraction(fmt.max)

@@ -105,7 +105,8 @@ class Condition1Witness:
                 "zero": exact_value(self.zero, f), "pass": exact_value(self.pass_state, f),
                 "dsigma(pass)": exact_value(self.dsigma_pass, f)}
         if self.tail_cover:
-            d["tail_cover"] = [[hex_text(a), hex_text(b)] for a, b in self.tail_cover]
+            # one string (hex floats; [a, b] from a to b, value by value, in order), re-checked by recheck
+            d["tail_cover"] = " ".join(f"[{hex_text(a)}, {hex_text(b)}]" for a, b in self.tail_cover)
         return d
 
 

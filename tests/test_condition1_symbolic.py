@@ -97,8 +97,9 @@ def test_a_certificate_claiming_a_longer_tail_is_rejected_by_recheck():
     w = cert["conditions"]["1"]["witness"]
     z = Fraction(w["z_dead"]["fraction"])
     w["z_dead"] = exact_value(f.next_up(z), f)
-    last = w["tail_cover"][-1]
-    w["tail_cover"][-1] = [last[0], exact_value(f.next_up(z), f)["hex"]]
+    old_end = exact_value(z, f)["hex"]
+    assert w["tail_cover"].endswith(f", {old_end}]")
+    w["tail_cover"] = w["tail_cover"][:-len(old_end) - 1] + exact_value(f.next_up(z), f)["hex"] + "]"
     res = recheck_certificate(json.loads(json.dumps(cert)))
     assert not res["ok"] and res["conditions"]["1"]["problems"]
 
