@@ -31,11 +31,19 @@ slope 1/100, never a dead tail) while Conditions 2 and 3 hold.
 
 Checkers: :func:`check_exhaustive` (formats of at most 16 bits: every value is enumerated, so a
 "holds" is a proof and a "fails" comes with the clause and a counterexample) and
-:func:`check_symbolic` for wider formats: clause (a) quantifies over every value below z_d (about 2^31
-values in float32), which condcheck does not certify yet, so the verdict is undecided with the
-candidate witness checked at its points; never "holds" from sampling.
+:func:`check_symbolic` for any format: clause (a) quantifies over every value below z_d (about 2^31
+values in float32, 2^62 in float64) and is proved by the certified range check of
+:mod:`conditions._tail` (interval arithmetic on sigma and sigma' over whole intervals of format values,
+bisected from -Omega until each interval provably rounds to L and to 0; single values by certain
+rounding), which finds exactly the exhaustive checker's z_d; clauses (b)-(e) are existential and are
+proved by witness points evaluated with certain rounding.  Never "holds" from sampling: where the range
+check does not apply (implementations other than "exact", callable activations) or hits its caps, or no
+witness point is found for (b)-(e), the verdict is undecided with the reason.  A symbolic "fails" comes
+only with a certified counterexample for (a) (-Omega not dead, or a non-dead value <= -Omega/2) or with
+the whole format proved dead for (b).
 
-Witness preference: z_d the largest value with the tail property (the whole tail); the live state
+Witness preference (exhaustive; the symbolic checker has the same z_d and picks the other states by the
+same preferences among its candidate points): z_d the largest value with the tail property (the whole tail); the live state
 the smallest z > z_d with sigma~(z) != L; the constant state with sigma~(b) nearest to 1 in binades,
 then the smallest |b|; the zero state nearest to 0; the pass state with |sigma~'| >= 1/2 first, then
 the smallest |sigma~(z)|, then the smallest z.
