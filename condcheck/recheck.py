@@ -6,7 +6,12 @@ and ``.derivative``).  Everything else -- reading the witness, every clause of C
 is written again here, from the statements, on exact rationals.
 
 What is re-checked: every "holds" verdict, clause by clause at its witness, including Condition 1's
-"for every z <= z_d" (by walking every value of the format up to z_d, formats of at most 16 bits).
+"for every z <= z_d": by walking every value of the format up to z_d (formats of at most 16 bits), or,
+for wider formats, from the certificate's ``tail_cover``: its intervals must follow each other value by
+value from -Omega to z_d, and each must round to L and to 0 over the whole interval (the interval
+enclosure of sigma and sigma' over it, ``conditions._tail.enclose_interval``, shared with the checker as
+part of the certain evaluation; its ends are rounded here with ``RN_F``, which is monotone, so both
+ends rounding to L means every real between them does).
 The witness values are also compared with their hex strings and bit patterns, so a certificate whose
 fields disagree with each other is rejected.  A "fails" verdict is a statement about every value of the
 format and cannot be re-checked from a witness; it is reported as not re-checked.  Undecided verdicts
@@ -15,6 +20,7 @@ have nothing to check.
 from __future__ import annotations
 
 import json
+import re
 from fractions import Fraction
 
 from .errors import CondcheckError, FormatOverflowError
@@ -65,6 +71,58 @@ class _Ctx:
             return None
 
 
+def _hex_value(text: str) -> Fraction:
+    """The exact value of a hexadecimal float text (``float.hex`` style or ``0x<int>p<exp>``)."""
+    t = text.strip()
+    neg = t.startswith("-")
+    t = t.lstrip("+-")
+    if not t.lower().startswith("0x") or "p" not in t.lower():
+        raise CondcheckError(f"not a hexadecimal float: {text!r}")
+    mant, exp = t[2:].lower().split("p")
+    e = int(exp)
+    if "." in mant:
+        ip, fp = mant.split(".")
+        n = int(ip + fp, 16) if (ip + fp) else 0
+        e -= 4 * len(fp)
+    else:
+        n = int(mant, 16)
+    q = Fraction(n) * Fraction(2) ** e
+    return -q if neg else q
+
+
+def _tail_cover(c: _Ctx, w, zd: Fraction, L: Fraction) -> list[str]:
+    from conditions._tail import enclose_interval
+    from .rounded_activation import _round_end
+    fmt, act = c.fmt, c.r.activation
+    text = w.get("tail_cover") if isinstance(w, dict) else None
+    if not text or not isinstance(text, str):
+        return ["(a) the tail of a format wider than 16 bits needs a tail_cover in the certificate"]
+    cover = re.findall(r"\[\s*([^,\]\s]+)\s*,\s*([^\]\s]+)\s*\]", text)
+    if not cover:
+        return ["(a) the certificate's tail_cover has no intervals"]
+    if act.expr is None or c.r.implementation != "exact":
+        return ["(a) a tail_cover is re-checked for the correctly rounded implementation of an expression only"]
+    expect = -Fraction(fmt.max)
+    prec = max(64, 2 * (fmt.M + 1) + 24)
+    for pair in cover:
+        a, b = _hex_value(pair[0]), _hex_value(pair[1])
+        if a != expect or b < a or not fmt.contains(a) or not fmt.contains(b) or b > zd:
+            return [f"(a) tail_cover interval [{float(a)!r}, {float(b)!r}] does not continue the cover "
+                    f"(expected it to start at {float(expect)!r} and end at most at z_d)"]
+        if a == b:
+            if c.val(a) != L or c.der(a) != 0:
+                return [f"(a) z = {float(a)!r} <= z_d is not dead"]
+        else:
+            for expr, target in ((act.expr, L), (act.derivative, Fraction(0))):
+                lo, hi = enclose_interval(expr, a, b, prec)
+                if _round_end(lo, fmt) != target or _round_end(hi, fmt) != target:
+                    return [f"(a) tail_cover interval [{float(a)!r}, {float(b)!r}] is not proved dead"]
+        if b == zd:
+            return []
+        expect = fmt.next_up(b)
+    return [f"(a) the tail_cover ends before z_d"]
+
+
 def _condition1(c: _Ctx, w) -> list[str]:
     bad = []
     fmt = c.fmt
@@ -72,7 +130,7 @@ def _condition1(c: _Ctx, w) -> list[str]:
     if zd < -Fraction(fmt.max) / 2:
         bad.append("(a) z_d < -Omega/2")
     if not fmt.enumerable or fmt.bits > 16:
-        bad.append("(a) the tail of a format wider than 16 bits cannot be walked")
+        bad += _tail_cover(c, w, zd, L)
     else:
         for v in fmt.values():
             q = Fraction(float(v))

@@ -31,11 +31,19 @@ slope 1/100, never a dead tail) while Conditions 2 and 3 hold.
 
 Checkers: :func:`check_exhaustive` (formats of at most 16 bits: every value is enumerated, so a
 "holds" is a proof and a "fails" comes with the clause and a counterexample) and
-:func:`check_symbolic` for wider formats: clause (a) quantifies over every value below z_d (about 2^31
-values in float32), which condcheck does not certify yet, so the verdict is undecided with the
-candidate witness checked at its points; never "holds" from sampling.
+:func:`check_symbolic` for any format: clause (a) quantifies over every value below z_d (about 2^31
+values in float32, 2^62 in float64) and is proved by the certified range check of
+:mod:`conditions._tail` (interval arithmetic on sigma and sigma' over whole intervals of format values,
+bisected from -Omega until each interval provably rounds to L and to 0; single values by certain
+rounding), which finds exactly the exhaustive checker's z_d; clauses (b)-(e) are existential and are
+proved by witness points evaluated with certain rounding.  Never "holds" from sampling: where the range
+check does not apply (implementations other than "exact", callable activations) or hits its caps, or no
+witness point is found for (b)-(e), the verdict is undecided with the reason.  A symbolic "fails" comes
+only with a certified counterexample for (a) (-Omega not dead, or a non-dead value <= -Omega/2) or with
+the whole format proved dead for (b).
 
-Witness preference: z_d the largest value with the tail property (the whole tail); the live state
+Witness preference (exhaustive; the symbolic checker has the same z_d and picks the other states by the
+same preferences among its candidate points): z_d the largest value with the tail property (the whole tail); the live state
 the smallest z > z_d with sigma~(z) != L; the constant state with sigma~(b) nearest to 1 in binades,
 then the smallest |b|; the zero state nearest to 0; the pass state with |sigma~'| >= 1/2 first, then
 the smallest |sigma~(z)|, then the smallest z.
@@ -50,8 +58,8 @@ import numpy as np
 
 from condcheck.formats import Format, num_text
 
-from ._search import candidate_points, exhaustive_format, safe_eval, verdict_names
-from .verdict import Verdict, exact_value
+from ._search import candidate_points, exhaustive_format, resolve_format, safe_eval, verdict_names
+from .verdict import Verdict, exact_value, hex_text
 
 CONDITION = 1
 
@@ -88,6 +96,9 @@ class Condition1Witness:
     pass_state: Fraction
     dsigma_pass: Fraction
     fmt: Format = field(repr=False, compare=False)
+    #: symbolic checker only: the intervals of format values (a, b), in order, that cover [-Omega, z_d]
+    #: and were each proved dead (a == b: a single value decided by certain rounding)
+    tail_cover: tuple = field(default=(), repr=False, compare=False)
 
     def short(self) -> str:
         return (f"z_d={num_text(self.z_dead)} (L={num_text(self.L)}, {self.dead_count} dead values), "
@@ -96,11 +107,15 @@ class Condition1Witness:
 
     def report(self) -> dict:
         f = self.fmt
-        return {"z_dead": exact_value(self.z_dead, f), "L": exact_value(self.L, f), "dead_count": self.dead_count,
+        d = {"z_dead": exact_value(self.z_dead, f), "L": exact_value(self.L, f), "dead_count": self.dead_count,
                 "live": exact_value(self.live, f), "sigma(live)": exact_value(self.sigma_live, f),
                 "constant": exact_value(self.constant, f), "sigma(constant)": exact_value(self.sigma_constant, f),
                 "zero": exact_value(self.zero, f), "pass": exact_value(self.pass_state, f),
                 "dsigma(pass)": exact_value(self.dsigma_pass, f)}
+        if self.tail_cover:
+            # one string (hex floats; [a, b] from a to b, value by value, in order), re-checked by recheck
+            d["tail_cover"] = " ".join(f"[{hex_text(a)}, {hex_text(b)}]" for a, b in self.tail_cover)
+        return d
 
 
 def _pow2(a: np.ndarray) -> np.ndarray:
@@ -198,24 +213,140 @@ def recheck(rounded, w: Condition1Witness) -> list[str]:
     return bad
 
 
-def check_symbolic(rounded, fmt=None) -> Verdict:
-    """Formats too wide to enumerate: undecided (the dead tail is not certified), with the evidence."""
-    t0 = time.perf_counter()
+def _undecided_without_ranges(rounded, names, t0, why_not):
+    """The old candidate-point report, for implementations the range check does not cover."""
     fmt = rounded.format
-    names = verdict_names(CONDITION, rounded)
     om = Fraction(fmt.max)
     L = safe_eval(rounded.value, -om)
-    dL = safe_eval(rounded.derivative, -om)
-    if L is None or dL != 0:
-        why = (f"at z = -Omega sigma~' = {num_text(dL) if dL is not None else 'overflow'}, so no dead tail can "
-               f"start there" if L is not None else "sigma~(-Omega) overflows")
-        return Verdict(method="symbolic", holds=None, seconds=time.perf_counter() - t0, evidence="",
-                       reason=f"clause (a) cannot hold: {why}; a 'fails' verdict needs an exhaustive check", **names)
     pts = sorted({p for p in candidate_points(fmt) if p < 0}, reverse=True)
     dead_pts = [p for p in pts if safe_eval(rounded.value, p) == L and safe_eval(rounded.derivative, p) == 0]
     z = max(dead_pts) if dead_pts else -om
     return Verdict(method="symbolic", holds=None, seconds=time.perf_counter() - t0,
-                   evidence=f"candidate dead tail: sigma~ = {num_text(L)} and sigma~' = 0 at -Omega and at "
-                            f"{len(dead_pts)} of {len(pts)} negative candidate points, the largest {num_text(z)}",
-                   reason=f"clause (a) quantifies over every value of {fmt.name} below z_d; condcheck certifies it "
-                          f"only by enumeration (formats of at most 16 bits) so far", **names)
+                   evidence=f"candidate dead tail: sigma~ = {num_text(L) if L is not None else 'overflow'} and "
+                            f"sigma~' = 0 at {len(dead_pts)} of {len(pts)} negative candidate points, the "
+                            f"largest {num_text(z)}",
+                   reason=f"clause (a) quantifies over every value of {fmt.name} below z_d; {why_not}", **names)
+
+
+def _point_report(rounded, q, fmt):
+    s, d = safe_eval(rounded.value, q), safe_eval(rounded.derivative, q)
+    return {"z": exact_value(q, fmt), "sigma(z)": None if s is None else exact_value(s, fmt),
+            "dsigma(z)": None if d is None else exact_value(d, fmt)}
+
+
+def _is_pow2(q) -> bool:
+    if q is None or q == 0:
+        return False
+    a = abs(q)
+    return not (a.numerator & (a.numerator - 1)) and not (a.denominator & (a.denominator - 1))
+
+
+def _pow2_exp(q: Fraction) -> int:
+    a = abs(q)
+    return a.numerator.bit_length() - a.denominator.bit_length()
+
+
+#: caps of the range check (interval enclosures and seconds); beyond them the verdict is undecided
+MAX_INTERVALS = 4000
+TIME_LIMIT = 20.0
+
+
+def check_symbolic(rounded, fmt=None, *, max_intervals: int = MAX_INTERVALS,
+                   time_limit: float = TIME_LIMIT) -> Verdict:
+    """Condition 1 without enumeration: the dead tail by a certified range check, the other clauses at
+    witness points.
+
+    Clause (a): :func:`conditions._tail.scan_dead_tail` covers the values from -Omega up by intervals,
+    each proved with interval arithmetic over the whole interval (sigma in the exact set of reals that
+    round to L, sigma' in the set that rounds to 0), bisecting until proved; the first value that is not
+    dead (certain point rounding) ends the tail, so z_d is exactly the exhaustive checker's z_d.
+    Clauses (b)-(e) are existence claims: a witness point, checked with certain rounding, proves each.
+    Verdicts: "holds" (all proved); "fails" only for clause (a), with a certified counterexample point
+    (-Omega not dead, or a value <= -Omega/2 that is not dead) or, for (b), when every value of the
+    format was proved dead; "undecided" when a cap is hit, when no witness point is found for (b)-(e)
+    among the candidates (that proves nothing: the clauses are existential), or for implementations
+    other than the correctly rounded one of a sympy expression (the range check needs the expression).
+    """
+    t0 = time.perf_counter()
+    fmt = resolve_format(rounded, fmt)
+    names = verdict_names(CONDITION, rounded)
+    act = rounded.activation
+    if act.is_callable or act.expr is None:
+        return _undecided_without_ranges(rounded, names, t0, "the certified range check needs a sympy "
+                                         "expression, and a callable activation has none")
+    if rounded.implementation != "exact":
+        return _undecided_without_ranges(rounded, names, t0, f"the certified range check covers the correctly "
+                                         f"rounded ('exact') implementation only, not {rounded.implementation!r}")
+    from ._tail import scan_dead_tail          # here: conditions._tail imports condcheck, which imports us
+    scan = scan_dead_tail(rounded, max_intervals=max_intervals, time_limit=time_limit)
+    om = Fraction(fmt.max)
+    method = (f"interval arithmetic (mpmath, {scan.prec} bits) on sigma and sigma' over whole intervals of "
+              f"{fmt.name} values, bisected by ordinal from -Omega until each is proved; single values by "
+              f"certain rounding")
+
+    def fail(clause, counter, evidence):
+        return Verdict(method="symbolic", holds=False, failing_clause=f"{clause} {CLAUSES[clause]}",
+                       counterexample=counter, evidence=evidence, seconds=time.perf_counter() - t0, **names)
+
+    if scan.status == "not-dead-at-start":
+        c = _point_report(rounded, -om, fmt)
+        c["why"] = "the most negative value is not dead (sigma~' != 0 or overflow there)"
+        return fail("(a)", c, "certain rounding of sigma and sigma' at -Omega")
+    if scan.status == "undecided":
+        done = (f"every value from -Omega to {num_text(scan.proved_to)} proved dead"
+                if scan.proved_to is not None else "nothing proved")
+        return Verdict(method="symbolic", holds=None, seconds=time.perf_counter() - t0,
+                       evidence=f"{method}; {scan.intervals} interval enclosures; {done}",
+                       reason=f"the certified range check of clause (a) did not finish: {scan.reason}", **names)
+    L = scan.L
+    tail_text = (f"clause (a) proved by {method}: {scan.intervals} interval enclosures, {scan.proved_intervals} "
+                 f"intervals and {scan.proved_points} single values cover all {scan.dead_count} values from "
+                 f"-Omega = {num_text(-om)} to z_d = {num_text(scan.z_dead)} (widest proved interval "
+                 f"[{num_text(scan.widest[0]) if scan.widest else '-'}, "
+                 f"{num_text(scan.widest[1]) if scan.widest else '-'}]); sigma in {scan.value_set.text()} "
+                 f"(rounds to L = {num_text(L)}) and sigma' in {scan.derivative_set.text()} (rounds to 0)")
+    if scan.first_live is None:
+        return fail("(b)", {"L": exact_value(L, fmt), "why": "sigma~ equals L at every finite value above "
+                            "z_d (none): every value of the format was proved dead"}, tail_text)
+    n = scan.first_live
+    if n <= -om / 2:
+        c = _point_report(rounded, n, fmt)
+        c["L"] = exact_value(L, fmt)
+        c["why"] = "the tail ends below -Omega/2: this value is not dead"
+        return fail("(a)", c, f"{tail_text}; the next value is not dead (certain rounding)")
+    z_d = scan.z_dead
+    # clauses (b)-(e): witness points (the first value above the tail, its successors, the candidates)
+    pts = {Fraction(p) for p in candidate_points(fmt)} | {z_d, n}
+    q = n
+    for _ in range(8):
+        if q >= om:
+            break
+        q = fmt.next_up(q)
+        pts.add(q)
+    pts = sorted(pts)
+    val = {p: safe_eval(rounded.value, p) for p in pts}
+    der = {p: safe_eval(rounded.derivative, p) for p in pts if p > z_d}
+    live = [p for p in pts if p > z_d and val[p] is not None and val[p] != L]
+    const = [p for p in pts if val[p] is not None and val[p] > 0 and _is_pow2(val[p])]
+    zero = [p for p in pts if val[p] == 0]
+    pas = [p for p in pts if p > z_d and _is_pow2(der[p])]
+    missing = [c for c, found in (("(b)", live), ("(c)", const), ("(d)", zero), ("(e)", pas)) if not found]
+    if missing:
+        return Verdict(method="symbolic", holds=None, seconds=time.perf_counter() - t0,
+                       evidence=f"{tail_text}; {len(pts)} candidate points evaluated with certain rounding",
+                       reason=f"no witness for clause{'s' if len(missing) > 1 else ''} {', '.join(missing)} "
+                              f"among the {len(pts)} candidate points (the clauses are existential: a miss proves "
+                              f"nothing without enumeration)", **names)
+    ic = min(const, key=lambda p: (abs(_pow2_exp(val[p])), abs(p)))
+    iz = min(zero, key=abs)
+    ip = min(pas, key=lambda p: (max(0, -_pow2_exp(der[p]) - 1), abs(val[p]) if val[p] is not None else om, p))
+    cover = tuple(scan.cover)
+    w = Condition1Witness(z_d, L, scan.dead_count, live[0], val[live[0]], ic, val[ic], iz, ip, der[ip], fmt,
+                          tail_cover=cover)
+    problems = recheck(rounded, w)
+    if problems:
+        raise AssertionError(f"internal: symbolic Condition 1 witness fails its re-check: {problems}")
+    return Verdict(method="symbolic", holds=True, witness=w, seconds=time.perf_counter() - t0,
+                   evidence=f"{tail_text}; the next value {num_text(n)} is not dead (certain rounding); clauses "
+                            f"(b)-(e) at witness points among {len(pts)} candidates, with certain rounding",
+                   **names)

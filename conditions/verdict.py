@@ -3,8 +3,9 @@
 A :class:`Verdict` is what ``check_exhaustive`` and ``check_symbolic`` return:
 
 * ``holds``: ``True`` (a witness was found and every clause re-checked at it with exact rationals),
-  ``False`` (only from an exhaustive check: every candidate of the format was examined and none
-  satisfies the condition), or ``None`` (undecided: the symbolic search found no witness in its
+  ``False`` (from an exhaustive check: every candidate of the format was examined and none
+  satisfies the condition; or from a symbolic check with a certified counterexample, e.g. Condition 1's
+  value at -Omega that is not dead), or ``None`` (undecided: the symbolic search found no witness in its
   candidate set, which proves nothing, since the conditions are existential).
 * ``method``: ``"exhaustive"`` or ``"symbolic"``.
 * ``witness``: a condition-specific dataclass (see ``conditions.condition2`` / ``condition3``) or None.
@@ -94,8 +95,9 @@ class Verdict:
     def __post_init__(self):
         if self.method not in ("exhaustive", "symbolic"):
             raise ValueError(f"method must be 'exhaustive' or 'symbolic', not {self.method!r}")
-        if self.holds is False and self.method != "exhaustive":
-            raise ValueError("only an exhaustive check can conclude that a condition fails")
+        if self.holds is False and self.method != "exhaustive" and not self.counterexample:
+            raise ValueError("a symbolic check can conclude that a condition fails only with a certified "
+                             "counterexample")
         if self.holds is True and self.witness is None:
             raise ValueError("a 'holds' verdict needs a witness")
         if self.holds is None and not self.reason:

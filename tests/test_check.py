@@ -14,9 +14,16 @@ def test_overall_verdict_holds_when_all_three_conditions_hold_exhaustively():
     assert res.holds is True
 
 
-def test_wide_formats_are_undecided_because_the_dead_tail_is_not_certified():
+def test_wide_formats_get_condition1_from_the_certified_range_check():
     res = check_activation("relu", "float32")
-    assert res.conditions["1"]["holds"] is None and "enumeration" in res.conditions["1"]["reason"]
+    assert res.conditions["1"]["holds"] is True and res.conditions["1"]["method"] == "symbolic"
+    assert "clause (a) proved by interval arithmetic" in res.conditions["1"]["evidence"]
+    assert res.holds is True
+
+
+def test_wide_formats_stay_undecided_where_the_range_check_does_not_apply():
+    res = check_activation("gelu", "float32", "float32-upcast")
+    assert res.conditions["1"]["holds"] is None and "'exact'" in res.conditions["1"]["reason"]
     assert res.holds is None
 
 

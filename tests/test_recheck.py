@@ -23,9 +23,9 @@ def test_genuine_certificates_recheck(act, fmt):
         assert v["rechecked"] == (cert["conditions"][k]["holds"] is True) and not v["problems"]
 
 
-def test_float32_certificates_recheck_conditions_2_and_3_and_leave_1_undecided():
+def test_float32_certificates_recheck_all_three_conditions_with_condition1s_tail_cover():
     res = recheck_certificate(check_activation("gelu", "float32").to_certificate())
-    assert res["ok"] and not res["conditions"]["1"]["rechecked"] and res["conditions"]["2"]["rechecked"]
+    assert res["ok"] and all(res["conditions"][k]["rechecked"] for k in "123")
 
 
 def _tampered(field, value, condition="1", act="gelu"):
