@@ -511,20 +511,21 @@ def construct_theorem5(activation, fmt, points, values, upstream, gradients, imp
     # the number of layers after the gates: each extra pass layer lets a gradient branch carry a larger
     # ratio g*/h* (its forward value at z is re-centred once more); every branch gets the same depth
     quarter = math.ldexp(1.0, math.frexp(C)[1] - 1 - F.M - 2)
-    grad_part = []
+    # every branch must span the same layers: build each with at least the depth reached so far, and
+    # rebuild (or pad) the ones that came out shorter than the final depth
+    grad_part, n_cur = [], 1
     for zi in range(N):
         for j in range(d):
             if gv[zi, j] != 0:
-                br, err = None, None
-                for n_post in range(1, max_post + 1):      # the fewest pass layers that work
-                    try:
-                        br = ctx.gradient_branch(zi, j, float(hv[zi]), float(gv[zi, j]), h_max, C, n_post)
-                        break
-                    except ConstructionError as e:
-                        err = e
-                if br is None:
-                    raise err
-                grad_part.append(br)
+                brs = _gradient_branches(ctx, zi, j, float(hv[zi]), float(gv[zi, j]), h_max, C, max_post, n_cur)
+                n_cur = max(n_cur, len(brs[0].post))
+                grad_part += brs
+    for i, br in enumerate(grad_part):
+        if len(br.post) < n_cur:
+            try:
+                grad_part[i] = ctx.gradient_branch(br.zi, br.coord, br.y, br.g, h_max, C, n_cur)
+            except ConstructionError:
+                pass                                   # pad_gradient below appends exact relays instead
     n_final = max([len(br.post) for br in grad_part] + [1])
     for br in grad_part:
         ctx.pad_gradient(br, n_final, h_max, quarter)
@@ -536,6 +537,31 @@ def construct_theorem5(activation, fmt, points, values, upstream, gradients, imp
         if not res.ok:
             raise ConstructionError("the constructed network failed exact verification: " + res.summary())
     return net, claim
+
+
+def _gradient_branches(ctx, zi, j, y, g, h_max, C, max_post, n_min=1):
+    """The branches that carry g*_j at point zi: one, or two carrying g/2 each.
+
+    The backward value arriving at the source's output is g / (w_g T'(s0)); with a small |T'| (sigmoid:
+    at most 1/4) and |w_g| <= Omega / max|x_j|, it can exceed Omega for a large |g|.  Two branches with
+    g/2 each then meet at x_j's sum: 0 (+) ... (+) g/2 (+) ... (+) g/2 = g exactly (every other
+    first-layer neuron contributes exactly 0 at the point, and g/2 is exact when it is a value).
+    """
+    F = ctx.F
+    xmax = float(np.max(np.abs(ctx.X[:, j])))
+    w_max = 2.0 ** math.floor(math.log2(F.max_float / xmax)) if xmax else F.max_float
+    one_fits = abs(g) / (w_max * float(np.max(np.abs(ctx.pass_d)))) <= F.max_float
+    err = ConstructionError(f"point {zi + 1}: the gradient {g!r} needs more than two branches")
+    for parts in ((1, 2) if one_fits else (2,)):
+        part = g / parts
+        if not _in(F, part):
+            break
+        for n_post in range(n_min, max_post + 1):      # the fewest pass layers that work
+            try:
+                return [ctx.gradient_branch(zi, j, y, part, h_max, C, n_post) for _ in range(parts)]
+            except ConstructionError as e:
+                err = e
+    raise err
 
 
 @dataclass
@@ -589,6 +615,10 @@ class _Ctx:
         self.block_targets, self.block_t, self.block_d = z[idx], t[idx], dt[idx]
         self.push_min = 2 * abs(st.z_dead) / float(F.max_float)
         self._bmax = {}
+        # the gates of one point (its value gate and up to two gradient gates per coordinate) all read
+        # that point's gating steps: their backward contributions beta (x) delta meet in one sum there,
+        # so each is kept below Omega / share
+        self.share = 1 + 2 * X.shape[1]
 
     def _betas(self, gating, shift_exp):
         out = []
@@ -726,7 +756,7 @@ class _Ctx:
                 d0 = abs(float(kit.dT(kit.add(kit.mul(a, st.L), c))))
                 A = f / P
                 bmax = max((abs(b) for b in betas), default=1.0)
-                gain = abs(A) * max(1.0, d4 * abs(a) * max(1.0, d3 * bmax), d0 * abs(a))
+                gain = abs(A) * max(1.0, d4 * abs(a) * max(1.0, d3 * bmax * self.share), d0 * abs(a))
                 post = [(a, c)]
                 for _ in range(n_post - 1):
                     r = self._map_two(0.0, P, "zero", P)
@@ -787,7 +817,7 @@ class _Ctx:
             except ConstructionError:
                 continue
             d1 = float(kit.dT(s0))
-            for a2, a3 in self._scales(g, w_g, d1, self._gate_weight(zi)):
+            for a2, a3 in self._scales(g, w_g, d1, self._gate_weight(zi) * self.share):
                 try:
                     r2 = self._reach(float(kit.mul(a2, S[zi])), rank)
                     if r2 is None:
@@ -823,7 +853,7 @@ class _Ctx:
                 post, A, ends = r
                 br = _Branch(zi, sorted(self.gating(zi)), betas, gamma, post, A, coord=j,
                              w_g=w_g, b_g=b_g, a2=a2, c2=c2, a2b=a2b, c3=c3, a3=a3)
-                br.ends, br.y = ends, y
+                br.ends, br.y, br.g = ends, y, g
                 return br
         raise ConstructionError(f"point {zi + 1} {X[zi].tolist()}, coordinate {j + 1}: gradient branch not "
                                 f"found ({last_err})")
@@ -958,9 +988,9 @@ class _Ctx:
         V = self.nonzero_values
         L = st.L
         bmax = max(abs(b) for b in betas) if betas else 1.0
-        # S_0, with the gradient entering the gate's inputs (beta (x) delta) kept finite
+        # S_0, with the gradient entering the gate's inputs (beta (x) delta) below Omega / share
         after_gate = self._rn_chain(V, [d3])
-        S = V[(self._rn_chain(V, tail_factors) == g) & (np.abs(after_gate) * bmax <= F.max_float)]
+        S = V[(self._rn_chain(V, tail_factors) == g) & (np.abs(after_gate) * bmax * self.share <= F.max_float)]
         if len(S) == 0:
             return None
         fixed = abs(math.prod(tail_factors))
