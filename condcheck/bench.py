@@ -46,18 +46,21 @@ for _fmt, _target in _CHECK_TARGETS.items():
         case(f"check-{_fmt}-{_act}", _target)(lambda f=_fmt, a=_act: _check(a, f))
 
 
-def _construct_relu_float6():
-    import numpy as np
+def _construct_box(act, fmt_name, seed=0, h_max=0.25):
     from .targets import full_box, random_targets
     from .theorem5 import construct_theorem5
-    X = full_box("relu", "float6_e3m2fn", 1)
-    f, h, g = random_targets("float6_e3m2fn", X, 1, 0.25)
-    net, claim = construct_theorem5("relu", "float6_e3m2fn", X, f, h, g)
-    return f"{len(X)} points, depth {net.depth}, verified"
+    X = full_box(act, fmt_name, 1)
+    f, h, g = random_targets(fmt_name, X, seed, h_max)
+    net, claim = construct_theorem5(act, fmt_name, X, f, h, g)
+    return (f"{len(X)} points (d = 1), random:{seed} values and gradients, |h*| <= {h_max}; depth {net.depth}, "
+            f"{net.nonzero_parameters:,} nonzero parameters; verified")
 
 
-case("theorem5-relu-float6_e3m2fn-box", "construct and verify (issue 4 targets float8 under 2 s; not met yet)")(
-    _construct_relu_float6)
+case("theorem5-relu-float6_e3m2fn-box", "construct and verify")(lambda: _construct_box("relu", "float6_e3m2fn", 1))
+for _fmt in ("float8_e4m3", "float8_e5m2"):
+    for _act in ("relu", "elu", "gelu", "swish", "sigmoid", "tanh"):
+        case(f"theorem5-{_act}-{_fmt}-box", "construct and verify the full float8 box, d = 1, under 2 s (issue 4)")(
+            lambda f=_fmt, a=_act: _construct_box(a, f))
 
 
 @case("interpreter-float16-depth10-width256", "forward and backward on all 65,536 float16 inputs under 10 s")

@@ -86,21 +86,66 @@ def test_a_gradient_branch_is_zero_away_from_its_point():
     assert (np.delete(grads[:, 0], 3) == 0).all()
 
 
+PAPER = ["relu", "elu", "gelu", "swish", "sigmoid", "tanh"]
+
+
+def _full_box_case(act, fmt, seed):
+    from condcheck.targets import full_box, random_targets
+    F = get_format(fmt)
+    X = full_box(act, F, 1)
+    f, h, g = random_targets(F, X, seed, 0.25)
+    net, claim = construct_theorem5(act, F, X, f, h, g)
+    return F, X, net, claim
+
+
+@pytest.mark.parametrize("act", PAPER)
+def test_values_and_gradients_on_the_full_float8_e4m3_box(act):
+    F, X, net, claim = _full_box_case(act, "float8_e4m3", seed=0)
+    res = verify(net, claim)
+    assert res.ok, res.summary()
+    assert res.points == len(X) and res.gradient_checks == len(X)
+    assert (claim.gradients != 0).sum() > len(X) // 2          # most points carry a nonzero gradient
+    for layer in net.layers:                                     # every weight and bias is a value of F
+        for arr in (layer.weight.data, layer.bias):
+            assert all(F.contains(float(v)) for v in arr)
+
+
 @pytest.mark.slow
-def test_values_and_gradients_on_the_full_float8_e4m3_box_for_relu():
-    F, X = _box("float8_e4m3", "relu")
-    f, h, g = _random_targets(F, len(X), 1, 0.25, seed=2)
-    net, claim = construct_theorem5("relu", F, X, f, h, g)
+@pytest.mark.parametrize("seed", [1, 2])
+@pytest.mark.parametrize("act", PAPER)
+def test_values_and_gradients_on_the_full_float8_e4m3_box_for_more_seeds(act, seed):
+    _, _, net, claim = _full_box_case(act, "float8_e4m3", seed)
     assert verify(net, claim).ok
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("act", ["relu", "elu", "gelu", "swish", "sigmoid", "tanh"])
-def test_value_path_on_the_full_float8_e4m3_box(act):
-    F, X = _box("float8_e4m3", act)
-    f = np.random.default_rng(1).choice(F.values(), len(X))
-    net, claim = construct_theorem5(act, F, X, f, np.zeros(len(X)), np.zeros((len(X), 1)))
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("act", [a for a in PAPER if a != "sigmoid"])
+def test_values_and_gradients_on_the_full_float8_e5m2_box(act, seed):
+    _, _, net, claim = _full_box_case(act, "float8_e5m2", seed)
     assert verify(net, claim).ok
+
+
+def test_sigmoid_on_the_full_float8_e5m2_box_is_refused_for_indistinguishable_inputs():
+    from condcheck.targets import full_box
+    F = get_format("float8_e5m2")
+    X = full_box("sigmoid", F, 1)
+    with pytest.raises(ConstructionError, match="distinguishability fails"):
+        construct_theorem5("sigmoid", F, X, np.zeros(len(X)), np.zeros(len(X)), np.zeros((len(X), 1)))
+
+
+def test_a_gradient_too_large_for_one_sigmoid_branch_is_carried_by_two():
+    # sigmoid~' <= 1/4 and |w| <= Omega / 64 on this box: one branch would need a backward value of
+    # 224 / (2 * 1/4) = 448 > Omega = 240 at its source, so the constructor splits g into 112 + 112
+    F = get_format("float8_e4m3")
+    X = np.array([[-64.0], [-1.0], [0.0], [0.5], [64.0]])
+    g = np.array([[0.0], [224.0], [-0.5], [0.0], [0.0]])
+    net, claim = construct_theorem5("sigmoid", F, X, np.ones(len(X)), np.full(len(X), 0.25), g)
+    assert verify(net, claim, method="exact").ok
+    small = g.copy()
+    small[1, 0] = 0.5                                  # fits one branch
+    net1, _ = construct_theorem5("sigmoid", F, X, np.ones(len(X)), np.full(len(X), 0.25), small)
+    assert net.layers[0].weight.shape[0] == net1.layers[0].weight.shape[0] + 1     # one more source
 
 
 def test_sigmoid_cannot_distinguish_small_negative_values_of_the_float8_e5m2_box():
