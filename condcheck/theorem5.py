@@ -18,27 +18,35 @@ no gradient at all, whatever its upstream.  Layers (d = input dimension):
    and far from the tail on the other.  Two steps per gap: "x_j >= upper value" and
    "x_j <= lower value".  The *pass* neuron of a gradient branch carries its source on (states
    with T' != 0 at z).
-3. gates.  For point z the gating steps are the down-step of the gap below z_j and the up-step of the
+3. boosts.  B = T(a U + c) of each step U keeps L dead and moves the on value as far from L as a
+   power-of-two weight allows (the chain ends at 2^(K-M), which can leave the on value near L, e.g.
+   swish~(-2) = -0.23 on float8_e4m3; a gate would then need large weights, and a gate's weights
+   multiply its backward value).  A second pass beside them relays each gradient branch.
+4. gates.  For point z the gating steps are the down-step of the gap below z_j and the up-step of the
    gap above z_j, for each j: all of them are dead exactly at x = z, and at any other point of the
-   domain at least one is on.  The value neuron V_z = T(beta * sum(steps) + gamma) and the gradient
-   gate G_z = T(beta * sum(steps) + a3 * pass + gamma) are in a live state at z and pushed into the
+   domain at least one is on.  The value neuron V_z = T(beta * sum(boosts) + gamma) and the gradient
+   gate G_z = T(beta * sum(boosts) + a3 * pass + gamma) are in a live state at z and pushed into the
    dead tail elsewhere.  At z the steps they read are dead, so no gradient reaches the separators
    through them; elsewhere V_z and G_z are dead.  So the value path has AD gradient exactly 0 on the
-   whole domain, and a gradient branch is nonzero only at its own point.
-4. value outputs.  V'_z = T(a_v V_z + c_v) maps L to a zero of T and the on value of V_z to a power
+   whole domain, and a gradient branch is nonzero only at its own point.  The backward values that
+   a point's gates send into its shared gating steps meet in one sum, so each is kept below
+   Omega / (1 + 2d).
+5. value outputs.  V'_z = T(a_v V_z + c_v) maps L to a zero of T and the on value of V_z to a power
    of two P_z, so that the output weight f*(z)/P_z is exact.  Two constant neurons give +C and -C.
    Gradient branches get *blocker* layers B_k = T(a_k B_(k-1) + c_k) (B_0 = G_z): at z the
    pre-activation is a state with T' != 0, at every other point (input L) it is dead.  So at the
    other points the backward value stops right after the output weight, whatever the weights a_k,
    and the a_k carry the ratio g*/h* (up to about Omega per layer) where only z sees them.
-5. output: C (+) A_1 B_1 (+) ... (-C) (+) f_1 V'_1 (+) ...  Every gradient-branch term is 0 or below a
+6. output: C (+) A_1 B_1 (+) ... (-C) (+) f_1 V'_1 (+) ...  Every gradient-branch term is 0 or below a
    quarter ulp of C, so it is absorbed: the partial sum stays C, then C - C = 0, and the value terms
    (exactly one nonzero at each domain point) give f*(x).  AD still sees the weights A: the backward
    chain y (x) A (x) T'(b_n) (x) a_n ... (x) T'(b_1) (x) a_1 (x) T'(gate) (x) a3 (x) T'(p2) (x) a2 (x)
    T'(s0) (x) w_g equals g*_j(z) exactly.  Exactness is decided on sets (every value of the format
    tried): the values the fixed factors map to g*, their preimages through each blocker layer, and an
    A with RN(y A) in the last set.  Every suffix product of the chain must keep the backward value a
-   finite value of the format, which is why the weights before the gate are chosen by size.
+   finite value of the format, which is why the weights before the gate are chosen by size; when the
+   source cannot (|g*| / (|w_g| |T'(s0)|) > Omega, e.g. sigmoid with T' <= 1/4), two branches carry
+   g*/2 each and their contributions meet exactly in x_j's sum.
 
 Every number is chosen by exact computation on the domain and the network is verified exactly on
 every point before it is returned.  A failure of any requirement raises ConstructionError naming it.
@@ -451,7 +459,7 @@ def construct_theorem5(activation, fmt, points, values, upstream, gradients, imp
                 if ch is None:
                     raise ConstructionError(
                         f"distinguishability fails: no neuron T(w x_{j + 1} + b) separates coordinate values "
-                        f"<= {vals[gap - 1]!r} from >= {vals[gap]!r} monotonically")
+                        f"<= {float(vals[gap - 1])!r} from >= {float(vals[gap])!r} monotonically")
                 w, b, s, kappa = ch
                 n = kit.T(kit.row([(w, vals)], b))
                 v = kit.add(kit.mul(s, n), kappa)
@@ -746,7 +754,7 @@ class _Ctx:
             prefs.remove(float(pre[zi]))
             Pv = float(kit.T(pre[zi]))
             d3 = abs(float(kit.dT(pre[zi])))
-            for P in sorted(pows, key=lambda P: abs(f / P) > 1)[:6]:
+            for P in sorted(pows, key=lambda P: (abs(f / P) > 1, abs(math.log2(abs(f / P)))))[:6]:
                 m = self._map_two(st.L, Pv, "zero", P)
                 if m is None:
                     continue
