@@ -305,22 +305,24 @@ def construct_theorem7(activation, fmt, points, values, gradient_table_or_callab
         X = X.reshape(-1, 1)
     if X.shape[1] != 1:
         raise ConstructionError("the Theorem 7 constructor handles d = 1 so far")
-    if X.shape[0] != 1:
-        raise ConstructionError("the Theorem 7 constructor handles a domain of one point so far "
-                                "(gating several points as in Theorem 5 is not implemented)")
     X = _as_values(X, F, "input point")
     box = 2.0 ** (F.e_max - 2)
-    if abs(X[0, 0]) > box:
-        raise TargetError(f"input point {X[0, 0]!r} is outside the box [-{box}, {box}] (M_sigma = 2^(e_max-2))")
+    out = np.flatnonzero(np.abs(X[:, 0]) > box)
+    if out.size:
+        raise TargetError(f"input point {X[out[0], 0]!r} is outside the box [-{box}, {box}] (M_sigma = 2^(e_max-2))")
+    if len(np.unique(X[:, 0])) != len(X):
+        raise TargetError("the domain lists a point twice")
     fv = _as_values(np.asarray(values, dtype=float).reshape(-1), F, "target value")
-    if fv.shape != (1,):
-        raise TargetError(f"expected one target value, got {fv.shape[0]}")
+    if fv.shape != (X.shape[0],):
+        raise TargetError(f"expected {X.shape[0]} target values, got {fv.shape[0]}")
     if upstream is None:
         Y = F.values().astype(float)
     else:
         Y = _as_values(np.asarray(upstream, dtype=float).reshape(-1), F, "upstream value")
     G = gradient_table(F, X, Y, gradient_table_or_callable)
     check_odd(X, Y, G)
+    if X.shape[0] > 1:
+        return _construct_gated(F, X, fv, Y, G, implementation, verify_result)
     x0, f0 = float(X[0, 0]), float(fv[0])
 
     # ---- the odd table on the positive values v_1 < ... < v_n up to max|y| --------------------------------
@@ -452,6 +454,217 @@ def construct_theorem7(activation, fmt, points, values, gradient_table_or_callab
     claim = Claim(7, X, fv, Y, G.reshape(1, -1, 1))
     res = Theorem7Network(net, claim, net.depth, net.widths, 2 ** (F.E + 1) + 2 * F.M + 9,
                           {"input": 1, "amplification": A, "compression": n_comp, "threshold prefix": R})
+    if verify_result:
+        vr = _verify(net, claim)
+        if not vr.ok:
+            raise ConstructionError("the constructed network fails verification: " + vr.summary())
+        res.verification = vr
+    return res
+
+
+# ---- several points: gates ---------------------------------------------------------------------------------
+def _point_terms(F: Format, Y: np.ndarray, Grow: np.ndarray, prefixes: dict) -> list:
+    """The paired saturating-indicator terms of one point's odd table (see the module docstring)."""
+    pos = positive_values(F)
+    ymax = float(np.abs(Y).max()) if Y.size else 0.0
+    vs = pos[pos <= ymax]
+    table = {}
+    for y, g in zip(Y.tolist(), Grow.tolist()):
+        if y > 0:
+            table[y] = g
+        elif y < 0:
+            table[-y] = -g
+    terms = []
+    for k, v in enumerate(vs.tolist()):
+        d = table.get(v, 0.0)
+        if d == 0:
+            continue
+        upper = float(vs[k + 1]) if k + 1 < len(vs) else None
+        for sign, t in ((1.0, v), (-1.0, upper)):
+            if t is None:
+                continue
+            if t not in prefixes:
+                raise ConstructionError(f"no chain of products has threshold {t!r} in {F.name}")
+            terms.append(_Term(sign, d, t))
+    return terms
+
+
+class _Builder:
+    """Neurons layer by layer: each neuron is (inputs [(index in the previous layer, weight)], bias)."""
+
+    def __init__(self, L: int):
+        self.L = L
+        self.layers = [[] for _ in range(L)]
+
+    def add(self, l: int, inputs, bias: float) -> int:
+        self.layers[l - 1].append((list(inputs), float(bias)))
+        return len(self.layers[l - 1]) - 1
+
+    def relay(self, l_from: int, idx: int, l_to: int) -> int:
+        """Identity relays (weight 1, bias 0) from layer l_from to l_to; the index in l_to."""
+        for l in range(l_from + 1, l_to + 1):
+            idx = self.add(l, [(idx, 1.0)], 0.0)
+        return idx
+
+    def network(self, F: Format, implementation: str) -> Network:
+        layers = []
+        prev = 1
+        for l, neurons in enumerate(self.layers, 1):
+            W = sp.lil_matrix((len(neurons), prev))
+            for i, (inputs, _) in enumerate(neurons):
+                for j, w in inputs:
+                    W[i, j] = w
+            layers.append(Layer(W.tocsr(), np.array([b for _, b in neurons])))
+            prev = len(neurons)
+        return Network(F, "relu", layers, implementation, 1)
+
+
+def _construct_gated(F: Format, X, fv, Y, G, implementation, verify_result) -> "Theorem7Network":
+    """Several points x_1, ..., x_N (d = 1): one gated family of chains per point, one value neuron per point.
+
+    Gradient chain of point x_i (input -> output): p = ReLU(x - pred(x_i)) and four q = ReLU(x - x_i) in
+    layer 1; the gate ReLU(p - q - q - q - q + b) in layer 2 is live only at x_i (p is dead below x_i,
+    p - 4q < 0 above it) and its weights are +-1, so at x_i the backward value d passes to p unchanged and
+    to the dead q's without overflow.  Then a layer with the mantissa m of d, the amplification by powers
+    of two, the compression by h, the threshold prefix and the signed output weight, all weights positive
+    except the last: past the dead gate every forward value at another point is at most its value at x_i.
+    Value of x_k: two clipped ladders (t_1 = min(t_0, T), t_(j+1) = min(2 t_j, T)) from t_0 = ReLU(+-(x - x_k)),
+    dead at x_k and equal
+    to T at every other point; V_k = ReLU(c_k - sum of n copies of the ladders' ends) with c_k = |f*(x_k)|
+    from a constant neuron, n T >= c_k; relays carry V_k to the output with weight sign(f*(x_k)).  Backward
+    through V_k only meets weights +-1 and dead ladders: zero gradient, no overflow.
+    """
+    from .netfile import Claim
+    from .verify import verify as _verify
+
+    N = X.shape[0]
+    xs = X[:, 0].tolist()
+    prefixes = threshold_prefixes(F)
+    h = compression_weight(F)
+    Om = float(F.Omega)
+    ymax = float(np.abs(Y).max()) if Y.size else 0.0
+
+    # gradient chains
+    per_point = [_point_terms(F, Y, G[i], prefixes) for i in range(N)]
+    all_terms = [t for terms in per_point for t in terms]
+    R = max([len(prefixes[t.threshold]) for t in all_terms] + [1])
+    n_comp = 0
+    for t in all_terms:
+        top = chain(np.array([ymax]), prefixes[t.threshold], F)[0]
+        n_comp = max(n_comp, saturation_length(abs(top), F))
+    plans = []
+    for i, terms in enumerate(per_point):
+        xi = xs[i]
+        pred = float(F.next_down(xi))
+        b_p = -pred
+        gap = add_float(xi, b_p, F)
+        for t in terms:
+            m, K = _decompose(t.d, F)
+            b_g, z = _smallest_positive_bias(gap, F)
+            P = mul_float(m, z, F)
+            b_m, z = _smallest_positive_bias(P, F)
+            amps, abias, rest = [], [], K
+            while rest > 0:
+                k = rest
+                while k > 0 and (mul_float(2.0 ** k, z, F) is None or not F.contains(2.0 ** k)):
+                    k -= 1
+                if k == 0:
+                    raise ConstructionError(f"cannot amplify past forward value {z!r}")   # pragma: no cover
+                b, z = _smallest_positive_bias(mul_float(2.0 ** k, z, F), F)
+                amps.append(2.0 ** k)
+                abias.append(b)
+                rest -= k
+            plans.append((i, t, b_p, b_g, m, b_m, amps, abias, z))
+    A = max([len(p[6]) for p in plans], default=0)
+    chain_depth = 3 + A + n_comp + R            # layers of a gradient chain, output layer included
+
+    # value ladders
+    T = 2.0 ** math.floor(math.log2(Om / 4))
+    J = 1
+    for k in range(N):
+        for j in range(N):
+            if j != k:
+                dlt = abs(add_float(xs[j], -xs[k], F))
+                J = max(J, 1 + (math.ceil(math.log2(T / dlt)) if dlt < T else 0))
+    value_depth = J + 3                          # t0, J stages, V, output
+    L = max(chain_depth, value_depth, 4)
+    pad = L - chain_depth                         # identity layers between amplification and compression
+
+    B = _Builder(L)
+    C = 2.0 ** F.e_max
+    cp = B.add(L - 1, [], C)                     # the output sum runs C, chain ends, -C, value relays
+    # layer 1 order: every p (pairs, point by point), then the q's, then the ladders
+    p_idx = [B.add(1, [(0, 1.0)], pl[2]) for pl in plans]
+    q_idx = [[B.add(1, [(0, 1.0)], -xs[pl[0]]) for _ in range(4)] for pl in plans]
+    ends = []
+    for (i, t, b_p, b_g, m, b_m, amps, abias, z), p, qs in zip(plans, p_idx, q_idx):
+        g = B.add(2, [(p, 1.0)] + [(q, -1.0) for q in qs], b_g)
+        cur = B.add(3, [(g, m)], b_m)
+        l = 3
+        amps = amps + [1.0] * (A - len(amps))
+        abias = abias + [0.0] * (A - len(abias))
+        for w, b in zip(amps, abias):
+            l += 1
+            cur = B.add(l, [(cur, w)], b)
+        a = z
+        cur = B.relay(l, cur, l + pad)
+        l += pad
+        pre = list(prefixes[t.threshold]) + [1.0] * (R - len(prefixes[t.threshold]))
+        fwd = list(reversed(pre + [h] * n_comp))
+        for w in fwd[:-1]:
+            l += 1
+            P = mul_float(w, a, F)
+            if w == 1.0 or (P > 0 and w == h):
+                b, a = 0.0, P
+            else:
+                b, a = _smallest_positive_bias(P, F)
+            cur = B.add(l, [(cur, w)], b)
+        assert l == L - 1
+        sgn = math.copysign(1.0, t.d) * t.sign
+        ends.append((cur, sgn * fwd[-1], mul_float(fwd[-1], a, F)))
+    cm = B.add(L - 1, [], C)
+    for _, _, out in ends:
+        if out is None or abs(out) > 2.0 ** (F.e_max - F.M - 2):
+            raise ConstructionError(f"a chain's forward output {out!r} is too large to be absorbed by C = {C!r}")
+
+    # value neurons
+    vends = []
+    for k in range(N):
+        c = abs(float(fv[k]))
+        if c == 0:
+            continue
+        n = max(1, math.ceil(c / T))
+        lad_ends = []
+        for sg in (1.0, -1.0):
+            t0 = B.add(1, [(0, sg)], -sg * xs[k])
+            prev = [(t0, None)]
+            for j in range(1, J + 1):
+                copies = n if j == J else 1
+                # stage 1 clips t0 (up to 2^(e_max-1)) at T; later stages double: t_j = min(2^(j-1) t0, T)
+                ins = [(prev[0][0], 1.0)] if j == 1 else [(prev[0][0], 2.0), (prev[0][1], -2.0)]
+                cur = []
+                for _ in range(copies):
+                    a_ = B.add(j + 1, ins, 0.0)
+                    b_ = B.add(j + 1, ins, -T)
+                    cur.append((a_, b_))
+                prev = cur
+            lad_ends.append(prev)
+        const = B.add(J + 1, [], c)
+        ins = [(const, 1.0)]
+        for lad in lad_ends:
+            for a_, b_ in lad:
+                ins += [(a_, -1.0), (b_, 1.0)]
+        v = B.add(J + 2, ins, 0.0)
+        v = B.relay(J + 2, v, L - 1)
+        vends.append((v, math.copysign(1.0, float(fv[k]))))
+
+    out_in = [(cp, 1.0)] + [(e, w) for e, w, _ in ends] + [(cm, -1.0)] + vends
+    B.add(L, out_in, 0.0)
+    net = B.network(F, implementation)
+    claim = Claim(7, X, fv, Y, G.reshape(N, -1, 1))
+    res = Theorem7Network(net, claim, net.depth, net.widths, 2 ** (F.E + 1) + 2 * F.M + 9,
+                          {"gate": 2, "mantissa": 1, "amplification": A, "padding": pad, "compression": n_comp,
+                           "threshold prefix": R, "value ladder stages": J})
     if verify_result:
         vr = _verify(net, claim)
         if not vr.ok:
