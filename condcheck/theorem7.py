@@ -634,6 +634,8 @@ def _construct_gated(F: Format, X, fv, Y, G, implementation, verify_result) -> "
         if c == 0:
             continue
         n = max(1, math.ceil(c / T))
+        # the constant comes first in V's sum (columns are summed in index order): c - T - T ... >= -T - T
+        const = B.add(J + 1, [], c)
         lad_ends = []
         for sg in (1.0, -1.0):
             t0 = B.add(1, [(0, sg)], -sg * xs[k])
@@ -649,7 +651,6 @@ def _construct_gated(F: Format, X, fv, Y, G, implementation, verify_result) -> "
                     cur.append((a_, b_))
                 prev = cur
             lad_ends.append(prev)
-        const = B.add(J + 1, [], c)
         ins = [(const, 1.0)]
         for lad in lad_ends:
             for a_, b_ in lad:

@@ -236,3 +236,58 @@ def test_depth_against_paper_bound_for_the_worst_table():
         res = _build_and_check(F, 0.0, 0.0, Y, G)
         assert res.paper_bound == bound
         assert res.depth < bound
+
+
+# ---- several points (d = 1): gates ------------------------------------------------------------------------
+def _random_tables(F, X, seed):
+    rng = np.random.default_rng(seed)
+    V = F.values()
+    G = np.array([_odd(F, lambda v: rng.choice(V, len(v)))[1] for _ in X])
+    return F.values(), G, rng.choice(V, len(X))
+
+
+def test_three_points_exact_interpreter():
+    F = get_format("float6_e3m2fn")
+    X = np.array([-4.0, 0.0625, 0.125])                 # the last two are adjacent values
+    Y, G, fv = _random_tables(F, X, 5)
+    keep = np.abs(Y) <= 1.0                             # a smaller claim: the exact interpreter is slow
+    Y, G = Y[keep], G[:, keep]
+    res = construct_theorem7("relu", F, X.reshape(-1, 1), fv, G, upstream=Y)
+    again = verify(res.network, res.claim, method="exact")
+    assert again.ok and again.gradient_checks == 3 * len(Y), again.summary()
+    assert res.depth <= res.paper_bound
+
+
+def test_full_float6_box_random_tables():
+    F = get_format("float6_e3m2fn")
+    V = F.values()
+    X = V[np.abs(V) <= 2.0 ** (F.e_max - 2)]
+    Y, G, fv = _random_tables(F, X, 0)
+    res = construct_theorem7("relu", F, X.reshape(-1, 1), fv, G)
+    again = verify(res.network, res.claim)
+    assert again.ok and again.points == len(X) == 41 and again.gradient_checks == 41 * 63
+    assert res.depth == 20 and res.depth <= res.paper_bound
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_float8_points_near_zero_and_at_the_box_edges(seed):
+    F = get_format("float8_e4m3")
+    s = float(F.smallest_subnormal)
+    X = np.array([-32.0, -s, 0.0, s, 2 * s, 30.0, 32.0])
+    Y, G, fv = _random_tables(F, X, seed)
+    fv[2] = float(F.Omega)
+    fv[3] = -float(F.Omega)
+    res = construct_theorem7("relu", F, X.reshape(-1, 1), fv, G)
+    assert verify(res.network, res.claim).ok
+    assert res.depth <= res.paper_bound
+
+
+def test_domain_errors():
+    F = get_format("float6_e3m2fn")
+    Y = F.values()
+    with pytest.raises(TargetError, match="outside the box"):
+        construct_theorem7("relu", F, [[8.0]], [0.0], np.zeros(len(Y)))
+    with pytest.raises(TargetError, match="twice"):
+        construct_theorem7("relu", F, [[1.0], [1.0]], [0.0, 0.0], np.zeros((2, len(Y))))
+    with pytest.raises(ConstructionError, match="relu"):
+        construct_theorem7("gelu", F, [[1.0]], [0.0], np.zeros(len(Y)))
