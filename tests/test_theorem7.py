@@ -291,3 +291,44 @@ def test_domain_errors():
         construct_theorem7("relu", F, [[1.0], [1.0]], [0.0, 0.0], np.zeros((2, len(Y))))
     with pytest.raises(ConstructionError, match="relu"):
         construct_theorem7("gelu", F, [[1.0]], [0.0], np.zeros(len(Y)))
+
+
+def test_float4_every_odd_table_is_reachable_with_sums():
+    """float4_e2m1fn defeats the product-chain construction, not the backward arithmetic itself.
+
+    The closure of {y} under y -> RN(u c) (c any nonzero value) and (u, v) -> RN(u + v) (the backward
+    operations at a fixed x), five rounds deep, holds a point indicator at every positive value, and
+    at most two further products give it every magnitude.  Point indicators are disjoint, so their sum
+    is exact: every odd table of float4_e2m1fn is the AD output of some circuit of products and sums.
+    (Not compiled into a network yet.)
+    """
+    from condcheck.ops import add_array, mul_array
+    F = get_format("float4_e2m1fn")
+    V = F.values()
+    pos = V[V > 0]
+    C = V[V != 0]
+    seen = {tuple(pos)}
+    frontier = [tuple(pos)]
+    for _ in range(5):
+        allS = np.array(sorted(seen))
+        Fr = np.array(frontier)
+        new = set()
+        for c in C:
+            r, o = mul_array(Fr, np.full_like(Fr, c), F)
+            new.update(map(tuple, r[~o.any(1)]))
+        for row in Fr:
+            r, o = add_array(np.broadcast_to(row, allS.shape), allS, F)
+            new.update(map(tuple, r[~o.any(1)]))
+        new -= seen
+        seen |= new
+        frontier = list(new)
+    S = np.array(sorted(seen))
+    for k in range(len(pos)):
+        onehot = np.all((S != 0) == (np.arange(len(pos)) == k), axis=1)
+        assert onehot.any(), pos[k]
+        reach = set(np.abs(S[onehot, k]).tolist())
+        for _ in range(2):
+            arr = np.array(sorted(reach))
+            r, o = mul_array(arr[:, None], np.abs(C)[None, :], F)
+            reach |= set(np.abs(r[~o]).tolist())
+        assert reach - {0.0} == set(pos.tolist()), pos[k]
