@@ -1,4 +1,10 @@
-"""Theorem 7 (ReLU, one input point): one network whose AD output is an arbitrary odd function of y.
+"""Theorem 7 (ReLU, d = 1): one network whose AD output is an arbitrary odd function of the upstream y.
+
+Status: ReLU with the exact implementation, input dimension 1, any finite domain inside the box
+|x| <= 2^(e_max-2), every y of the format (H_sigma = Omega), formats with a value strictly between 1/2 and
+1 (M >= 2) whose every positive value is a product-chain threshold (checked: float6_e3m2fn, float8_e4m3).
+float4_e2m1fn is refused (no compression weight; threshold 2 is not a product-chain threshold), although
+a closure search shows its odd tables are reachable with sums (tests/test_theorem7.py).
 
 At a fixed input x every ReLU neuron has sigma~' in {0, 1}, so the AD output ``D(y) = D_(f,x)(y)`` is a
 function of the upstream y built only from rounded products by fixed weights and rounded sums in the
@@ -31,6 +37,15 @@ value keeps the next product finite, which decides how the amplification is spre
 output row is ``C (+) (chain terms) (+) (-C)`` then the bias f*(x): the chain terms are below a quarter
 ulp of C, so they are absorbed, ``C - C = 0`` and ``f(x) = f*(x)``, while AD still sees their weights.
 C comes from two constant neurons (zero input weights, bias C), whose backward values go nowhere.
+
+Several points (``_construct_gated``): every chain of point x_i starts with a two-sided gate whose
+weights are +-1 (so no backward product can overflow, even for |y| = Omega), and every point gets a value
+neuron fed only by neurons that are dead at that point (zero AD gradient); see that function.
+
+Sizes (measured; paper bound 2^(E+1) + 2M + 9): float6_e3m2fn depth 18 (one point) / 20 (gated), bound 29;
+float8_e4m3 depth 27 / 29, bound 47.  Width: one neuron per chain per layer, two chains per nonzero
+|y|-value per point (float8_e4m3, one point: 239), plus 5 first-layer neurons per gated chain and the
+value ladders.
 
 Every network is verified exactly, on every listed y, before it is returned.
 """
