@@ -1,0 +1,689 @@
+"""Theorem 7 (ReLU, d = 1): one network whose AD output is an arbitrary odd function of the upstream y.
+
+Status: ReLU with the exact implementation, input dimension 1, any finite domain inside the box
+|x| <= 2^(e_max-2), every y of the format (H_sigma = Omega), formats with a value strictly between 1/2 and
+1 (M >= 2) whose every positive value is a product-chain threshold (checked: float6_e3m2fn, float8_e4m3).
+float4_e2m1fn is refused (no compression weight; threshold 2 is not a product-chain threshold), although
+a closure search shows its odd tables are reachable with sums (tests/test_theorem7.py).
+
+At a fixed input x every ReLU neuron has sigma~' in {0, 1}, so the AD output ``D(y) = D_(f,x)(y)`` is a
+function of the upstream y built only from rounded products by fixed weights and rounded sums in the
+order of SPEC 2.3.  Scale equivariance (``RN(2z) = 2 RN(z)`` in the normal range) says that any
+nonlinearity in y must come from the subnormal range; the construction uses it three ways.
+
+1. *Threshold.*  A chain of rounded multiplications ``N(y) = RN(...RN(RN(y c_1) c_2)... c_r)`` with
+   positive weights is odd and monotone in y (RN is monotone), so ``{y > 0 : N(y) != 0}`` is an interval
+   ``[t, Omega]``.  For every positive value t of the format a prefix (c_1, ..., c_r) with that threshold
+   is found by a breadth-first search over chains of weights in (0, 1] (``threshold_prefixes``): r <= 3
+   for float6_e3m2fn and float8_e4m3 (checked for every t, every y).
+2. *Saturation (compression).*  With ``h = succ(1/2)`` the product ``RN(u h)`` maps s (the smallest
+   subnormal) to s (``s h > s/2``) and strictly lowers every ``u >= 2s`` (``u (1 - h) >= 2s (1/2 - 2^-M-1)``
+   rounds down by at least s), so after enough layers every nonzero value becomes exactly ``sign(y) s``:
+   the chain ``I_t(y) = sign(y) s [|y| >= t]`` is an exact saturating indicator (checked for every y).
+   Each layer at most halves the dynamic range, so this costs about ``log2(Omega c_r / s)`` layers.
+3. *Amplification.*  ``sign(y) s`` is multiplied by powers of two and finally by the input weight, all
+   exact products, to give ``sign(y) d`` for any value d of the format.
+
+Point indicators and the table.  With v_1 < ... < v_n the positive values up to max|y| and
+``d_k = g*(x, v_k)``, the first layer holds, left to right, the pairs ``(+d_k I_(v_k), -d_k I_(v_(k+1)))``.
+The input gradient is their left-to-right rounded sum.  At ``|y| = v_k`` both members of every pair j < k
+are on and pair k has only its first member on, so the partial sums run ``d_1, 0, d_2, 0, ..., d_k, d_k,
+..., d_k``: every partial sum is a value of the format and ``D(y) = sign(y) d_k = g*(x, y)`` exactly, for
+every odd table.  Pairs with ``d_k = 0`` are left out.
+
+The forward pass.  Every chain neuron is a relay: one input weight (the backward factor) and a bias that
+makes its pre-activation the smallest positive value reachable (ReLU'(z) = 1 needs z > 0; a small forward
+value keeps the next product finite, which decides how the amplification is spread over layers).  The
+output row is ``C (+) (chain terms) (+) (-C)`` then the bias f*(x): the chain terms are below a quarter
+ulp of C, so they are absorbed, ``C - C = 0`` and ``f(x) = f*(x)``, while AD still sees their weights.
+C comes from two constant neurons (zero input weights, bias C), whose backward values go nowhere.
+
+Several points (``_construct_gated``): every chain of point x_i starts with a two-sided gate whose
+weights are +-1 (so no backward product can overflow, even for |y| = Omega), and every point gets a value
+neuron fed only by neurons that are dead at that point (zero AD gradient); see that function.
+
+Sizes (measured; paper bound 2^(E+1) + 2M + 9): float6_e3m2fn depth 18 (one point) / 20 (gated), bound 29;
+float8_e4m3 depth 27 / 29, bound 47.  Width: one neuron per chain per layer, two chains per nonzero
+|y|-value per point (float8_e4m3, one point: 239), plus 5 first-layer neurons per gated chain and the
+value ladders.
+
+Every network is verified exactly, on every listed y, before it is returned.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import numpy as np
+import scipy.sparse as sp
+
+from .errors import CondcheckError
+from .formats import Format, get_format
+from .network import Layer, Network
+from .ops import add_array, add_float, mul_array, mul_float
+
+
+class ConstructionError(CondcheckError):
+    """The Theorem 7 constructor could not build the network; the message says why."""
+
+
+class TargetError(CondcheckError):
+    """The targets are not an admissible Theorem 7 claim (not odd in y, not values of the format, ...)."""
+
+
+# ---- exact primitives on arrays (every y at once) ------------------------------------------------------
+def rn_mul(a, w, fmt: Format) -> np.ndarray:
+    """RN_F(a * w) elementwise; +-inf where it overflows (never silently)."""
+    r, over = mul_array(np.asarray(a, float), np.asarray(w, float), fmt)
+    return np.where(over, np.copysign(np.inf, np.asarray(a, float) * np.asarray(w, float)), r)
+
+
+def rn_add(a, b, fmt: Format) -> np.ndarray:
+    r, over = add_array(np.asarray(a, float), np.asarray(b, float), fmt)
+    return np.where(over, np.inf, r)
+
+
+def chain(y, weights, fmt: Format) -> np.ndarray:
+    """The backward value of a chain of relays: RN(...RN(RN(y w_1) w_2)... w_k) for every y."""
+    u = np.asarray(y, float)
+    for w in weights:
+        u = rn_mul(u, w, fmt)
+    return u
+
+
+def underflow_threshold(y, k: int, fmt: Format) -> np.ndarray:
+    """RN(RN(y 2^-k) 2^k): y rounded to the grid s 2^k where y 2^-k falls in the subnormal range."""
+    return chain(y, [2.0 ** -k, 2.0 ** k], fmt)
+
+
+def subnormal_quantizer(y, c: float, fmt: Format) -> np.ndarray:
+    """RN(y c) where |y c| < 2^(e_min+1): s * round_half_even(y c / s)."""
+    return chain(y, [c], fmt)
+
+
+def positive_values(fmt: Format) -> np.ndarray:
+    v = fmt.values()
+    return v[v > 0]
+
+
+def compression_weight(fmt: Format) -> float:
+    """h = the smallest value above 1/2: RN(s h) = s and RN(u h) < u for every u >= 2s."""
+    h = float(fmt.next_up(0.5)) if fmt.contains(0.5) else None
+    if h is None or not h < 1:
+        raise ConstructionError(f"{fmt.name} has no value strictly between 1/2 and 1, so a single product cannot "
+                                f"compress the backward range while keeping the smallest subnormal "
+                                f"(saturation step); this format is not supported")
+    return h
+
+
+def saturation_length(u_max: float, fmt: Format) -> int:
+    """Number of products by h that take every value in (0, u_max] to s (the smallest subnormal)."""
+    h, s = compression_weight(fmt), float(fmt.smallest_subnormal)
+    pos = positive_values(fmt)
+    u = pos[pos <= u_max]
+    n = 0
+    while u.size and u.max() > s:
+        u = rn_mul(u, h, fmt)
+        n += 1
+        if n > 4 * (fmt.e_max - fmt.e_min + fmt.M + 4):
+            raise ConstructionError("the compression chain does not converge")   # pragma: no cover
+    if u.size and not (u == s).all():
+        raise ConstructionError("the compression chain sends a nonzero value to zero")  # pragma: no cover
+    return n
+
+
+def saturating_indicator(y, prefix, n_comp: int, fmt: Format) -> np.ndarray:
+    """sign(y) s [|y| >= t] when prefix has threshold t and n_comp is long enough (checked by callers)."""
+    return chain(y, list(prefix) + [compression_weight(fmt)] * n_comp, fmt)
+
+
+@lru_cache(maxsize=None)
+def _threshold_prefixes_cached(name: str, max_len: int, wide: bool) -> tuple:
+    fmt = get_format(name)
+    pos = positive_values(fmt)
+    n = len(pos)
+    mults = pos if wide else pos[pos <= 1]
+    found: dict[int, tuple] = {0: ()}                 # threshold s: the empty chain (nonzero iff y != 0)
+    frontier = {pos.tobytes(): (pos, ())}
+    seen = set(frontier)
+    for _ in range(max_len):
+        if len(found) == n or not frontier:
+            break
+        states = np.stack([v[0] for v in frontier.values()])
+        chains = [v[1] for v in frontier.values()]
+        P = rn_mul(states[:, None, :], mults[None, :, None], fmt)       # (state, multiplier, y)
+        ok = np.isfinite(P).all(axis=2) & (P != 0).any(axis=2)
+        new = {}
+        for a, b in zip(*np.nonzero(ok)):
+            row = P[a, b]
+            key = row.tobytes()
+            if key in seen:
+                continue
+            seen.add(key)
+            ch = chains[a] + (float(mults[b]),)
+            new[key] = (row, ch)
+            i = int(np.argmax(row != 0))
+            if i not in found or len(ch) < len(found[i]):
+                found[i] = ch
+        frontier = new
+    return tuple(sorted(found.items()))
+
+
+def threshold_prefixes(fmt, max_len: int = 4) -> dict[float, tuple]:
+    """For every positive value t reachable: a chain of weights whose product chain is nonzero iff |y| >= t.
+
+    Breadth-first over chains of weights in (0, 1] (then any weight, without overflow, for the thresholds
+    still missing), deduplicated by the chain's values on every positive y.
+    """
+    fmt = get_format(fmt)
+    pos = positive_values(fmt)
+    found = dict(_threshold_prefixes_cached(fmt.name, max_len, False))
+    if len(found) < len(pos):
+        for i, ch in _threshold_prefixes_cached(fmt.name, max_len, True):
+            found.setdefault(i, ch)
+    return {float(pos[i]): ch for i, ch in found.items()}
+
+
+# ---- forward-pass helpers --------------------------------------------------------------------------------
+@lru_cache(maxsize=None)
+def _all_values(name: str) -> np.ndarray:
+    return get_format(name).values()
+
+
+def _smallest_positive_bias(P: float, fmt: Format) -> tuple[float, float]:
+    """(b, z): the bias b making z = RN(P + b) the smallest positive value reachable."""
+    return _spb_cached(fmt.name, float(P))
+
+
+@lru_cache(maxsize=None)
+def _spb_cached(name: str, P: float) -> tuple[float, float]:
+    fmt = get_format(name)
+    B = _all_values(name)
+    Z = rn_add(np.full_like(B, P), B, fmt)
+    ok = np.isfinite(Z) & (Z > 0)
+    if not ok.any():
+        raise ConstructionError(f"no bias makes the pre-activation {P!r} positive")   # pragma: no cover
+    zmin = Z[ok].min()
+    cand = np.flatnonzero(ok & (Z == zmin))
+    b = B[cand[np.argmin(np.abs(B[cand]))]]
+    return float(b), float(zmin)
+
+
+# ---- targets ------------------------------------------------------------------------------------------------
+def _as_values(arr, fmt: Format, what: str) -> np.ndarray:
+    a = np.asarray(arr, dtype=float)
+    with np.errstate(invalid="ignore"):
+        bad = ~np.isfinite(a)
+    if bad.any():
+        raise TargetError(f"{what} {a[bad].ravel()[0]!r} is not finite")
+    r, over = mul_array(a, np.ones_like(a), fmt)
+    bad = over | (r != a)
+    if bad.any():
+        raise TargetError(f"{what} {a[bad].ravel()[0]!r} is not a value of {fmt.name}")
+    return a
+
+
+def gradient_table(fmt: Format, points: np.ndarray, upstream: np.ndarray, g) -> np.ndarray:
+    """The table G[i, j] = g*(points[i], upstream[j]) (d = 1) from an array or a callable."""
+    if callable(g):
+        G = np.array([[float(g(float(x[0]), float(y))) for y in upstream] for x in points])
+    else:
+        G = np.asarray(g, dtype=float)
+        if G.ndim == 3 and G.shape[2] == 1:
+            G = G[:, :, 0]
+        if G.ndim == 1:
+            G = G.reshape(1, -1)
+    if G.shape != (len(points), len(upstream)):
+        raise TargetError(f"gradient table has shape {G.shape}, expected ({len(points)}, {len(upstream)})")
+    return _as_values(G, fmt, "target gradient")
+
+
+def check_odd(points: np.ndarray, upstream: np.ndarray, G: np.ndarray) -> None:
+    """Refuse a table that is not odd in y (g*(x, -y) = -g*(x, y), so g*(x, 0) = 0), naming the first (x, y)."""
+    index = {}
+    for j, y in enumerate(upstream):
+        key = float(y)
+        if key in index and G[:, index[key]].tolist() != G[:, j].tolist():
+            i = int(np.flatnonzero(G[:, index[key]] != G[:, j])[0])
+            raise TargetError(f"upstream value y = {key!r} is listed twice with different targets at "
+                              f"x = {float(points[i][0])!r}")
+        index[key] = j
+    for i, x in enumerate(points):
+        for j, y in enumerate(upstream):
+            y = float(y)
+            g = float(G[i, j])
+            if y == 0 and g != 0:
+                raise TargetError(f"g* is not odd in y: at x = {float(x[0])!r}, y = 0 the target is {g!r}, but "
+                                  f"AD gives D_(f,x)(0) = 0 for every network")
+            if -y in index and float(G[i, index[-y]]) != -g:
+                raise TargetError(f"g* is not odd in y: at x = {float(x[0])!r}, y = {y!r} the target is {g!r} "
+                                  f"but at y = {-y!r} it is {float(G[i, index[-y]])!r}; AD gives "
+                                  f"D_(f,x)(-y) = -D_(f,x)(y) for every network")
+
+
+# ---- the construction -----------------------------------------------------------------------------------------
+@dataclass
+class _Term:
+    sign: float                   # +1 or -1: which member of a pair
+    d: float                      # the coefficient (a value of the format)
+    threshold: float
+    weights: list = field(default_factory=list)    # input -> output: w_1 (input weight), ..., w_L (output)
+    biases: list = field(default_factory=list)     # hidden layers 1..L-1
+
+
+@dataclass
+class Theorem7Network:
+    network: Network
+    claim: object
+    depth: int
+    widths: list
+    paper_bound: int
+    layers: dict                  # layer budget: prefix, compression, amplification, input
+    verification: object = None
+
+    def summary(self) -> str:
+        return (f"Theorem 7 network: depth {self.depth} (paper bound 2^(E+1)+2M+9 = {self.paper_bound}), "
+                f"max width {max(self.widths[1:])}, layers {self.layers}")
+
+
+def _decompose(d: float, fmt: Format) -> tuple[float, int]:
+    """|d| = s * m * 2^K with m = |w_1| in [1, 2) a value of the format and K >= 0."""
+    s = float(fmt.smallest_subnormal)
+    N = abs(d) / s                                   # an integer: every value is a multiple of s
+    K = int(math.floor(math.log2(N)))
+    m = N / 2.0 ** K
+    if not fmt.contains(m):
+        raise ConstructionError(f"coefficient {d!r}: mantissa {m!r} is not a value of {fmt.name}")  # pragma: no cover
+    return m, K
+
+
+def construct_theorem7(activation, fmt, points, values, gradient_table_or_callable, upstream=None,
+                       implementation="exact", verify_result=True) -> Theorem7Network:
+    """One ReLU network with f(x) = values and D_(f,x)(y) = g*(x, y) for every listed y (one point, d = 1).
+
+    ``gradient_table_or_callable``: an array (K,) or (1, K) or (1, K, 1) aligned with ``upstream``, or a
+    callable ``g(x, y)``.  ``upstream`` defaults to every finite value of the format with |y| <= H_sigma
+    (H_sigma = Omega for ReLU).
+    """
+    from .netfile import Claim
+    from .verify import verify as _verify
+
+    F = get_format(fmt)
+    if str(activation).lower() != "relu" or implementation != "exact":
+        raise ConstructionError("the Theorem 7 constructor supports relu (exact implementation) so far; "
+                                f"got {activation!r} ({implementation})")
+    if not F.enumerable or F.bits > 16:
+        raise ConstructionError(f"the Theorem 7 constructor enumerates the format; {F.name} is too large")
+    X = np.asarray(points, dtype=float)
+    if X.ndim == 1:
+        X = X.reshape(-1, 1)
+    if X.shape[1] != 1:
+        raise ConstructionError("the Theorem 7 constructor handles d = 1 so far")
+    X = _as_values(X, F, "input point")
+    box = 2.0 ** (F.e_max - 2)
+    out = np.flatnonzero(np.abs(X[:, 0]) > box)
+    if out.size:
+        raise TargetError(f"input point {X[out[0], 0]!r} is outside the box [-{box}, {box}] (M_sigma = 2^(e_max-2))")
+    if len(np.unique(X[:, 0])) != len(X):
+        raise TargetError("the domain lists a point twice")
+    fv = _as_values(np.asarray(values, dtype=float).reshape(-1), F, "target value")
+    if fv.shape != (X.shape[0],):
+        raise TargetError(f"expected {X.shape[0]} target values, got {fv.shape[0]}")
+    if upstream is None:
+        Y = F.values().astype(float)
+    else:
+        Y = _as_values(np.asarray(upstream, dtype=float).reshape(-1), F, "upstream value")
+    G = gradient_table(F, X, Y, gradient_table_or_callable)
+    check_odd(X, Y, G)
+    if X.shape[0] > 1:
+        return _construct_gated(F, X, fv, Y, G, implementation, verify_result)
+    x0, f0 = float(X[0, 0]), float(fv[0])
+
+    # ---- the odd table on the positive values v_1 < ... < v_n up to max|y| --------------------------------
+    pos = positive_values(F)
+    ymax = float(np.abs(Y).max()) if Y.size else 0.0
+    vs = pos[pos <= ymax]
+    table = {}
+    for y, g in zip(Y.tolist(), G[0].tolist()):
+        if y > 0:
+            table[y] = g
+        elif y < 0:
+            table[-y] = -g
+    prefixes = threshold_prefixes(F)
+    terms: list[_Term] = []
+    for k, v in enumerate(vs.tolist()):
+        d = table.get(v, 0.0)
+        if d == 0:
+            continue
+        upper = float(vs[k + 1]) if k + 1 < len(vs) else None
+        for sign, t in ((1.0, v), (-1.0, upper)):
+            if t is None:
+                continue
+            if t not in prefixes:
+                raise ConstructionError(f"no chain of products has threshold {t!r} in {F.name} (needed for the "
+                                        f"point indicator of |y| = {v!r})")
+            terms.append(_Term(sign, d, t))
+
+    s = float(F.smallest_subnormal)
+    h = compression_weight(F)
+    R = max([len(prefixes[t.threshold]) for t in terms] + [1])
+    n_comp = 0
+    for t in terms:
+        top = chain(np.array([ymax]), prefixes[t.threshold], F)[0]
+        n_comp = max(n_comp, saturation_length(abs(top), F))
+
+    # amplification: sign(y) s -> (powers of two) -> w_1 = +-m; forward values decide the split
+    plans = []
+    for t in terms:
+        m, K = _decompose(t.d, F)
+        w1 = math.copysign(m, t.d) * t.sign
+        P = mul_float(w1, x0, F)
+        if P is None:
+            raise ConstructionError(f"input weight {w1!r} times x = {x0!r} overflows")   # pragma: no cover
+        b1, z = _smallest_positive_bias(P, F)
+        amps, biases, rest = [], [], K
+        while rest > 0:
+            k = rest
+            while k > 0 and (mul_float(2.0 ** k, z, F) is None or not F.contains(2.0 ** k)):
+                k -= 1
+            if k == 0:
+                raise ConstructionError(f"cannot amplify past forward value {z!r}")       # pragma: no cover
+            P = mul_float(2.0 ** k, z, F)
+            b, z = _smallest_positive_bias(P, F)
+            amps.append(2.0 ** k)
+            biases.append(b)
+            rest -= k
+        plans.append((w1, b1, amps, biases, z))
+    A = max([len(p[2]) for p in plans], default=0)
+
+    # layers (input -> output): 1 input weight, A amplification, n_comp compression, R prefix (reversed)
+    L = 1 + A + n_comp + R
+    if L < 2:
+        L, A = 2, A + 1          # the zero table: still one hidden layer (for the constants)
+    for t, (w1, b1, amps, abias, z) in zip(terms, plans):
+        ws, bs = [w1], [b1]
+        amps = amps + [1.0] * (A - len(amps))
+        abias = abias + [0.0] * (A - len(abias))
+        pre = list(prefixes[t.threshold]) + [1.0] * (R - len(prefixes[t.threshold]))
+        back = pre + [h] * n_comp            # backward order after the output weight... (output first)
+        fwd_rest = list(reversed(back))      # input -> output order of the remaining weights
+        ws += amps
+        bs += abias
+        a = z
+        for w in fwd_rest[:-1] if fwd_rest else []:
+            P = mul_float(w, a, F)
+            if P is None:
+                raise ConstructionError("a relay's forward product overflows")            # pragma: no cover
+            if w == 1.0 or (P > 0 and w == h):
+                b, a = 0.0, P
+            else:
+                b, a = _smallest_positive_bias(P, F)
+            ws.append(w)
+            bs.append(b)
+        ws.append(fwd_rest[-1] if fwd_rest else 1.0)   # the output weight (first backward factor)
+        t.weights, t.biases = ws, bs
+        t.last_value = a
+
+    # constant neurons C for the absorbing output sum
+    C = 2.0 ** F.e_max
+    half_ulp = 2.0 ** (F.e_max - F.M - 1)
+    for t in terms:
+        out = mul_float(t.weights[-1], t.last_value, F)
+        if out is None or abs(out) > half_ulp / 2:      # RN(C + t) = C for |t| <= ulp(C)/4 (C even)
+            raise ConstructionError(f"a chain's forward output {out!r} is too large to be absorbed by C = {C!r}")
+
+    n = len(terms)
+    layers = []
+    for l in range(1, L + 1):
+        if l == 1:
+            rows = n + (2 if L == 2 else 0)
+            W = sp.lil_matrix((rows, 1))
+            bias = np.zeros(rows)
+            off = 1 if L == 2 else 0
+            for j, t in enumerate(terms):
+                W[j + off, 0] = t.weights[0]
+                bias[j + off] = t.biases[0]
+            if L == 2:
+                bias[0] = bias[-1] = C
+        elif l < L:
+            rows = n + (2 if l == L - 1 else 0)
+            cols = n + (2 if l - 1 == L - 1 else 0)
+            W = sp.lil_matrix((rows, cols))
+            bias = np.zeros(rows)
+            off = 1 if l == L - 1 else 0
+            for j, t in enumerate(terms):
+                W[j + off, j] = t.weights[l - 1]
+                bias[j + off] = t.biases[l - 1]
+            if l == L - 1:
+                bias[0] = bias[-1] = C
+        else:
+            W = sp.lil_matrix((1, n + 2))
+            W[0, 0] = 1.0
+            for j, t in enumerate(terms):
+                W[0, j + 1] = t.weights[-1]
+            W[0, n + 1] = -1.0
+            bias = np.array([f0])
+        layers.append(Layer(W.tocsr(), bias))
+    net = Network(F, "relu", layers, implementation, 1)
+    claim = Claim(7, X, fv, Y, G.reshape(1, -1, 1))
+    res = Theorem7Network(net, claim, net.depth, net.widths, 2 ** (F.E + 1) + 2 * F.M + 9,
+                          {"input": 1, "amplification": A, "compression": n_comp, "threshold prefix": R})
+    if verify_result:
+        vr = _verify(net, claim)
+        if not vr.ok:
+            raise ConstructionError("the constructed network fails verification: " + vr.summary())
+        res.verification = vr
+    return res
+
+
+# ---- several points: gates ---------------------------------------------------------------------------------
+def _point_terms(F: Format, Y: np.ndarray, Grow: np.ndarray, prefixes: dict) -> list:
+    """The paired saturating-indicator terms of one point's odd table (see the module docstring)."""
+    pos = positive_values(F)
+    ymax = float(np.abs(Y).max()) if Y.size else 0.0
+    vs = pos[pos <= ymax]
+    table = {}
+    for y, g in zip(Y.tolist(), Grow.tolist()):
+        if y > 0:
+            table[y] = g
+        elif y < 0:
+            table[-y] = -g
+    terms = []
+    for k, v in enumerate(vs.tolist()):
+        d = table.get(v, 0.0)
+        if d == 0:
+            continue
+        upper = float(vs[k + 1]) if k + 1 < len(vs) else None
+        for sign, t in ((1.0, v), (-1.0, upper)):
+            if t is None:
+                continue
+            if t not in prefixes:
+                raise ConstructionError(f"no chain of products has threshold {t!r} in {F.name}")
+            terms.append(_Term(sign, d, t))
+    return terms
+
+
+class _Builder:
+    """Neurons layer by layer: each neuron is (inputs [(index in the previous layer, weight)], bias)."""
+
+    def __init__(self, L: int):
+        self.L = L
+        self.layers = [[] for _ in range(L)]
+
+    def add(self, l: int, inputs, bias: float) -> int:
+        self.layers[l - 1].append((list(inputs), float(bias)))
+        return len(self.layers[l - 1]) - 1
+
+    def relay(self, l_from: int, idx: int, l_to: int) -> int:
+        """Identity relays (weight 1, bias 0) from layer l_from to l_to; the index in l_to."""
+        for l in range(l_from + 1, l_to + 1):
+            idx = self.add(l, [(idx, 1.0)], 0.0)
+        return idx
+
+    def network(self, F: Format, implementation: str) -> Network:
+        layers = []
+        prev = 1
+        for l, neurons in enumerate(self.layers, 1):
+            W = sp.lil_matrix((len(neurons), prev))
+            for i, (inputs, _) in enumerate(neurons):
+                for j, w in inputs:
+                    W[i, j] = w
+            layers.append(Layer(W.tocsr(), np.array([b for _, b in neurons])))
+            prev = len(neurons)
+        return Network(F, "relu", layers, implementation, 1)
+
+
+def _construct_gated(F: Format, X, fv, Y, G, implementation, verify_result) -> "Theorem7Network":
+    """Several points x_1, ..., x_N (d = 1): one gated family of chains per point, one value neuron per point.
+
+    Gradient chain of point x_i (input -> output): p = ReLU(x - pred(x_i)) and four q = ReLU(x - x_i) in
+    layer 1; the gate ReLU(p - q - q - q - q + b) in layer 2 is live only at x_i (p is dead below x_i,
+    p - 4q < 0 above it) and its weights are +-1, so at x_i the backward value d passes to p unchanged and
+    to the dead q's without overflow.  Then a layer with the mantissa m of d, the amplification by powers
+    of two, the compression by h, the threshold prefix and the signed output weight, all weights positive
+    except the last: past the dead gate every forward value at another point is at most its value at x_i.
+    Value of x_k: two clipped ladders (t_1 = min(t_0, T), t_(j+1) = min(2 t_j, T)) from t_0 = ReLU(+-(x - x_k)),
+    dead at x_k and equal
+    to T at every other point; V_k = ReLU(c_k - sum of n copies of the ladders' ends) with c_k = |f*(x_k)|
+    from a constant neuron, n T >= c_k; relays carry V_k to the output with weight sign(f*(x_k)).  Backward
+    through V_k only meets weights +-1 and dead ladders: zero gradient, no overflow.
+    """
+    from .netfile import Claim
+    from .verify import verify as _verify
+
+    N = X.shape[0]
+    xs = X[:, 0].tolist()
+    prefixes = threshold_prefixes(F)
+    h = compression_weight(F)
+    Om = float(F.Omega)
+    ymax = float(np.abs(Y).max()) if Y.size else 0.0
+
+    # gradient chains
+    per_point = [_point_terms(F, Y, G[i], prefixes) for i in range(N)]
+    all_terms = [t for terms in per_point for t in terms]
+    R = max([len(prefixes[t.threshold]) for t in all_terms] + [1])
+    n_comp = 0
+    for t in all_terms:
+        top = chain(np.array([ymax]), prefixes[t.threshold], F)[0]
+        n_comp = max(n_comp, saturation_length(abs(top), F))
+    plans = []
+    for i, terms in enumerate(per_point):
+        xi = xs[i]
+        pred = float(F.next_down(xi))
+        b_p = -pred
+        gap = add_float(xi, b_p, F)
+        for t in terms:
+            m, K = _decompose(t.d, F)
+            b_g, z = _smallest_positive_bias(gap, F)
+            P = mul_float(m, z, F)
+            b_m, z = _smallest_positive_bias(P, F)
+            amps, abias, rest = [], [], K
+            while rest > 0:
+                k = rest
+                while k > 0 and (mul_float(2.0 ** k, z, F) is None or not F.contains(2.0 ** k)):
+                    k -= 1
+                if k == 0:
+                    raise ConstructionError(f"cannot amplify past forward value {z!r}")   # pragma: no cover
+                b, z = _smallest_positive_bias(mul_float(2.0 ** k, z, F), F)
+                amps.append(2.0 ** k)
+                abias.append(b)
+                rest -= k
+            plans.append((i, t, b_p, b_g, m, b_m, amps, abias, z))
+    A = max([len(p[6]) for p in plans], default=0)
+    chain_depth = 3 + A + n_comp + R            # layers of a gradient chain, output layer included
+
+    # value ladders
+    T = 2.0 ** math.floor(math.log2(Om / 4))
+    J = 1
+    for k in range(N):
+        for j in range(N):
+            if j != k:
+                dlt = abs(add_float(xs[j], -xs[k], F))
+                J = max(J, 1 + (math.ceil(math.log2(T / dlt)) if dlt < T else 0))
+    value_depth = J + 3                          # t0, J stages, V, output
+    L = max(chain_depth, value_depth, 4)
+    pad = L - chain_depth                         # identity layers between amplification and compression
+
+    B = _Builder(L)
+    C = 2.0 ** F.e_max
+    cp = B.add(L - 1, [], C)                     # the output sum runs C, chain ends, -C, value relays
+    # layer 1 order: every p (pairs, point by point), then the q's, then the ladders
+    p_idx = [B.add(1, [(0, 1.0)], pl[2]) for pl in plans]
+    q_idx = [[B.add(1, [(0, 1.0)], -xs[pl[0]]) for _ in range(4)] for pl in plans]
+    ends = []
+    for (i, t, b_p, b_g, m, b_m, amps, abias, z), p, qs in zip(plans, p_idx, q_idx):
+        g = B.add(2, [(p, 1.0)] + [(q, -1.0) for q in qs], b_g)
+        cur = B.add(3, [(g, m)], b_m)
+        l = 3
+        amps = amps + [1.0] * (A - len(amps))
+        abias = abias + [0.0] * (A - len(abias))
+        for w, b in zip(amps, abias):
+            l += 1
+            cur = B.add(l, [(cur, w)], b)
+        a = z
+        cur = B.relay(l, cur, l + pad)
+        l += pad
+        pre = list(prefixes[t.threshold]) + [1.0] * (R - len(prefixes[t.threshold]))
+        fwd = list(reversed(pre + [h] * n_comp))
+        for w in fwd[:-1]:
+            l += 1
+            P = mul_float(w, a, F)
+            if w == 1.0 or (P > 0 and w == h):
+                b, a = 0.0, P
+            else:
+                b, a = _smallest_positive_bias(P, F)
+            cur = B.add(l, [(cur, w)], b)
+        assert l == L - 1
+        sgn = math.copysign(1.0, t.d) * t.sign
+        ends.append((cur, sgn * fwd[-1], mul_float(fwd[-1], a, F)))
+    cm = B.add(L - 1, [], C)
+    for _, _, out in ends:
+        if out is None or abs(out) > 2.0 ** (F.e_max - F.M - 2):
+            raise ConstructionError(f"a chain's forward output {out!r} is too large to be absorbed by C = {C!r}")
+
+    # value neurons
+    vends = []
+    for k in range(N):
+        c = abs(float(fv[k]))
+        if c == 0:
+            continue
+        n = max(1, math.ceil(c / T))
+        # the constant comes first in V's sum (columns are summed in index order): c - T - T ... >= -T - T
+        const = B.add(J + 1, [], c)
+        lad_ends = []
+        for sg in (1.0, -1.0):
+            t0 = B.add(1, [(0, sg)], -sg * xs[k])
+            prev = [(t0, None)]
+            for j in range(1, J + 1):
+                copies = n if j == J else 1
+                # stage 1 clips t0 (up to 2^(e_max-1)) at T; later stages double: t_j = min(2^(j-1) t0, T)
+                ins = [(prev[0][0], 1.0)] if j == 1 else [(prev[0][0], 2.0), (prev[0][1], -2.0)]
+                cur = []
+                for _ in range(copies):
+                    a_ = B.add(j + 1, ins, 0.0)
+                    b_ = B.add(j + 1, ins, -T)
+                    cur.append((a_, b_))
+                prev = cur
+            lad_ends.append(prev)
+        ins = [(const, 1.0)]
+        for lad in lad_ends:
+            for a_, b_ in lad:
+                ins += [(a_, -1.0), (b_, 1.0)]
+        v = B.add(J + 2, ins, 0.0)
+        v = B.relay(J + 2, v, L - 1)
+        vends.append((v, math.copysign(1.0, float(fv[k]))))
+
+    out_in = [(cp, 1.0)] + [(e, w) for e, w, _ in ends] + [(cm, -1.0)] + vends
+    B.add(L, out_in, 0.0)
+    net = B.network(F, implementation)
+    claim = Claim(7, X, fv, Y, G.reshape(N, -1, 1))
+    res = Theorem7Network(net, claim, net.depth, net.widths, 2 ** (F.E + 1) + 2 * F.M + 9,
+                          {"gate": 2, "mantissa": 1, "amplification": A, "padding": pad, "compression": n_comp,
+                           "threshold prefix": R, "value ladder stages": J})
+    if verify_result:
+        vr = _verify(net, claim)
+        if not vr.ok:
+            raise ConstructionError("the constructed network fails verification: " + vr.summary())
+        res.verification = vr
+    return res
