@@ -801,6 +801,19 @@ class _Ctx:
                 best = (r, float(c), float(v))
         return None if best is None else best[1:]
 
+    def _pass(self, v, a, zi, rank):
+        """(c, p, T(a v + c) on X): a pass reading v with weight a whose pre-activation at point zi is
+        the best-ranked state p; None if none is reachable or a value overflows."""
+        kit = self.kit
+        try:
+            r = self._reach(float(kit.mul(a, v[zi])), rank)
+            if r is None:
+                return None
+            c, p = r
+            return c, p, kit.T(kit.row([(a, v)], c))
+        except ConstructionError:
+            return None
+
     def gradient_branch(self, zi, j, y, g, h_max, C, n_post=1):
         """Source, pass, gate, n_post passes, absorbed output weight: AD gradient g at z, 0 elsewhere."""
         kit, st, F = self.kit, self.st, self.F
@@ -826,25 +839,17 @@ class _Ctx:
                 continue
             d1 = float(kit.dT(s0))
             for a2, a3 in self._scales(g, w_g, d1, self._gate_weight(zi) * self.share):
-                try:
-                    r2 = self._reach(float(kit.mul(a2, S[zi])), rank)
-                    if r2 is None:
-                        continue
-                    c2, p2 = r2
-                    P2 = kit.T(kit.row([(a2, S)], c2))
-                except ConstructionError:
+                r2 = self._pass(S, a2, zi, rank)
+                if r2 is None:
                     continue
+                c2, p2, P2 = r2
                 d2 = float(kit.dT(p2))
                 # the second pass (layer 3, beside the boosted steps): weight -1 keeps it small
                 a2b = -1.0
-                try:
-                    r3 = self._reach(float(kit.mul(a2b, P2[zi])), rank)
-                    if r3 is None:
-                        continue
-                    c3, p3 = r3
-                    P3 = kit.T(kit.row([(a2b, P2)], c3))
-                except ConstructionError:
+                r3 = self._pass(P2, a2b, zi, rank)
+                if r3 is None:
                     continue
+                c3, p3, P3 = r3
                 d2b = float(kit.dT(p3))
                 try:
                     betas, gamma, preG = self._gate(zi, (a3, P3), self.gate_targets, small_first=True)
