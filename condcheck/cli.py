@@ -80,6 +80,36 @@ def formats(as_json):
     click.echo("Custom IEEE-like formats: bM_E, e.g. b3_6 (3 fraction bits, 6 exponent bits).")
 
 
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the list as JSON.")
+def activations(as_json):
+    """List the registered activations (built-ins, then plug-ins) with their definitions.
+
+    \b
+    Example:
+      condcheck activations
+      condcheck --plugin mypkg.acts:SOFTSIGN activations
+    The paper's six activations are marked with *.
+    """
+    from .activations import BUILTIN_ACTIVATIONS, PAPER_ACTIVATIONS, get_activation, list_activations
+
+    rows = []
+    for name in list_activations():
+        act = get_activation(name)
+        rows.append({"name": name, "aliases": list(act.aliases), "paper": name in PAPER_ACTIVATIONS,
+                     "builtin": name in BUILTIN_ACTIVATIONS, "expression": str(act.expr),
+                     "description": act.description})
+    if as_json:
+        click.echo(json.dumps(rows, indent=1))
+        return
+    width = max(len(r["name"]) for r in rows)
+    for r in rows:
+        mark = "*" if r["paper"] else " "
+        kind = "" if r["builtin"] else " [plug-in]"
+        alias = f" (alias {', '.join(r['aliases'])})" if r["aliases"] else ""
+        click.echo(f"{mark} {r['name'].ljust(width)}  {r['description'] or r['expression']}{alias}{kind}")
+
+
 def _cell(v) -> str:
     if isinstance(v, bool):
         return "yes" if v else "no"
