@@ -369,7 +369,8 @@ def _counter(label: str):
 @click.option("--pdf", is_flag=True, help="Also run pdflatex on every .tex written.")
 @click.option("--no-figures", is_flag=True, help="Leave out the sigma~ / sigma~' figure (faster).")
 @click.option("--figure-format", type=click.Choice(["png", "pdf"]), default="png", show_default=True)
-def report(activation, format, implementation, all_, network, out, pdf, no_figures, figure_format):
+@click.option("--json", "as_json", is_flag=True, help="Print the written files (and the verdict) as JSON.")
+def report(activation, format, implementation, all_, network, out, pdf, no_figures, figure_format, as_json):
     """Write LaTeX reports: one (activation, format), --all with a catalog, or --network FILE.
 
     \b
@@ -391,22 +392,23 @@ def report(activation, format, implementation, all_, network, out, pdf, no_figur
     if modes != 1 or (activation and not format):
         raise click.UsageError("give ACTIVATION FORMAT, or --all, or --network FILE (exactly one)")
     figures = not no_figures
+    say = (lambda msg: None) if as_json else click.echo
     t0 = time.perf_counter()
     if network:
         from .network_report import write_network_report
         rep = write_network_report(network, out=out, progress=_progress("verifying"))
         written = [rep.tex]
-        click.echo(f"{rep.tex}: {rep.summary}")
+        say(f"{rep.tex}: {rep.summary}")
     elif all_:
         info = rp.write_all(out, figures=figures, image_format=figure_format, progress=_counter("report"))
         written = [info["out"] / "catalog.tex"] + [info["out"] / f"{rp.stem(a, f)}.tex" for a, f in info["results"]]
-        click.echo(f"{info['reports']} reports, catalog.tex and macros.tex ({info['macros']:,} macros) written to "
+        say(f"{info['reports']} reports, catalog.tex and macros.tex ({info['macros']:,} macros) written to "
                    f"{out} in {info['seconds']:.1f} s")
     else:
         rep = rp.write_report(activation, format, implementation, out=out, figures=figures,
                               image_format=figure_format)
         written = [rep.tex]
-        click.echo(f"{rep.tex}: Conditions 1-3 {rp.VERDICT_WORD[rep.result.holds]} "
+        say(f"{rep.tex}: Conditions 1-3 {rp.VERDICT_WORD[rep.result.holds]} "
                    f"(1 {rep.result.conditions['1']['verdict']}, 2 {rep.result.conditions['2']['verdict']}, "
                    f"3 {rep.result.conditions['3']['verdict']}); certificate {rep.json}"
                    + (f"; figure {rep.figure}" if rep.figure else ""))
@@ -416,7 +418,15 @@ def report(activation, format, implementation, all_, network, out, pdf, no_figur
             rp.compile_pdf(tex)
             if show:
                 show(i, len(written), tex.name)
-        click.echo(f"{len(written)} PDF file(s) compiled in {out} ({time.perf_counter() - t0:.1f} s in all)")
+        say(f"{len(written)} PDF file(s) compiled in {out} ({time.perf_counter() - t0:.1f} s in all)")
+    if as_json:
+        summary = {"written": [str(t) for t in written], "pdf": bool(pdf),
+                   "seconds": round(time.perf_counter() - t0, 2)}
+        if network:
+            summary["verified"] = bool(rep.verified)
+        elif not all_:
+            summary["holds"] = rep.result.holds
+        click.echo(json.dumps(summary, indent=1))
     if network and not rep.verified:
         sys.exit(1)
 

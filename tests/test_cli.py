@@ -21,3 +21,13 @@ def test_activations_json_gives_each_expression():
     assert [r["name"] for r in rows] == list_activations()
     assert next(r for r in rows if r["name"] == "swish")["aliases"] == ["silu"]
     assert all(r["expression"] for r in rows)
+
+
+def test_report_json_names_the_files_written_and_the_verdict(tmp_path):
+    out = CliRunner().invoke(main, ["report", "gelu", "float8_e4m3", "--no-figures", "--out", str(tmp_path), "--json"])
+    assert out.exit_code == 0, out.output
+    summary = json.loads(out.output)
+    assert summary["written"] == [str(tmp_path / "gelu-float8_e4m3.tex")]
+    assert (tmp_path / "gelu-float8_e4m3.tex").exists()
+    from condcheck.check import check_activation
+    assert summary["holds"] == check_activation("gelu", "float8_e4m3").holds
