@@ -31,3 +31,16 @@ def test_report_json_names_the_files_written_and_the_verdict(tmp_path):
     assert (tmp_path / "gelu-float8_e4m3.tex").exists()
     from condcheck.check import check_activation
     assert summary["holds"] == check_activation("gelu", "float8_e4m3").holds
+
+
+def test_a_plug_in_activation_gets_a_condition_report(tmp_path, monkeypatch):
+    from condcheck import activations as A
+    (tmp_path / "reportplug_acts.py").write_text("from condcheck.activations import make_activation\n"
+                                                 "ACT = make_activation('softsign_report', 'x/(1+Abs(x))')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(A, "_REGISTRY", dict(A._REGISTRY))      # the registration stays inside this test
+    out = CliRunner().invoke(main, ["--plugin", "reportplug_acts:ACT", "report", "softsign_report", "float8_e4m3",
+                                    "--no-figures", "--out", str(tmp_path / "out"), "--json"])
+    assert out.exit_code == 0, out.output
+    tex = (tmp_path / "out" / "softsign_report-float8_e4m3.tex").read_text()
+    assert "softsign" in tex and "Condition 1" in tex
