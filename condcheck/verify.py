@@ -34,9 +34,14 @@ class VerifyResult:
 
     def summary(self) -> str:
         head = "VERIFIED" if self.ok else "FAILED"
-        s = (f"{head}: {self.points} points; values {self.value_checks - self.value_failures}/{self.value_checks} "
-             f"equal; AD gradients {self.gradient_checks - self.gradient_failures}/{self.gradient_checks} equal "
-             f"({self.method} interpreter)\nsemantics: {self.semantics} -- {self.semantics_text}")
+        if self.first_failure and self.first_failure.get("kind") == "overflow":
+            s = (f"{head}: {self.points} points; the interpreter stopped at a non-finite value before the "
+                 f"claim was compared ({self.method} interpreter)")
+        else:
+            s = (f"{head}: {self.points} points; values {self.value_checks - self.value_failures}/"
+                 f"{self.value_checks} equal; AD gradients {self.gradient_checks - self.gradient_failures}/"
+                 f"{self.gradient_checks} equal ({self.method} interpreter)")
+        s += f"\nsemantics: {self.semantics} -- {self.semantics_text}"
         if self.first_failure:
             s += "\nfirst failure: " + ", ".join(f"{k}={v}" for k, v in self.first_failure.items())
         return s
