@@ -84,7 +84,10 @@ def symbolic_limit(expr, side: int):
     from .activations import x
     expr = sympy.piecewise_fold(sympy.sympify(expr))
     if isinstance(expr, sympy.Piecewise):
-        e = _branch_at(expr, side)
+        try:
+            e = _branch_at(expr, side)
+        except Exception:                             # noqa: BLE001 -- a condition sympy cannot solve
+            return None
         return None if e is None else symbolic_limit(e, side)
     try:
         r = sympy.limit(expr, x, side * sympy.oo)
@@ -204,13 +207,13 @@ def ext_add(a, b, fmt: Format):
     return ext_round(a + b, fmt)
 
 
-def ext_activation(rounded, z, derivative: bool, limits: InfValues):
+def ext_activation(rounded, z, derivative: bool):
     """sigma~(z) or sigma~'(z) under IEEE for z a Fraction or +-inf/nan."""
     fmt = rounded.format
     if _is_special(z):
         if math.isnan(z):
             return NAN
-        return limits.value(z, derivative)
+        return inf_values(rounded.activation, fmt).value(z, derivative)
     try:
         return rounded.derivative(z) if derivative else rounded.value(z)
     except FormatOverflowError:

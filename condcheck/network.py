@@ -338,9 +338,8 @@ class Network:
 
     # ---- exact reference path under IEEE semantics (condcheck.ieee) ----------------------------
     def _forward_exact_ieee(self, x):
-        from .ieee import ext_activation, ext_add, ext_mul, inf_values
+        from .ieee import ext_activation, ext_add, ext_mul
         fmt, rnd = self.format, self.rounded
-        lim = inf_values(rnd.activation, fmt)
         v = [fmt.check(xi, f"input coordinate {i}") for i, xi in enumerate(x)]
         if len(v) != self.input_dim:
             raise CondcheckError(f"input has {len(v)} coordinates, the network takes {self.input_dim}")
@@ -360,14 +359,13 @@ class Network:
                 self._check_exact(z, "forward", l, x, final="output")
                 return z[0], pre
             pre.append(z)
-            v = [ext_activation(rnd, zi, False, lim) for zi in z]
+            v = [ext_activation(rnd, zi, False) for zi in z]
             self._check_exact(v, "forward (activation)", l, x)
         raise AssertionError("unreachable")
 
     def _gradient_exact_ieee(self, x, y, pre=None):
-        from .ieee import ext_activation, ext_add, ext_mul, inf_values
+        from .ieee import ext_activation, ext_add, ext_mul
         fmt, rnd = self.format, self.rounded
-        lim = inf_values(rnd.activation, fmt)
         y = fmt.check(y, "upstream value y")
         if pre is None:
             _, pre = self.forward_exact(x)
@@ -385,7 +383,7 @@ class Network:
             if l == 1:
                 self._check_exact(v, "backward", l, x, final="gradient")
                 return v
-            d = [ext_activation(rnd, zj, True, lim) for zj in pre[l - 2]]
+            d = [ext_activation(rnd, zj, True) for zj in pre[l - 2]]
             self._check_exact(d, "backward (activation derivative)", l - 1, x)
             u = [ext_mul(vj, dj, fmt) for vj, dj in zip(v, d)]
             self._check_exact(u, "backward (activation derivative)", l - 1, x)
