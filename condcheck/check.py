@@ -21,7 +21,10 @@ from .formats import Format, get_format
 from .rounded_activation import get_rounded
 
 SCHEMA = "condcheck.check/1"
-SEMANTICS = "finite-only (Inf or NaN anywhere is an error, SPEC 2.1)"
+#: Conditions 1-3 are checked under finite semantics only: the IEEE-through-Inf option (condcheck.ieee)
+#: applies to networks (``Network.semantics``, ``condcheck verify``), not to these checks.
+SEMANTICS = ("finite-only (Inf or NaN anywhere is an error, SPEC 2.1; the IEEE-through-Inf option "
+             "applies to network verification, not to Conditions 1-3)")
 
 
 def theorem_branch(fmt: Format) -> str:

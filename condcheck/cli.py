@@ -134,6 +134,7 @@ def check(activation, format, implementation, as_json):
     Examples:
       condcheck check gelu float8_e4m3
       condcheck check relu b3_6 --json
+    Conditions are checked under finite semantics (SPEC 2.1); the output says so.
     Exit status 0 when all conditions hold, 1 when one fails, 3 when undecided, 2 on bad input.
     """
     from .check import check_activation
@@ -146,8 +147,12 @@ def check(activation, format, implementation, as_json):
 @main.command()
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--exact", is_flag=True, help="Use the exact rational reference interpreter (slow).")
+@click.option("--semantics", type=click.Choice(["finite", "ieee"]), default=None,
+              help="Override the file's semantics: finite (Inf/NaN anywhere fails) or ieee (IEEE 754 "
+                   "through Inf; NaN or a non-finite output/gradient fails).  Default: the file's, "
+                   "finite if it names none.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-def verify(file, exact, as_json):
+def verify(file, exact, semantics, as_json):
     """Re-check the claim of a network file (SPEC 6) on every listed input, exactly.
 
     \b
@@ -159,6 +164,8 @@ def verify(file, exact, as_json):
     from .verify import verify as run
 
     net, claim = load_network(file)
+    if semantics is not None:
+        net.semantics = semantics
     if claim is None:
         click.echo(f"{file}: the network has no claim; nothing to verify")
         sys.exit(2)
@@ -167,7 +174,7 @@ def verify(file, exact, as_json):
         click.echo(json.dumps(res.to_dict(), indent=1))
     else:
         click.echo(f"network: {net.format.name}, {net.activation} ({net.implementation}), depth {net.depth}, "
-                   f"widths {net.widths}, theorem {claim.theorem}")
+                   f"widths {net.widths}, theorem {claim.theorem}, semantics {net.semantics}")
         click.echo(res.summary())
     sys.exit(0 if res.ok else 1)
 

@@ -25,7 +25,7 @@ except ImportError:  # the numpy path in network.py is used instead
 
 def _rn_py(x, shift, half, mask, small_bits, K, omega, native):
     """RN_F(x) on the float64 encoding: the ties-to-even bit trick of ``rounding.round_array``."""
-    if native:
+    if native or x != x:                           # NaN stays NaN (IEEE semantics: Inf - Inf)
         return x
     b = np.float64(x).view(np.int64)
     if (b & 0x7FFFFFFFFFFFFFFF) < small_bits:     # below F's smallest normal: x + K rounds on F's grid

@@ -1,6 +1,7 @@
 """The network file of SPEC section 6 (``schema: "condcheck.network/1"``): read and write.
 
-Every number is ``float.hex()`` of its exact value.  Weights are written as the dense list of rows the
+Every number is ``float.hex()`` of its exact value.  ``"semantics"``: ``"finite"`` or ``"ieee"``
+(SPEC 2.1, ``condcheck.ieee``); a file without it is read as ``"finite"``.  Weights are written as the dense list of rows the
 SPEC shows; a matrix with more than ``DENSE_LIMIT`` entries is written as ``"weight_sparse"``:
 ``{"shape": [outputs, inputs], "entries": [[row, column, hex], ...]}`` (rows, then columns, ascending),
 which readers must accept in place of ``"weight"``.
@@ -84,7 +85,8 @@ def network_to_dict(net: Network, claim: Claim | None = None) -> dict:
         entry["bias"] = [_hex(b) for b in layer.bias]
         layers.append(entry)
     out = {"schema": SCHEMA, "format": net.format.name, "activation": net.activation,
-           "implementation": net.implementation, "input_dim": net.input_dim, "layers": layers}
+           "implementation": net.implementation, "semantics": net.semantics, "input_dim": net.input_dim,
+           "layers": layers}
     if claim is not None:
         out["claim"] = claim_to_dict(claim)
     return out
@@ -134,8 +136,9 @@ def network_from_dict(d: dict) -> tuple[Network, Claim | None]:
         else:
             raise CondcheckError(f"{where} has neither 'weight' nor 'weight_sparse'")
         layers.append(Layer(weight, bias))
+    # "semantics" (SPEC 2.1): "finite" (the default, also for files written before the option) or "ieee".
     net = Network(d["format"], d["activation"], layers, d.get("implementation", "exact"),
-                  int(d.get("input_dim", 0) or layers[0].shape[1]))
+                  int(d.get("input_dim", 0) or layers[0].shape[1]), d.get("semantics", "finite"))
     claim = None
     if d.get("claim"):
         c = d["claim"]

@@ -71,15 +71,19 @@ class _SumPlan:
             weights.append(m.data[pos])
         return cls(order, active, cols, weights, m.shape[0])
 
-    def apply(self, V: np.ndarray, fmt: Format) -> np.ndarray:
-        """Rounded left-to-right sums: out[..., i] = sum_k (V[..., col_ik] (x) w_ik); +-inf on overflow."""
+    def apply(self, V: np.ndarray, fmt: Format, rn=None) -> np.ndarray:
+        """Rounded left-to-right sums: out[..., i] = sum_k (V[..., col_ik] (x) w_ik); +-inf on overflow.
+        ``rn(x, fmt)``: the rounding (default ``round_array``; ``ieee.rn_array`` keeps NaN)."""
+        rn = rn or (lambda a, f: round_array(a, f)[0])
         out_sorted = np.zeros(V.shape[:-1] + (self.n_out,), dtype=V.dtype)
         for k, n_k in enumerate(self.active):
-            prod, _ = round_array(V[..., self.cols[k]] * self.weights[k].astype(V.dtype), fmt)
+            with np.errstate(invalid="ignore"):
+                prod = rn(V[..., self.cols[k]] * self.weights[k].astype(V.dtype), fmt)
             if k == 0:
                 out_sorted[..., :n_k] = prod
             else:
-                out_sorted[..., :n_k], _ = round_array(out_sorted[..., :n_k] + prod, fmt)
+                with np.errstate(invalid="ignore"):
+                    out_sorted[..., :n_k] = rn(out_sorted[..., :n_k] + prod, fmt)
         out = np.empty_like(out_sorted)
         out[..., self.order] = out_sorted
         return out
@@ -118,23 +122,61 @@ class Layer:
         return (c.indices.astype(np.int64), c.data, c.indptr[:-1].astype(np.int64),
                 np.diff(c.indptr).astype(np.int64))
 
-    def forward_sums(self, V: np.ndarray, fmt: Format) -> np.ndarray:
-        """z = A v (+) b for each row of V (left-to-right rounded sums, bias last)."""
-        if USE_KERNELS:
-            return kernels.rounded_row_sums(V, *self.row_arrays, self.bias, fmt).astype(V.dtype)
-        z = self.forward_plan.apply(V, fmt)
-        if self.bias.any():
-            z, _ = round_array(z + self.bias.astype(V.dtype), fmt)
-        return z
+    def forward_sums(self, V: np.ndarray, fmt: Format, ieee: bool = False) -> np.ndarray:
+        """z = A v (+) b for each row of V (left-to-right rounded sums, bias last).
 
-    def backward_sums(self, U: np.ndarray, fmt: Format) -> np.ndarray:
+        ``ieee``: IEEE-through-Inf semantics (``condcheck.ieee``): NaN is kept, a zero weight meeting an
+        Inf gives NaN (the dense matrix's ``0 x Inf``), an overflow in a format without Inf gives NaN."""
+        if USE_KERNELS:
+            with np.errstate(invalid="ignore"):
+                z = kernels.rounded_row_sums(V, *self.row_arrays, self.bias, fmt).astype(V.dtype)
+        else:
+            rn = _ieee_rn if ieee else None
+            z = self.forward_plan.apply(V, fmt, rn)
+            if self.bias.any():
+                with np.errstate(invalid="ignore"):
+                    z = (rn or (lambda a, f: round_array(a, f)[0]))(z + self.bias.astype(V.dtype), fmt)
+        return self._ieee_fix(V, z, self.pattern, fmt) if ieee else z
+
+    def backward_sums(self, U: np.ndarray, fmt: Format, ieee: bool = False) -> np.ndarray:
         """v_j = sum_i u_i (x) A_ij, left to right over i, for each leading index of U."""
         if USE_KERNELS:
             flat = U.reshape(-1, U.shape[-1])
             zeros = np.zeros(self.shape[1])
-            out = kernels.rounded_row_sums(flat, *self.column_arrays, zeros, fmt)
-            return out.reshape(U.shape[:-1] + (self.shape[1],)).astype(U.dtype)
-        return self.backward_plan.apply(U, fmt)
+            with np.errstate(invalid="ignore"):
+                out = kernels.rounded_row_sums(flat, *self.column_arrays, zeros, fmt)
+            v = out.reshape(U.shape[:-1] + (self.shape[1],)).astype(U.dtype)
+        else:
+            v = self.backward_plan.apply(U, fmt, _ieee_rn if ieee else None)
+        return self._ieee_fix(U, v, self.pattern_t, fmt) if ieee else v
+
+    @staticmethod
+    def _ieee_fix(V, out, pattern, fmt):
+        from .ieee import nan_from_zero_weights
+        out = nan_from_zero_weights(V, pattern, out)
+        if not fmt.has_inf:                 # no Inf in this format: every Inf here is an overflow -> NaN
+            out = np.where(np.isinf(out), np.nan, out).astype(out.dtype)
+        return out
+
+    @cached_property
+    def pattern(self) -> sp.csr_matrix:
+        """The 0/1 sparsity pattern of the weight, (outputs, inputs)."""
+        p = self.weight.copy()
+        p.data = np.ones_like(p.data)
+        return p
+
+    @cached_property
+    def pattern_t(self) -> sp.csr_matrix:
+        return self.pattern.T.tocsr()
+
+    def dense_row(self, i: int) -> list:
+        """Every (column, weight) of row i, zeros included, in increasing column order."""
+        row = dict(self.row_terms(i))
+        return [(j, row.get(j, 0.0)) for j in range(self.shape[1])]
+
+    def dense_column(self, j: int) -> list:
+        col = dict(self.column_terms(j))
+        return [(i, col.get(i, 0.0)) for i in range(self.shape[0])]
 
     @cached_property
     def forward_plan(self) -> _SumPlan:
@@ -171,8 +213,12 @@ class Network:
     layers: list[Layer]
     implementation: str = "exact"
     input_dim: int = field(default=0)
+    #: "finite" (default: Inf or NaN anywhere is an error) or "ieee" (IEEE 754 through Inf, see condcheck.ieee).
+    semantics: str = "finite"
 
     def __post_init__(self):
+        from .ieee import get_semantics
+        self.semantics = get_semantics(self.semantics)
         self.format = get_format(self.format)
         if not self.format.fits_float64:
             raise CondcheckError(f"networks need a format whose values are float64 numbers; {self.format.name} "
@@ -220,8 +266,20 @@ class Network:
         return get_rounded(self.activation, self.format, self.implementation)
 
     # ---- exact reference path ------------------------------------------------------------------
+    @property
+    def ieee(self) -> bool:
+        return self.semantics == "ieee"
+
+    @property
+    def semantics_text(self) -> str:
+        from .ieee import semantics_text
+        return semantics_text(self.semantics)
+
     def forward_exact(self, x) -> tuple[Fraction, list[list[Fraction]]]:
-        """(f(x), pre-activations of every hidden layer), with exact rounding of every operation."""
+        """(f(x), pre-activations of every hidden layer), with exact rounding of every operation.
+        Under IEEE semantics pre-activations may be +-inf (floats)."""
+        if self.ieee:
+            return self._forward_exact_ieee(x)
         fmt, rnd = self.format, self.rounded
         v = [fmt.check(xi, f"input coordinate {i}") for i, xi in enumerate(x)]
         if len(v) != self.input_dim:
@@ -250,6 +308,8 @@ class Network:
 
     def gradient_exact(self, x, y, pre=None) -> list[Fraction]:
         """D_(f,x)(y) with exact rounding of every operation, in the order of SPEC 2.3."""
+        if self.ieee:
+            return self._gradient_exact_ieee(x, y, pre)
         fmt, rnd = self.format, self.rounded
         y = fmt.check(y, "upstream value y")
         if pre is None:
@@ -276,6 +336,66 @@ class Network:
                     raise self._overflow("backward (activation derivative)", l - 1, j, x) from None
         raise AssertionError("unreachable")
 
+    # ---- exact reference path under IEEE semantics (condcheck.ieee) ----------------------------
+    def _forward_exact_ieee(self, x):
+        from .ieee import ext_activation, ext_add, ext_mul
+        fmt, rnd = self.format, self.rounded
+        v = [fmt.check(xi, f"input coordinate {i}") for i, xi in enumerate(x)]
+        if len(v) != self.input_dim:
+            raise CondcheckError(f"input has {len(v)} coordinates, the network takes {self.input_dim}")
+        pre = []
+        for l, layer in enumerate(self.layers, 1):
+            special = any(isinstance(vj, float) for vj in v)
+            z = []
+            for i in range(layer.shape[0]):
+                acc = Fraction(0)
+                # With an Inf among the inputs the zero weights count (0 x Inf = NaN): the dense row.
+                for j, w in (layer.dense_row(i) if special else layer.row_terms(i)):
+                    acc = ext_add(acc, ext_mul(Fraction(w), v[j], fmt), fmt)
+                acc = ext_add(acc, Fraction(layer.bias[i]), fmt)
+                z.append(acc)
+            self._check_exact(z, "forward", l, x)
+            if l == self.depth:
+                self._check_exact(z, "forward", l, x, final="output")
+                return z[0], pre
+            pre.append(z)
+            v = [ext_activation(rnd, zi, False) for zi in z]
+            self._check_exact(v, "forward (activation)", l, x)
+        raise AssertionError("unreachable")
+
+    def _gradient_exact_ieee(self, x, y, pre=None):
+        from .ieee import ext_activation, ext_add, ext_mul
+        fmt, rnd = self.format, self.rounded
+        y = fmt.check(y, "upstream value y")
+        if pre is None:
+            _, pre = self.forward_exact(x)
+        u = [y]
+        for l in range(self.depth, 0, -1):
+            layer = self.layers[l - 1]
+            special = any(isinstance(ui, float) for ui in u)
+            v = []
+            for j in range(layer.shape[1]):
+                acc = Fraction(0)
+                for i, w in (layer.dense_column(j) if special else layer.column_terms(j)):
+                    acc = ext_add(acc, ext_mul(u[i], Fraction(w), fmt), fmt)
+                v.append(acc)
+            self._check_exact(v, "backward", l, x)
+            if l == 1:
+                self._check_exact(v, "backward", l, x, final="gradient")
+                return v
+            d = [ext_activation(rnd, zj, True) for zj in pre[l - 2]]
+            self._check_exact(d, "backward (activation derivative)", l - 1, x)
+            u = [ext_mul(vj, dj, fmt) for vj, dj in zip(v, d)]
+            self._check_exact(u, "backward (activation derivative)", l - 1, x)
+        raise AssertionError("unreachable")
+
+    def _check_exact(self, vals, pass_name, layer, x, final=None):
+        """IEEE semantics: raise at the first NaN (or, for the output and the gradient, non-finite value)."""
+        import math
+        for n, v in enumerate(vals):
+            if isinstance(v, float) and (math.isnan(v) or final):
+                raise self._nonfinite(pass_name, layer, n, x, v, final)
+
     # ---- vectorized path -----------------------------------------------------------------------
     def _inputs(self, X) -> np.ndarray:
         X = np.asarray(X, dtype=np.float64)
@@ -293,9 +413,11 @@ class Network:
         v = X.astype(dt)
         pre = []
         for l, layer in enumerate(self.layers, 1):
-            z = layer.forward_sums(v, fmt)
+            z = layer.forward_sums(v, fmt, self.ieee)
             self._check(z, "forward", l, offset, inputs)
             if l == self.depth:
+                if self.ieee:
+                    self._check(z, "forward", l, offset, inputs, final="output")
                 return z[:, 0], pre
             pre.append(z)
             s = self._activation(z, derivative=False)
@@ -309,13 +431,17 @@ class Network:
         u = Y.astype(dt)[:, :, None]                      # (n, K, 1)
         for l in range(self.depth, 0, -1):
             layer = self.layers[l - 1]
-            v = layer.backward_sums(u, fmt)                # (n, K, in_l)
+            v = layer.backward_sums(u, fmt, self.ieee)     # (n, K, in_l)
             self._check(v, "backward", l, offset, inputs)
             if l == 1:
+                if self.ieee:
+                    self._check(v, "backward", l, offset, inputs, final="gradient")
                 return v
             d = self._activation(pre[l - 2], derivative=True)
             self._check(d, "backward (activation derivative)", l - 1, offset, inputs)
-            u, _ = round_array(v * d.astype(dt)[:, None, :], fmt)
+            with np.errstate(invalid="ignore"):
+                prod = v * d.astype(dt)[:, None, :]
+            u = _ieee_rn(prod, fmt) if self.ieee else round_array(prod, fmt)[0]
             self._check(u, "backward (activation derivative)", l - 1, offset, inputs)
         raise AssertionError("unreachable")
 
@@ -359,31 +485,72 @@ class Network:
         return self.evaluate(X, Y, progress)[1]
 
     def _activation(self, z: np.ndarray, derivative: bool) -> np.ndarray:
-        """sigma~ or sigma~' at pre-activations z (values of the format); +-inf where it overflows."""
+        """sigma~ or sigma~' at pre-activations z (values of the format); +-inf where it overflows.
+        Under IEEE semantics z may hold +-inf and NaN (``ieee.activation_array``)."""
+        if self.ieee:
+            from .ieee import activation_array
+            return activation_array(self.rounded, z, derivative, lambda zz: self._activation_finite(zz, derivative))
+        return self._activation_finite(z, derivative)
+
+    def _activation_finite(self, z: np.ndarray, derivative: bool) -> np.ndarray:
         if USE_KERNELS and self.format.bits <= 16:
             t = self.rounded.table()
             return kernels.table_lookup(z, t.points, t.dsigma if derivative else t.sigma, self.format)
         fn = self.rounded.derivative_array if derivative else self.rounded.value_array
         vals, over = fn(z.astype(np.float64))
-        return np.where(over, np.inf, vals)
+        return np.where(over, np.copysign(np.inf, vals), vals)
 
     @cached_property
     def _dtype(self):
         return working_dtype(self.format)
 
-    def _check(self, arr, pass_name, layer, offset, inputs):
-        finite = np.isfinite(arr)
-        if finite.all():
+    def _check(self, arr, pass_name, layer, offset, inputs, final=None):
+        """Finite semantics: raise at the first Inf or NaN.  IEEE semantics: at the first NaN, and for
+        ``final`` ("output", "gradient") at the first non-finite value."""
+        bad = np.isnan(arr) if (self.ieee and not final) else ~np.isfinite(arr)
+        if not bad.any():
             return
-        idx = np.argwhere(~finite)[0]
+        idx = np.argwhere(bad)[0]
         n, neuron = int(idx[0]) + offset, int(idx[-1])
+        if self.ieee:
+            raise self._nonfinite(pass_name, layer, neuron, inputs[n].tolist(), float(arr[tuple(idx)]), final, n)
         raise self._overflow(pass_name, layer, neuron, inputs[n].tolist(), n)
+
+    def _nonfinite(self, pass_name, layer, neuron, x, value, final=None, index=None):
+        """The error of IEEE semantics: a NaN, or a non-finite output or gradient."""
+        import math
+        xs = ", ".join(repr(float(v)) for v in x)
+        where = f"at layer {layer}, neuron {neuron}, input ({xs})"
+        fmt = self.format.name
+        if final == "output" and not math.isnan(value):
+            what = (f"the output is {'+' if value > 0 else '-'}Inf in {fmt} {where}: under IEEE semantics the "
+                    f"network's value must be finite")
+        elif final == "gradient" and not math.isnan(value):
+            what = (f"gradient coordinate {neuron} is {'+' if value > 0 else '-'}Inf in {fmt} {where}: under "
+                    f"IEEE semantics the AD gradient must be finite")
+        elif not self.format.has_inf:
+            what = (f"NaN {where}: an overflow in {fmt}, which has no Inf, so IEEE 754 gives NaN "
+                    f"(IEEE-through-Inf semantics cannot help in {fmt})")
+        elif "activation" in pass_name:
+            what = (f"NaN in {fmt} {where} under IEEE semantics: {self.activation}~"
+                    f"{chr(39) if 'derivative' in pass_name else ''} at +-Inf is NaN (no limit, or a derivative "
+                    f"that does not tend to 0), or Inf x 0 / NaN reached it")
+        else:
+            what = (f"NaN in {fmt} {where} under IEEE semantics: Inf - Inf or Inf x 0 "
+                    f"(a zero weight meeting an Inf counts)")
+        return NetworkOverflowError(f"{pass_name} pass: {what}", pass_name=pass_name, layer=layer,
+                                    neuron=neuron, input_index=index)
 
     def _overflow(self, pass_name, layer, neuron, x, index=None):
         xs = ", ".join(repr(float(v)) for v in x)
         return NetworkOverflowError(
             f"{pass_name} pass: overflow (Inf or NaN) in {self.format.name} at layer {layer}, neuron {neuron}, "
             f"input ({xs})", pass_name=pass_name, layer=layer, neuron=neuron, input_index=index)
+
+
+def _ieee_rn(x, fmt):
+    from .ieee import rn_array
+    return rn_array(x, fmt)
 
 
 def _overflows(fn, z) -> bool:

@@ -52,7 +52,8 @@ def write_network_report(path, out="reports/generated", method: str = "fast", pr
     facts = {"depth": net.depth, "widths": net.widths, "parameters": net.parameter_count,
              "nonzero_parameters": net.nonzero_parameters, "input_dim": net.input_dim}
     rows = [("file", tt(path.name)), ("format", tt(net.format.name)), ("activation", tt(net.activation)),
-            ("implementation", tt(net.implementation)), ("input dimension $d$", tt(net.input_dim)),
+            ("implementation", tt(net.implementation)), ("semantics", tt(net.semantics)),
+            ("input dimension $d$", tt(net.input_dim)),
             ("depth $L$ (affine maps)", tt(net.depth)),
             ("widths (input first)", tt(", ".join(str(w) for w in net.widths))),
             ("parameters (dense count)", tt(f"{net.parameter_count:,}")),

@@ -2,7 +2,9 @@
 
 A claim holds when for every point the forward value equals the claimed value and, for every listed
 upstream value, ``D_(f,x)(y)`` equals the claimed gradient, by value (``+0 == -0``), with no overflow
-or NaN anywhere.  ``method="fast"`` uses the vectorized interpreter, ``method="exact"`` the exact
+or NaN anywhere -- under the network's semantics (``Network.semantics``: "finite", or "ieee", where
+Inf may pass through but NaN, a non-finite value or a non-finite gradient fails; ``condcheck.ieee``).
+``method="fast"`` uses the vectorized interpreter, ``method="exact"`` the exact
 rational reference path (slow; the standalone re-check).
 """
 from __future__ import annotations
@@ -27,12 +29,19 @@ class VerifyResult:
     first_failure: dict | None = None
     method: str = "fast"
     notes: list[str] = field(default_factory=list)
+    semantics: str = "finite"
+    semantics_text: str = ""
 
     def summary(self) -> str:
         head = "VERIFIED" if self.ok else "FAILED"
-        s = (f"{head}: {self.points} points; values {self.value_checks - self.value_failures}/{self.value_checks} "
-             f"equal; AD gradients {self.gradient_checks - self.gradient_failures}/{self.gradient_checks} equal "
-             f"({self.method} interpreter)")
+        if self.first_failure and self.first_failure.get("kind") == "overflow":
+            s = (f"{head}: {self.points} points; the interpreter stopped at a non-finite value before the "
+                 f"claim was compared ({self.method} interpreter)")
+        else:
+            s = (f"{head}: {self.points} points; values {self.value_checks - self.value_failures}/"
+                 f"{self.value_checks} equal; AD gradients {self.gradient_checks - self.gradient_failures}/"
+                 f"{self.gradient_checks} equal ({self.method} interpreter)")
+        s += f"\nsemantics: {self.semantics} -- {self.semantics_text}"
         if self.first_failure:
             s += "\nfirst failure: " + ", ".join(f"{k}={v}" for k, v in self.first_failure.items())
         return s
@@ -65,7 +74,8 @@ def verify(net: Network, claim: Claim | None, method: str = "fast", progress=Non
     K = claim.upstream.shape[0] if claim.theorem == 7 else 1
     Y = claim.upstream.reshape(N, 1) if claim.theorem == 5 else np.broadcast_to(claim.upstream, (N, K))
     want_g = claim.gradients.reshape(N, K, d)
-    res = VerifyResult(ok=False, points=N, value_checks=N, gradient_checks=N * K, method=method)
+    res = VerifyResult(ok=False, points=N, value_checks=N, gradient_checks=N * K, method=method,
+                       semantics=net.semantics, semantics_text=net.semantics_text)
     try:
         if method == "fast":
             values, grads = net.evaluate(claim.points, np.ascontiguousarray(Y), progress=progress)
