@@ -37,6 +37,7 @@ import numpy as np
 from .ops import add_array, mul_array
 from .rounded_activation import _table_index
 
+_SMALL = 2e8                    # |F|^2 * len(vals) of the formats where spreads are optimized by default
 _CHUNK_ELEMS = 1 << 20          # elements per (candidates x values) block: ~8 MB per float64 array
 
 
@@ -220,6 +221,12 @@ def _four_point(act: _Act, vals, g, d, W, B):
     return sp
 
 
+def _per_entry(nz, ntop, noff):
+    """Candidates per entry of a targeted round: x0 in {a, a'} x anchors x (18 powers of two + top w's)
+    x bias offsets."""
+    return 2 * nz * (18 + ntop) * noff
+
+
 def _exponent(x):
     """floor(log2 |x|) for nonzero x (0 -> a very small exponent)."""
     with np.errstate(divide="ignore"):
@@ -227,10 +234,10 @@ def _exponent(x):
     return np.where(x == 0, -10000, e - 1).astype(np.int64)
 
 
-def _targeted(act: _Act, vals, best: _Best, anchors, offsets, kmax, kmin):
+def _targeted(act: _Act, vals, best: _Best, anchors, offsets, kmax, kmin, w_top, entries=None):
     """One targeted round for the open entries (see the module docstring)."""
     F = act.F
-    dd, cols = np.nonzero(best.open())
+    dd, cols = np.nonzero(best.open() if entries is None else entries)
     if len(cols) == 0:
         return
     g = cols + 1
@@ -238,7 +245,7 @@ def _targeted(act: _Act, vals, best: _Best, anchors, offsets, kmax, kmin):
     ez = _exponent(Z)
     eu = np.maximum(ez - F.M, F.e_min - F.M)                 # exponent of the spacing near z
     offsets = np.asarray(offsets)
-    nC = 2 * len(Z) * 9 * 2 * len(offsets)
+    nC = _per_entry(len(Z), len(w_top), len(offsets))
     step = max(1, _CHUNK_ELEMS // (4 * nC))
     for i in range(0, len(g), step):
         sl = slice(i, i + step)
@@ -255,9 +262,10 @@ def _targeted(act: _Act, vals, best: _Best, anchors, offsets, kmax, kmin):
         for m, t in enumerate((0, 1, 3)):
             K[..., 6 + m] = (eu[None, None, :, None] - ed + t)[..., 0]
         K = np.clip(K, kmin, kmax)
-        W = np.ldexp(1.0, K)[..., None] * np.array([1.0, -1.0])             # (E, 2, Z, 9, 2)
-        U, ou = mul_array(W, np.broadcast_to(X0[:, :, None, None, None], W.shape), F)
-        Bz, ob = add_array(np.broadcast_to(Z[None, None, :, None, None], U.shape), -U, F)
+        W = (np.ldexp(1.0, K)[..., None] * np.array([1.0, -1.0])).reshape(E, 2, len(Z), 18)
+        W = np.concatenate([W, np.broadcast_to(w_top, (E, 2, len(Z), len(w_top)))], axis=3)
+        U, ou = mul_array(W, np.broadcast_to(X0[:, :, None, None], W.shape), F)
+        Bz, ob = add_array(np.broadcast_to(Z[None, None, :, None], U.shape), -U, F)
         bad = ou | ob
         Bz[bad] = 0.0
         j = act.index(Bz)[..., None] + offsets                               # (..., nOff)
@@ -321,7 +329,7 @@ def _verify(act: _Act, vals, best: _Best):
 
 # ---- the public function -----------------------------------------------------------------------------------
 def find_separators(kit, vals, stats: dict | None = None, full_search_limit: float = 2e8,
-                    budget: float = 4e7):
+                    budget: float = 1e7, optimize: bool | None = None, n_top: int = 8):
     """Monotone separators for every gap of the sorted distinct values ``vals`` and both directions.
 
     Returns {(gap, up): (w, b, s, kappa)} (see the module docstring); entries that are missing were not
@@ -331,7 +339,10 @@ def find_separators(kit, vals, stats: dict | None = None, full_search_limit: flo
     ``full_search`` (whether it ran).  The full search runs for the entries left open when
     |F|^2 * len(vals) <= ``full_search_limit``.  A targeted round is skipped when (open entries) x
     (candidates per entry) exceeds ``budget`` (its entries stay "not found"; ``stats["skipped"]`` names
-    the rounds skipped).
+    the rounds skipped).  ``optimize``: run the first targeted round for every entry too (smaller
+    spreads), within the budget; None (default): only when the full search would be affordable too
+    (8-bit formats), since it costs a few seconds on 16-bit formats.  ``n_top``: how many of the largest admissible weights (of each sign)
+    the targeted rounds try besides the powers of two.
     """
     vals = np.asarray(vals, float)
     if vals.ndim != 1 or len(vals) < 2 or (np.diff(vals) <= 0).any():
@@ -348,6 +359,11 @@ def find_separators(kit, vals, stats: dict | None = None, full_search_limit: flo
     kmin, kmax = int(ks.min()), int(ks.max())
     P = np.ldexp(1.0, ks)
     Wg = np.concatenate([P, -P])
+    # the largest admissible weights (not only powers of two: their rounding resolves the finest gaps)
+    V = act.pts[act.pts > 0]
+    _, o = mul_array(V, np.full_like(V, vmax), F)
+    top = V[~o][-n_top:]
+    w_top = np.concatenate([top, -top])
 
     # global round: +-2^k with b = 0 and the anchor states
     Z0 = act.anchors(0)
@@ -362,13 +378,24 @@ def find_separators(kit, vals, stats: dict | None = None, full_search_limit: flo
         if n_open == 0:
             break
         Z = act.anchors(level)
-        cost = n_open * 2 * len(Z) * 9 * 2 * len(offsets)
+        cost = n_open * _per_entry(len(Z), len(w_top), len(offsets))
         name = f"targeted level {level} offsets {offsets}"
         if cost > budget:
             skipped.append((name, cost))
             continue
-        _targeted(act, vals, best, Z, offsets, kmax, kmin)
+        _targeted(act, vals, best, Z, offsets, kmax, kmin, w_top)
         rounds.append((name, cost, int(best.open().sum())))
+    if optimize is None:
+        optimize = len(act.pts) ** 2 * n <= _SMALL
+    if optimize:
+        # smaller spreads: the first targeted round for every entry (within the budget)
+        Z = act.anchors(0)
+        cost = (n - 1) * 2 * _per_entry(len(Z), len(w_top), 1)
+        if cost <= budget:
+            _targeted(act, vals, best, Z, (0,), kmax, kmin, w_top, entries=np.ones_like(best.open()))
+            rounds.append(("optimize", cost, int(best.open().sum())))
+        else:
+            skipped.append(("optimize", cost))
     res = _verify(act, vals, best)
     full = False
     open_entries = [(g, up) for up in (False, True) for g in range(1, n) if (g, up) not in res]
