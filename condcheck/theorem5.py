@@ -299,6 +299,18 @@ def _choose_step(kit: Kit, vals, gap, up, ext):
     return float(W[i]), float(B[i]), s, -edge
 
 
+def _separator_chooser(kit: Kit, vals):
+    """choose(gap, up) -> (w, b, s, kappa) or None.  Every (w, b) in F x F when that is small (8-bit
+    formats: the smallest spread), else the restricted search of condcheck.separators (16-bit formats;
+    its "not found" is not a proof of inseparability, and the error says distinguishability fails)."""
+    if len(kit.fmt.values()) ** 2 * len(vals) <= 2e8:
+        table = _extremes(_separator_table(kit, vals, None))
+        return lambda gap, up: _choose_step(kit, vals, gap, up, table)
+    from .separators import find_separators
+    found = find_separators(kit, vals)
+    return lambda gap, up: found.get((gap, up))
+
+
 def _chain(kit: Kit, v, k0: int, K: int):
     F = kit.fmt
     for k in range(k0, K + 1):
@@ -452,10 +464,10 @@ def construct_theorem5(activation, fmt, points, values, upstream, gradients, imp
         vals = coord_vals[j]
         if len(vals) < 2:
             continue
-        table = _extremes(_separator_table(kit, vals, st))
+        choose = _separator_chooser(kit, vals)
         for gap in range(1, len(vals)):
             for up in (True, False):
-                ch = _choose_step(kit, vals, gap, up, table)
+                ch = choose(gap, up)
                 if ch is None:
                     raise ConstructionError(
                         f"distinguishability fails: no neuron T(w x_{j + 1} + b) separates coordinate values "
