@@ -121,3 +121,65 @@ def validate(fmt: Format, activation: str, points, values, upstream, gradients, 
         i = int(np.nonzero((X == rep).all(axis=1))[0][1])
         raise CondcheckError(f"{where(i)} is repeated")
     return X, f, h, g
+
+
+# ---- Theorem 7: tables g*(x, y) odd in the upstream y -------------------------------------------------------
+def random_odd_tables(fmt, points, upstream_values, seed: int, zero_share: float = 0.1):
+    """(values, gradients) with a seed: f*(x) and g*(x, y) (shape (N, K)) odd in y, for Theorem 7 (d = 1).
+
+    f*(x) is drawn from every value of the format.  For each point, g*(x, v) is drawn from every value of
+    the format for each distinct positive v = |y| listed, a share ``zero_share`` of them set to 0, and,
+    when there are at least two positive v, one set to +Omega and one to -Omega (the largest values);
+    then g*(x, -v) = -g*(x, v) and g*(x, 0) = 0.
+    """
+    fmt = get_format(fmt)
+    rng = np.random.default_rng(seed)
+    V = fmt.values()
+    X = np.asarray(points, dtype=float).reshape(len(points), -1)
+    Y = np.asarray(upstream_values, dtype=float).reshape(-1)
+    pos = np.unique(np.abs(Y[Y != 0]))
+    f = rng.choice(V, X.shape[0])
+    Om = float(fmt.max)
+    G = np.zeros((X.shape[0], Y.shape[0]))
+    idx = np.searchsorted(pos, np.abs(Y))
+    nz = Y != 0
+    for i in range(X.shape[0]):
+        t = rng.choice(V, len(pos)).astype(float)
+        t[rng.random(len(pos)) < zero_share] = 0.0
+        if len(pos) >= 2:
+            a, b = rng.choice(len(pos), 2, replace=False)
+            t[a], t[b] = Om, -Om
+        G[i, nz] = np.sign(Y[nz]) * t[idx[nz]]
+    return f, G
+
+
+def load_odd_tables(path: str, n: int):
+    """A Theorem 7 targets file: JSON with "values" (n), "upstream" (K) and "gradients" (n x K, or
+    n x K x 1), numbers or float.hex() strings.  Returns (values, upstream, gradients (n, K)).
+    Oddness in y is checked by the constructor (which names the first offending (x, y))."""
+    try:
+        with open(path) as fh:
+            obj = json.load(fh)
+    except (OSError, json.JSONDecodeError) as e:
+        raise CondcheckError(f"cannot read targets file {path!r}: {e}") from None
+
+    def num(v):
+        return float.fromhex(v) if isinstance(v, str) else float(v)
+    out = []
+    for key in ("values", "upstream", "gradients"):
+        if key not in obj:
+            raise CondcheckError(f"targets file {path!r} has no {key!r} list")
+        try:
+            out.append(np.vectorize(num, otypes=[float])(np.array(obj[key], dtype=object)))
+        except (TypeError, ValueError) as e:
+            raise CondcheckError(f"targets file {path!r}: {key!r} holds a non-number or is ragged ({e})") from None
+    f, y, g = out
+    f, y = f.reshape(-1), y.reshape(-1)
+    if g.ndim == 3 and g.shape[2] == 1:
+        g = g[:, :, 0]
+    if f.shape != (n,):
+        raise CondcheckError(f"targets file {path!r}: {n} points need {n} values, got {f.size}")
+    if g.shape != (n, y.shape[0]):
+        raise CondcheckError(f"targets file {path!r}: 'gradients' has shape {g.shape}, expected ({n}, {y.shape[0]}) "
+                             f"(points x upstream values)")
+    return f, y, g
