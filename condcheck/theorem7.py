@@ -341,29 +341,9 @@ def construct_theorem7(activation, fmt, points, values, gradient_table_or_callab
     x0, f0 = float(X[0, 0]), float(fv[0])
 
     # ---- the odd table on the positive values v_1 < ... < v_n up to max|y| --------------------------------
-    pos = positive_values(F)
     ymax = float(np.abs(Y).max()) if Y.size else 0.0
-    vs = pos[pos <= ymax]
-    table = {}
-    for y, g in zip(Y.tolist(), G[0].tolist()):
-        if y > 0:
-            table[y] = g
-        elif y < 0:
-            table[-y] = -g
     prefixes = threshold_prefixes(F)
-    terms: list[_Term] = []
-    for k, v in enumerate(vs.tolist()):
-        d = table.get(v, 0.0)
-        if d == 0:
-            continue
-        upper = float(vs[k + 1]) if k + 1 < len(vs) else None
-        for sign, t in ((1.0, v), (-1.0, upper)):
-            if t is None:
-                continue
-            if t not in prefixes:
-                raise ConstructionError(f"no chain of products has threshold {t!r} in {F.name} (needed for the "
-                                        f"point indicator of |y| = {v!r})")
-            terms.append(_Term(sign, d, t))
+    terms = _point_terms(F, Y, G[0], prefixes)
 
     s = float(F.smallest_subnormal)
     h = compression_weight(F)
@@ -499,7 +479,8 @@ def _point_terms(F: Format, Y: np.ndarray, Grow: np.ndarray, prefixes: dict) -> 
             if t is None:
                 continue
             if t not in prefixes:
-                raise ConstructionError(f"no chain of products has threshold {t!r} in {F.name}")
+                raise ConstructionError(f"no chain of products has threshold {t!r} in {F.name} (needed for the "
+                                        f"point indicator of |y| = {v!r})")
             terms.append(_Term(sign, d, t))
     return terms
 
