@@ -230,6 +230,21 @@ def matrix(markdown, as_json):
     click.echo(f"\n{len(results)} checks in {seconds:.1f} s")
 
 
+def _domain_points(act, fmt, domain, dim):
+    """The points of --domain: the full box of dimension dim, or a JSON list of points."""
+    import numpy as np
+
+    from .targets import full_box
+    if domain == "full":
+        return full_box(act, fmt, dim)
+    try:
+        with open(domain) as fh:
+            X = np.array(json.load(fh), dtype=float)
+    except (OSError, ValueError) as e:
+        raise click.BadParameter(f"cannot read points from {domain!r}: {e}", param_hint="--domain")
+    return X.reshape(len(X), -1)
+
+
 @main.group()
 def construct():
     """Build a network realizing a theorem of the paper, verified exactly before it is written.
@@ -267,25 +282,15 @@ def construct_theorem5_cmd(activation, format, domain, dim, targets, upstream_ma
     """
     import time
 
-    import numpy as np
-
     from .formats import get_format
     from .netfile import save_network
-    from .targets import full_box, load_targets, parse_targets, random_targets
+    from .targets import load_targets, parse_targets, random_targets
     from .theorem5 import ConstructionError, construct_theorem5
     from .activations import get_activation
 
     fmt = get_format(format)
     act = get_activation(activation).name
-    if domain == "full":
-        X = full_box(act, fmt, dim)
-    else:
-        try:
-            with open(domain) as fh:
-                X = np.array(json.load(fh), dtype=float)
-        except (OSError, ValueError) as e:
-            raise click.BadParameter(f"cannot read points from {domain!r}: {e}", param_hint="--domain")
-        X = X.reshape(len(X), -1)
+    X = _domain_points(act, fmt, domain, dim)
     kind, arg = parse_targets(targets)
     if kind == "random":
         f, h, g = random_targets(fmt, X, arg, upstream_max)
@@ -339,13 +344,11 @@ def construct_theorem7_cmd(activation, format, domain, dim, targets, implementat
     """
     import time
 
-    import numpy as np
-
     from .activations import get_activation
     from .errors import CondcheckError
     from .formats import get_format
     from .netfile import save_network
-    from .targets import full_box, load_odd_tables, parse_targets, random_odd_tables
+    from .targets import load_odd_tables, parse_targets, random_odd_tables
     from .theorem7 import ConstructionError, construct_theorem7
 
     fmt = get_format(format)
@@ -353,17 +356,10 @@ def construct_theorem7_cmd(activation, format, domain, dim, targets, implementat
     if act != "relu" or implementation != "exact":
         raise CondcheckError(f"the Theorem 7 constructor supports relu with the exact implementation so far; got "
                              f"{act} ({implementation})")
-    if domain == "full":
-        if dim != 1:
-            raise CondcheckError(f"the Theorem 7 constructor supports d = 1 so far; got --dim {dim}")
-        X = full_box(act, fmt, dim)
-    else:
-        try:
-            with open(domain) as fh:
-                X = np.array(json.load(fh), dtype=float)
-        except (OSError, ValueError) as e:
-            raise click.BadParameter(f"cannot read points from {domain!r}: {e}", param_hint="--domain")
-        X = X.reshape(len(X), -1)
+    if domain == "full" and dim != 1:
+        raise CondcheckError(f"the Theorem 7 constructor supports d = 1 so far; got --dim {dim}")
+    X = _domain_points(act, fmt, domain, dim)
+    if domain != "full":
         if X.shape[1] != 1:
             raise CondcheckError(f"the Theorem 7 constructor supports d = 1 so far; the points in {domain!r} have "
                                  f"d = {X.shape[1]}")

@@ -523,7 +523,6 @@ def construct_theorem5(activation, fmt, points, values, upstream, gradients, imp
         return step_val[si][coord_idx[s.coord]]
 
     U_X = [step_on_X(i) for i in range(len(steps))]
-    W1 = float(np.max(np.abs(X))) if N else 1.0
     ctx = _Ctx(kit, st, F, X, steps, U_X, gating)
     h_max = float(np.max(np.abs(hv))) if N else 0.0
     consts = _Constants(F, cz, ct)
@@ -894,7 +893,6 @@ class _Ctx:
         kit, st, F = self.kit, self.st, self.F
         v_on, v_off, gain = br.ends
         t1 = float(kit.mul(br.y, br.out_weight))
-        rank = {float(q): r for r, q in enumerate(self.pass_z)}
         while len(br.post) < n_total:
             done = False
             for q, d in zip(self.pass_z, self.pass_d):

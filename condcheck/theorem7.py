@@ -345,13 +345,8 @@ def construct_theorem7(activation, fmt, points, values, gradient_table_or_callab
     prefixes = threshold_prefixes(F)
     terms = _point_terms(F, Y, G[0], prefixes)
 
-    s = float(F.smallest_subnormal)
     h = compression_weight(F)
-    R = max([len(prefixes[t.threshold]) for t in terms] + [1])
-    n_comp = 0
-    for t in terms:
-        top = chain(np.array([ymax]), prefixes[t.threshold], F)[0]
-        n_comp = max(n_comp, saturation_length(abs(top), F))
+    R, n_comp = _chain_lengths(terms, prefixes, ymax, F)
 
     # amplification: sign(y) s -> (powers of two) -> w_1 = +-m; forward values decide the split
     plans = []
@@ -458,6 +453,17 @@ def construct_theorem7(activation, fmt, points, values, gradient_table_or_callab
 
 
 # ---- several points: gates ---------------------------------------------------------------------------------
+def _chain_lengths(terms, prefixes: dict, ymax: float, F: Format) -> tuple[int, int]:
+    """(R, n_comp): the longest threshold chain of the terms, and the compression layers that bring the
+    largest chain output (at |y| = ymax) down to the smallest subnormal."""
+    R = max([len(prefixes[t.threshold]) for t in terms] + [1])
+    n_comp = 0
+    for t in terms:
+        top = chain(np.array([ymax]), prefixes[t.threshold], F)[0]
+        n_comp = max(n_comp, saturation_length(abs(top), F))
+    return R, n_comp
+
+
 def _point_terms(F: Format, Y: np.ndarray, Grow: np.ndarray, prefixes: dict) -> list:
     """The paired saturating-indicator terms of one point's odd table (see the module docstring)."""
     pos = positive_values(F)
@@ -543,11 +549,7 @@ def _construct_gated(F: Format, X, fv, Y, G, implementation, verify_result) -> "
     # gradient chains
     per_point = [_point_terms(F, Y, G[i], prefixes) for i in range(N)]
     all_terms = [t for terms in per_point for t in terms]
-    R = max([len(prefixes[t.threshold]) for t in all_terms] + [1])
-    n_comp = 0
-    for t in all_terms:
-        top = chain(np.array([ymax]), prefixes[t.threshold], F)[0]
-        n_comp = max(n_comp, saturation_length(abs(top), F))
+    R, n_comp = _chain_lengths(all_terms, prefixes, ymax, F)
     plans = []
     for i, terms in enumerate(per_point):
         xi = xs[i]
