@@ -357,18 +357,7 @@ def construct_theorem7(activation, fmt, points, values, gradient_table_or_callab
         if P is None:
             raise ConstructionError(f"input weight {w1!r} times x = {x0!r} overflows")   # pragma: no cover
         b1, z = _smallest_positive_bias(P, F)
-        amps, biases, rest = [], [], K
-        while rest > 0:
-            k = rest
-            while k > 0 and (mul_float(2.0 ** k, z, F) is None or not F.contains(2.0 ** k)):
-                k -= 1
-            if k == 0:
-                raise ConstructionError(f"cannot amplify past forward value {z!r}")       # pragma: no cover
-            P = mul_float(2.0 ** k, z, F)
-            b, z = _smallest_positive_bias(P, F)
-            amps.append(2.0 ** k)
-            biases.append(b)
-            rest -= k
+        amps, biases, z = _amplify(z, K, F)
         plans.append((w1, b1, amps, biases, z))
     A = max([len(p[2]) for p in plans], default=0)
 
@@ -453,6 +442,24 @@ def construct_theorem7(activation, fmt, points, values, gradient_table_or_callab
 
 
 # ---- several points: gates ---------------------------------------------------------------------------------
+def _amplify(z: float, K: int, F: Format):
+    """(weights, biases, last forward value): relays multiplying the backward value by 2^K in all, each
+    weight the largest power of two whose product with the forward value z stays finite; each bias puts
+    the pre-activation on the smallest reachable positive value."""
+    amps, biases, rest = [], [], K
+    while rest > 0:
+        k = rest
+        while k > 0 and (mul_float(2.0 ** k, z, F) is None or not F.contains(2.0 ** k)):
+            k -= 1
+        if k == 0:
+            raise ConstructionError(f"cannot amplify past forward value {z!r}")       # pragma: no cover
+        b, z = _smallest_positive_bias(mul_float(2.0 ** k, z, F), F)
+        amps.append(2.0 ** k)
+        biases.append(b)
+        rest -= k
+    return amps, biases, z
+
+
 def _chain_lengths(terms, prefixes: dict, ymax: float, F: Format) -> tuple[int, int]:
     """(R, n_comp): the longest threshold chain of the terms, and the compression layers that bring the
     largest chain output (at |y| = ymax) down to the smallest subnormal."""
@@ -561,17 +568,7 @@ def _construct_gated(F: Format, X, fv, Y, G, implementation, verify_result) -> "
             b_g, z = _smallest_positive_bias(gap, F)
             P = mul_float(m, z, F)
             b_m, z = _smallest_positive_bias(P, F)
-            amps, abias, rest = [], [], K
-            while rest > 0:
-                k = rest
-                while k > 0 and (mul_float(2.0 ** k, z, F) is None or not F.contains(2.0 ** k)):
-                    k -= 1
-                if k == 0:
-                    raise ConstructionError(f"cannot amplify past forward value {z!r}")   # pragma: no cover
-                b, z = _smallest_positive_bias(mul_float(2.0 ** k, z, F), F)
-                amps.append(2.0 ** k)
-                abias.append(b)
-                rest -= k
+            amps, abias, z = _amplify(z, K, F)
             plans.append((i, t, b_p, b_g, m, b_m, amps, abias, z))
     A = max([len(p[6]) for p in plans], default=0)
     chain_depth = 3 + A + n_comp + R            # layers of a gradient chain, output layer included
