@@ -283,7 +283,6 @@ def indistinguishable_pairs_ieee(activation, fmt, points, implementation="exact"
         raise CondcheckError(f"indistinguishable_pairs_ieee needs a format whose products and sums round "
                              f"correctly through float64; {F.name} is not one")
     R = get_rounded(activation, F, implementation)
-    lim = inf_values(R.activation, F)
     vals = np.unique(np.asarray(points, float).ravel())
     V = F.values()
     differs = np.zeros(len(vals) - 1, dtype=bool)

@@ -150,9 +150,6 @@ class Kit:
             return np.asarray(bias, float)
         return self.add(s, bias)
 
-    def exact(self, x: float) -> bool:
-        return _in(self.fmt, x)
-
 
 def _in(F: Format, v) -> bool:
     """Is the number v a finite value of F?  (RN_F(v) == v on the scalar fast path; Fractions otherwise.)"""
@@ -662,7 +659,7 @@ class _Ctx:
         target (a gradient gate's weights multiply its backward value, which must stay finite);
         otherwise the best-ranked target, then the smallest weights.
         """
-        kit, st, F = self.kit, self.st, self.F
+        st, F = self.st, self.F
         gating = sorted(self.gating(zi))
         if not gating and len(self.X) > 1:
             raise ConstructionError(f"point {zi + 1} has no gating step")
@@ -827,7 +824,7 @@ class _Ctx:
 
     def gradient_branch(self, zi, j, y, g, h_max, C, n_post=1):
         """Source, pass, gate, n_post passes, absorbed output weight: AD gradient g at z, 0 elsewhere."""
-        kit, st, F = self.kit, self.st, self.F
+        kit, F = self.kit, self.F
         X = self.X
         xz = float(X[zi, j])
         rank = {float(q): r for r, q in enumerate(self.pass_z)}
@@ -890,7 +887,7 @@ class _Ctx:
         (checked exactly); its forward value stays small enough to be absorbed, and at the other points
         the backward gain it adds is checked against h_max.
         """
-        kit, st, F = self.kit, self.st, self.F
+        kit, F = self.kit, self.F
         v_on, v_off, gain = br.ends
         t1 = float(kit.mul(br.y, br.out_weight))
         while len(br.post) < n_total:
@@ -979,7 +976,7 @@ class _Ctx:
         many); c = RN(p - RN(a v_on)) and the pair is kept when it lands exactly on p.  Returns arrays
         (a, c, p_on, T(p_on), T'(p_on)).
         """
-        kit, st, F = self.kit, self.st, self.F
+        st, F = self.st, self.F
         A, P = self.block_weights, self.block_targets
         m_on, o1 = mul_array(A, np.full_like(A, v_on), F)
         m_off, o2 = mul_array(A, np.full_like(A, st.L), F)
@@ -1007,7 +1004,7 @@ class _Ctx:
         maps into S_(k-1); the output weight A must put RN(y A) into S_n.  Layers 1..n-1 are chosen to
         carry an even share of the gain g / y; the last layer and A are searched together.
         """
-        kit, st, F = self.kit, self.st, self.F
+        st, F = self.st, self.F
         V = self.nonzero_values
         L = st.L
         bmax = max(abs(b) for b in betas) if betas else 1.0

@@ -307,7 +307,6 @@ def construct_theorem7(activation, fmt, points, values, gradient_table_or_callab
     (H_sigma = Omega for ReLU).
     """
     from .netfile import Claim
-    from .verify import verify as _verify
 
     F = get_format(fmt)
     if str(activation).lower() != "relu" or implementation != "exact":
@@ -431,8 +430,15 @@ def construct_theorem7(activation, fmt, points, values, gradient_table_or_callab
         layers.append(Layer(W.tocsr(), bias))
     net = Network(F, "relu", layers, implementation, 1)
     claim = Claim(7, X, fv, Y, G.reshape(1, -1, 1))
-    res = Theorem7Network(net, claim, net.depth, net.widths, 2 ** (F.E + 1) + 2 * F.M + 9,
-                          {"input": 1, "amplification": A, "compression": n_comp, "threshold prefix": R})
+    return _finish(net, claim, {"input": 1, "amplification": A, "compression": n_comp, "threshold prefix": R},
+                   verify_result)
+
+
+def _finish(net, claim, parts: dict, verify_result: bool) -> "Theorem7Network":
+    """The result record, with the paper's depth bound, verified exactly unless the caller opts out."""
+    from .check import depth_bounds
+    from .verify import verify as _verify
+    res = Theorem7Network(net, claim, net.depth, net.widths, depth_bounds(net.format)["theorem7"]["openreview"], parts)
     if verify_result:
         vr = _verify(net, claim)
         if not vr.ok:
@@ -544,7 +550,6 @@ def _construct_gated(F: Format, X, fv, Y, G, implementation, verify_result) -> "
     through V_k only meets weights +-1 and dead ladders: zero gradient, no overflow.
     """
     from .netfile import Claim
-    from .verify import verify as _verify
 
     N = X.shape[0]
     xs = X[:, 0].tolist()
@@ -658,12 +663,5 @@ def _construct_gated(F: Format, X, fv, Y, G, implementation, verify_result) -> "
     B.add(L, out_in, 0.0)
     net = B.network(F, implementation)
     claim = Claim(7, X, fv, Y, G.reshape(N, -1, 1))
-    res = Theorem7Network(net, claim, net.depth, net.widths, 2 ** (F.E + 1) + 2 * F.M + 9,
-                          {"gate": 2, "mantissa": 1, "amplification": A, "padding": pad, "compression": n_comp,
-                           "threshold prefix": R, "value ladder stages": J})
-    if verify_result:
-        vr = _verify(net, claim)
-        if not vr.ok:
-            raise ConstructionError("the constructed network fails verification: " + vr.summary())
-        res.verification = vr
-    return res
+    return _finish(net, claim, {"gate": 2, "mantissa": 1, "amplification": A, "padding": pad, "compression": n_comp,
+                                "threshold prefix": R, "value ladder stages": J}, verify_result)

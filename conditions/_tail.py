@@ -43,7 +43,7 @@ import mpmath.libmp as L
 
 from condcheck.errors import CondcheckError, FormatOverflowError
 from condcheck.formats import Format, num_text
-from condcheck.intervals import MpBackend, compile_expression, mp_to_fraction
+from condcheck.intervals import MpBackend, compile_expression
 from condcheck.rounding import round_fraction
 
 from ._search import safe_eval, value_at, value_index
