@@ -298,7 +298,8 @@ def construct_theorem5_cmd(activation, format, domain, dim, targets, upstream_ma
         f, h, g = load_targets(arg, X.shape[0], X.shape[1])
     t0 = time.perf_counter()
     try:
-        net, claim = construct_theorem5(act, fmt, X, f, h, g, implementation=implementation)
+        net, claim = construct_theorem5(act, fmt, X, f, h, g, implementation=implementation,
+                                        progress=_progress("constructing (gradients, then values)"))
     except ConstructionError as e:
         click.echo(f"construction failed: {e}", err=True)
         sys.exit(1)

@@ -426,8 +426,10 @@ def _solve_affine(kit: Kit, x_at: float, target: float):
 
 
 def construct_theorem5(activation, fmt, points, values, upstream, gradients, implementation="exact",
-                       verify_result=True, max_post=5):
-    """Build a network f with f(x) = values and D_(f,x)(upstream) = gradients on every point."""
+                       verify_result=True, max_post=5, progress=None):
+    """Build a network f with f(x) = values and D_(f,x)(upstream) = gradients on every point.
+
+    ``progress(done, total)`` is called once per point for the gradient branches, then the values."""
     from .netfile import Claim
     from .verify import verify as _verify
 
@@ -531,6 +533,8 @@ def construct_theorem5(activation, fmt, points, values, upstream, gradients, imp
     # rebuild (or pad) the ones that came out shorter than the final depth
     grad_part, n_cur = [], 1
     for zi in range(N):
+        if progress:
+            progress(zi + 1, 2 * N)
         for j in range(d):
             if gv[zi, j] != 0:
                 brs = _gradient_branches(ctx, zi, j, float(hv[zi]), float(gv[zi, j]), h_max, C, max_post, n_cur)
@@ -545,7 +549,12 @@ def construct_theorem5(activation, fmt, points, values, upstream, gradients, imp
     n_final = max([len(br.post) for br in grad_part] + [1])
     for br in grad_part:
         ctx.pad_gradient(br, n_final, h_max, quarter)
-    values_part = [ctx.value_branch(zi, fv[zi], h_max, n_final) for zi in range(N) if fv[zi] != 0]
+    values_part = []
+    for zi in range(N):
+        if progress:
+            progress(N + zi + 1, 2 * N)
+        if fv[zi] != 0:
+            values_part.append(ctx.value_branch(zi, fv[zi], h_max, n_final))
     net = _assemble(kit, st, F, d, steps, values_part, grad_part, consts, C, activation, implementation)
     claim = Claim(5, X, fv, hv, gv)
     if verify_result:
