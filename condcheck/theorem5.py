@@ -53,6 +53,7 @@ every point before it is returned.  A failure of any requirement raises Construc
 """
 from __future__ import annotations
 
+import itertools
 import math
 from fractions import Fraction
 from dataclasses import dataclass, field
@@ -163,6 +164,37 @@ def _in(F: Format, v) -> bool:
     return F.contains(v)
 
 
+def _near_grid(F: Format, x, k: int = 2) -> np.ndarray:
+    """For each real x (any shape): the values RN(x + j u/2), |j| <= 2k, u the spacing of F at x (half
+    steps also reach the finer binade below a power of two), as an array of shape x.shape + (4k+1,),
+    NaN where x is not finite or the value overflows."""
+    x = np.asarray(x, float)
+    fin = np.isfinite(x) & (x != 0)
+    xs = np.where(fin, x, 1.0)
+    e = np.maximum(np.floor(np.log2(np.abs(xs))), F.e_min)
+    u = np.exp2(e - F.M - 1)
+    cand = xs[..., None] + np.arange(-2 * k, 2 * k + 1) * u[..., None]
+    r, over = round_array(cand.ravel(), F)
+    r = r.reshape(cand.shape)
+    return np.where(over.reshape(cand.shape) | ~fin[..., None], np.nan, r)
+
+
+def _near(F: Format, x, k: int = 2) -> np.ndarray:
+    """The distinct finite nonzero values of F within about k ulps of the reals x (any shape).
+
+    Candidate sets for searches on formats too large to try every value: the values RN(x + j u/2),
+    |j| <= 2k, u the spacing at x (half steps also reach the finer binade below a power of two).
+    """
+    r = _near_grid(F, x, k).ravel()
+    return np.unique(r[np.isfinite(r) & (r != 0)])
+
+
+def _sample(S, n: int) -> np.ndarray:
+    """At most n elements of the sorted array S, evenly spread, ends included."""
+    S = np.asarray(S, float)
+    return S if len(S) <= n else S[np.unique(np.linspace(0, len(S) - 1, n).astype(int))]
+
+
 def _pow2(x: float) -> bool:
     if x == 0 or not math.isfinite(x):
         return False
@@ -231,6 +263,8 @@ class Step:
     on_sign: float = 0.0
     boost_a: float = 1.0     # the boost T(boost_a U + boost_c) of the step U (layer 3)
     boost_c: float = 0.0
+    on_lo: float = 0.0       # smallest and largest boosted on value (the gates' bound over other points)
+    on_hi: float = 0.0
 
 
 def _separator_table(kit: Kit, vals: np.ndarray, st: States):
@@ -499,8 +533,9 @@ def construct_theorem5(activation, fmt, points, values, upstream, gradients, imp
                 pre = kit.add(kit.mul(ba, kit.T(pre)), bc)
                 tv = kit.T(pre[on]) - L
                 sign = np.sign(tv)
+                on_t = kit.T(pre[on])
                 step = Step(j, gap, up, w, b, s, kappa, k0, K, float(np.abs(tv).min()), float(np.abs(tv).max()),
-                            float(sign[0]), ba, bc)
+                            float(sign[0]), ba, bc, float(on_t.min()), float(on_t.max()))
                 step_of[(j, gap, up)] = len(steps)
                 steps.append(step)
                 step_pre.append(pre)
@@ -615,6 +650,8 @@ class _Ctx:
         live = z > st.z_dead
         self.zero_states = z[(t == 0)]
         self.pass_z, self.pass_t, self.pass_d = _live_pass(st)
+        o = np.argsort(self.pass_z, kind="stable")
+        self._pass_keys, self._pass_ranks = self.pass_z[o], o          # sorted states, their ranks
         self.pow2_values = sorted({float(v) for v in t[live] if _pow2(v) and v > 0})
         # gate states of gradient branches: pass states whose value differs from L by at least
         # 2 |z_d| / Omega first (a weight below Omega/2 can then separate them from the dead tail)
@@ -635,8 +672,9 @@ class _Ctx:
             self.block_weights = m[(frac == 1.0) | (frac == 1.5)]
         tgt = (z > st.z_dead) & (dt != 0) & np.isfinite(t) & np.isfinite(dt)
         idx = np.nonzero(tgt)[0]
-        if len(idx) > 4096:
-            idx = idx[np.linspace(0, len(idx) - 1, 4096).astype(int)]
+        n_tgt = 4096 if len(V) <= 4096 else 1024
+        if len(idx) > n_tgt:
+            idx = idx[np.linspace(0, len(idx) - 1, n_tgt).astype(int)]
         self.block_targets, self.block_t, self.block_d = z[idx], t[idx], dt[idx]
         self.push_min = 2 * abs(st.z_dead) / float(F.max_float)
         self._bmax = {}
@@ -644,6 +682,7 @@ class _Ctx:
         # that point's gating steps: their backward contributions beta (x) delta meet in one sum there,
         # so each is kept below Omega / share
         self.share = 1 + 2 * X.shape[1]
+        self.small_format = len(V) <= 4096       # searches may try every value of the format
 
     def _betas(self, gating, shift_exp):
         out = []
@@ -662,68 +701,131 @@ class _Ctx:
     def _gate(self, zi, extra, targets, small_first=False):
         """(betas, gamma, pre on X) with pre[zi] one of targets (earliest preferred), others dead.
 
-        For each size of the gating weights (all sizes at once, as rows of 2-D arrays), every value of
-        the format is tried as the bias gamma: the sum is monotone in gamma, so the largest sum over
-        the other points decides deadness.  ``small_first``: take the smallest weights that reach any
-        target (a gradient gate's weights multiply its backward value, which must stay finite);
-        otherwise the best-ranked target, then the smallest weights.
+        For each size of the gating weights (all sizes at once, as rows of 2-D arrays) the candidate
+        biases gamma are tried: every value of the format (small formats), else the values near
+        target - sum (``_near``; the exact test decides).  The sum is monotone in gamma and in each
+        term, so the largest sum over the other points decides deadness: computed on every point for
+        small domains, else bounded by ``_others_bound``.  ``small_first``: take the smallest weights
+        that reach any target (a gradient gate's weights multiply its backward value, which must stay
+        finite); otherwise the best-ranked target, then the smallest weights.
         """
         st, F = self.st, self.F
         gating = sorted(self.gating(zi))
         if not gating and len(self.X) > 1:
             raise ConstructionError(f"point {zi + 1} has no gating step")
         tv = np.asarray(targets, float)
+        if not self.small_format:
+            tv = tv[:64]                                  # the best-ranked targets
         order = np.argsort(tv, kind="stable")
         tv_sorted = tv[order]
-        G = F.values()
         shifts = [e for e in range(-F.M - 2, F.e_max + 1) if all(_in(F, b) for b in self._betas(gating, e))]
         if not shifts or not len(tv):
             raise ConstructionError(f"point {zi + 1} {self.X[zi].tolist()}: no gate puts it live and all other points dead")
         B = np.array([self._betas(gating, e) for e in shifts]).reshape(len(shifts), len(gating))
-        n = len(self.X)
-        zero, bad = None, np.zeros(len(shifts), bool)
-        cols = [(B[:, k:k + 1], self.U_X[i][None, :]) for k, i in enumerate(gating)]
-        if extra is not None:
-            cols.append((np.full((len(shifts), 1), extra[0]), np.asarray(extra[1], float)[None, :]))
-        for w, v in cols:
-            p, o = mul_array(np.broadcast_to(w, (len(shifts), n)), np.broadcast_to(v, (len(shifts), n)), F)
-            bad |= o.any(axis=1)
-            if zero is None:
-                zero = p
-            else:
-                zero, o2 = add_array(zero, p, F)
-                bad |= o2.any(axis=1)
-        if zero is None:
-            zero = np.zeros((len(shifts), n))
-        zero = np.where(bad[:, None], 0.0, zero)
-        others = np.delete(zero, zi, axis=1) if n > 1 else np.full((len(shifts), 1), -F.max_float)
-        shape = (len(shifts), len(G))
-        Gb = np.broadcast_to(G[None, :], shape)
-        pz, o1 = add_array(np.broadcast_to(zero[:, zi:zi + 1], shape), Gb, F)
-        hi, o2 = add_array(np.broadcast_to(others.max(axis=1)[:, None], shape), Gb, F)
-        lo, o3 = add_array(np.broadcast_to(others.min(axis=1)[:, None], shape), Gb, F)
+        at_z, hi_o, lo_o, bad = self._gate_sums(zi, gating, B, extra)
+        if self.small_format:
+            G = F.values()
+            Gb = np.broadcast_to(G[None, :], (len(shifts), len(G)))
+        else:
+            Gb = _near_grid(F, tv[None, :] - at_z[:, None], 2).reshape(len(shifts), -1)
+            bad |= np.isnan(Gb).all(axis=1)
+            Gb = np.where(np.isnan(Gb), 0.0, Gb)
+        shape = Gb.shape
+        pz, o1 = add_array(np.broadcast_to(at_z[:, None], shape), Gb, F)
+        hi, o2 = add_array(np.broadcast_to(hi_o[:, None], shape), Gb, F)
+        lo, o3 = add_array(np.broadcast_to(lo_o[:, None], shape), Gb, F)
         ok = ~(o1 | o2 | o3) & st.dead(hi) & ~bad[:, None]
         k = np.clip(np.searchsorted(tv_sorted, pz), 0, len(tv_sorted) - 1)
         hit = ok & (tv_sorted[k] == pz)
         ranks = np.where(hit, order[k], len(tv) + 1)
         best_s = ranks.min(axis=1)
-        found = None
         if (best_s <= len(tv)).any():
             si = int(np.nonzero(best_s <= len(tv))[0][0]) if small_first else int(np.argmin(best_s))
             gi = int(np.argmin(ranks[si]))
-            betas, gamma = [float(b) for b in B[si]], float(G[gi])
-            found = True
-        if found:
+            betas, gamma = [float(b) for b in B[si]], float(Gb[si, gi])
             pre = self._gate_row(zi, gating, betas, extra, gamma)
             if np.isin(pre[zi], tv) and st.dead(np.delete(pre, zi)).all():
                 return betas, gamma, pre
         raise ConstructionError(f"point {zi + 1} {self.X[zi].tolist()}: no gate puts it live and all other points dead")
 
+    def _gate_sums(self, zi, gating, B, extra):
+        """For each row of gating weights B: the gate's sum (without bias) at point zi, an upper and a
+        lower bound of it over the other points, and a mask of rows where a product or sum overflows.
+
+        Small domains: the sums on every point.  Large ones: the sum is computed in a fixed order and
+        RN is monotone, so it is monotone in every term; at another point each coordinate of x is below,
+        equal to or above z's, which fixes which gating steps are dead (term beta L) and which are on
+        (term within beta [on_lo, on_hi]); the extra input (a pass) is bounded by its extremes over the
+        other points.  Evaluating the sum at the terms' extremes, for every pattern but "all equal",
+        bounds the sum at every other point (no overflow at the extremes means none in between).
+        """
+        F, n = self.F, len(self.X)
+        R = len(B)
+
+        def rowsum(cols):
+            """The left-to-right rounded sum of the products w v, and the rows where one overflows."""
+            acc, over = None, np.zeros(R, bool)
+            for w, v in cols:
+                shape = np.broadcast_shapes(np.shape(w), np.shape(v))
+                p, o = mul_array(np.broadcast_to(w, shape), np.broadcast_to(v, shape), F)
+                over |= o.any(axis=1)
+                if acc is None:
+                    acc = p
+                else:
+                    acc, o2 = add_array(acc, p, F)
+                    over |= o2.any(axis=1)
+            return (np.zeros((R, 1)) if acc is None else acc), over
+
+        cols = [(B[:, k:k + 1], self.U_X[i][None, :]) for k, i in enumerate(gating)]
+        if extra is not None:
+            cols.append((np.full((R, 1), extra[0]), np.asarray(extra[1], float)[None, :]))
+        if n <= 512:
+            allx, bad = rowsum(cols)
+            allx = np.where(bad[:, None], 0.0, allx)
+            others = np.delete(allx, zi, axis=1) if n > 1 else np.full((R, 1), -self.F.max_float)
+            return allx[:, zi], others.max(axis=1), others.min(axis=1), bad
+        at_z, bad = rowsum([(w, v[:, zi:zi + 1]) for w, v in cols])
+        at_z = at_z[:, 0]
+        L = self.st.L
+        steps = [self.steps[i] for i in gating]
+        coords = sorted({s.coord for s in steps})
+        hi_o = np.full(R, -np.inf)
+        lo_o = np.full(R, np.inf)
+        ex = None
+        if extra is not None:
+            v = np.delete(np.asarray(extra[1], float), zi)
+            ex = (np.full((R, 1), extra[0]), np.array([[v.min(), v.max()]]))
+        exists = {(s.coord, 1 if s.up else -1) for s in steps}   # the sides of z_j that hold points
+        for pattern in itertools.product((-1, 0, 1), repeat=len(coords)):
+            side = dict(zip(coords, pattern))
+            if not any(pattern) or any(v and (j, v) not in exists for j, v in side.items()):
+                continue
+            lo_cols, hi_cols = [], []
+            for k, s in enumerate(steps):
+                on = side[s.coord] == (1 if s.up else -1)
+                vals = np.array([[s.on_lo, s.on_hi]]) if on else np.array([[L, L]])
+                pr, o = mul_array(np.broadcast_to(B[:, k:k + 1], (R, 2)), np.broadcast_to(vals, (R, 2)), F)
+                bad |= o.any(axis=1)
+                lo_cols.append((1.0, pr.min(axis=1, keepdims=True)))
+                hi_cols.append((1.0, pr.max(axis=1, keepdims=True)))
+            if ex is not None:
+                pr, o = mul_array(np.broadcast_to(ex[0], (R, 2)), np.broadcast_to(ex[1], (R, 2)), F)
+                bad |= o.any(axis=1)
+                lo_cols.append((1.0, pr.min(axis=1, keepdims=True)))
+                hi_cols.append((1.0, pr.max(axis=1, keepdims=True)))
+            (hi_s, o1), (lo_s, o2) = rowsum(hi_cols), rowsum(lo_cols)
+            bad |= o1 | o2
+            hi_o, lo_o = np.maximum(hi_o, hi_s[:, 0]), np.minimum(lo_o, lo_s[:, 0])
+        if n > 1 and not np.isfinite(hi_o).all():
+            raise ConstructionError(f"point {zi + 1}: no other point found for the gate bound")   # pragma: no cover
+        hi_o = np.where(bad | ~np.isfinite(hi_o), 0.0, hi_o)
+        lo_o = np.where(bad | ~np.isfinite(lo_o), 0.0, lo_o)
+        return np.where(bad, 0.0, at_z), hi_o, lo_o, bad
+
     def _map_two(self, v_off, v_on, off_ok, on_target):
         """(a, c) with off_ok(T(RN(a v_off + c))) and T(RN(a v_on + c)) == on_target."""
         kit, F = self.kit, self.F
-        A = F.values()
-        A = A[A != 0]
+        A = self.nonzero_values if self.small_format else self.block_weights
         A = A[np.argsort(np.abs(A), kind="stable")]     # smallest |a| first: smaller backward products
         r_off, o1 = mul_array(A, np.full_like(A, v_off), F)
         r_on, o2 = mul_array(A, np.full_like(A, v_on), F)
@@ -806,24 +908,31 @@ class _Ctx:
                 f"{y_max:g} would overflow {F.name} (largest upstream this value allows: {float(F.max_float) / best[0]:g})")
         return best[1]
 
-    def _reach(self, base: float, rank: dict):
-        """(c, q): the bias c with q = RN(base + c) the best-ranked state, or None."""
-        F = self.F
-        G = F.values()
-        q, o = add_array(np.full_like(G, base), G, F)
-        best = None
-        for c, v in zip(G[~o], q[~o]):
-            r = rank.get(float(v))
-            if r is not None and (best is None or r < best[0]):
-                best = (r, float(c), float(v))
-        return None if best is None else best[1:]
+    def _reach(self, base: float):
+        """(c, q): the bias c with q = RN(base + c) the best-ranked pass state (``pass_z`` order), or None.
 
-    def _pass(self, v, a, zi, rank):
+        Small formats try every value as c; large ones the values near q - base for the 256 best-ranked
+        states q (the exact sum decides)."""
+        F = self.F
+        if self.small_format:
+            G = F.values()
+        else:
+            G = _near(F, self.pass_z[:256] - base, 2)
+        q, o = add_array(np.full_like(G, base), G, F)
+        keys, vals = self._pass_keys, self._pass_ranks
+        k = np.clip(np.searchsorted(keys, q), 0, len(keys) - 1)
+        r = np.where(~o & (keys[k] == q), vals[k], np.iinfo(np.int64).max)
+        i = int(np.argmin(r))
+        if r[i] == np.iinfo(np.int64).max:
+            return None
+        return float(G[i]), float(q[i])
+
+    def _pass(self, v, a, zi):
         """(c, p, T(a v + c) on X): a pass reading v with weight a whose pre-activation at point zi is
         the best-ranked state p; None if none is reachable or a value overflows."""
         kit = self.kit
         try:
-            r = self._reach(float(kit.mul(a, v[zi])), rank)
+            r = self._reach(float(kit.mul(a, v[zi])))
             if r is None:
                 return None
             c, p = r
@@ -836,7 +945,6 @@ class _Ctx:
         kit, F = self.kit, self.F
         X = self.X
         xz = float(X[zi, j])
-        rank = {float(q): r for r, q in enumerate(self.pass_z)}
         quarter = math.ldexp(1.0, math.frexp(C)[1] - 1 - F.M - 2)      # ulp(C) / 4
         last_err = "no source state reachable"
         # source weights: a backward value must stay a finite value of the format all the way, so near
@@ -847,7 +955,7 @@ class _Ctx:
         powers.sort(key=lambda w: (abs(w) / 2 < abs(g) / float(F.max_float), abs(math.log2(abs(w)))))
         for w_g in powers[:6]:
             try:
-                src = self._reach(float(kit.mul(w_g, xz)), rank)
+                src = self._reach(float(kit.mul(w_g, xz)))
                 if src is None:
                     continue
                 b_g, s0 = src
@@ -856,14 +964,14 @@ class _Ctx:
                 continue
             d1 = float(kit.dT(s0))
             for a2, a3 in self._scales(g, w_g, d1, self._gate_weight(zi) * self.share):
-                r2 = self._pass(S, a2, zi, rank)
+                r2 = self._pass(S, a2, zi)
                 if r2 is None:
                     continue
                 c2, p2, P2 = r2
                 d2 = float(kit.dT(p2))
                 # the second pass (layer 3, beside the boosted steps): weight -1 keeps it small
                 a2b = -1.0
-                r3 = self._pass(P2, a2b, zi, rank)
+                r3 = self._pass(P2, a2b, zi)
                 if r3 is None:
                     continue
                 c3, p3, P3 = r3
@@ -1052,18 +1160,24 @@ class _Ctx:
             return None
         # the output term A T(p) must vanish (T(p) = L = 0) or be absorbed by C at the point and elsewhere
         amp = np.maximum(np.abs(t), abs(L))
-        t1, o = mul_array(np.full(len(V), y), V, F)
-        cand_A = np.where(o, np.nan, t1)
         order = np.argsort(np.abs(np.log2(np.abs(a * d)) - need), kind="stable")
+        small = len(V) <= 4096
+        if small:                                   # every value of the format is a candidate A
+            t1, o = mul_array(np.full(len(V), y), V, F)
+            cand_A, As_all = np.where(o, np.nan, t1), V
         for chunk in np.array_split(order, max(1, len(order) // 512)):
+            if not small:       # candidates A near s / (y d a) for s in S: the exact test below decides
+                As_all = _near(F, _sample(S, 16)[:, None] / (y * d[chunk] * a[chunk])[None, :], 2)
+                t1, o = mul_array(np.full(len(As_all), y), As_all, F)
+                cand_A = np.where(o, np.nan, t1)
             u = self._rn_chain_2d(cand_A, d[chunk], a[chunk])
             hit = np.isin(u, S)
-            hit &= (np.abs(V)[:, None] * h_max <= F.max_float)
-            hit &= (np.abs(V)[:, None] * amp[chunk][None, :] < quarter) | (amp[chunk][None, :] == 0)
+            hit &= (np.abs(As_all)[:, None] * h_max <= F.max_float)
+            hit &= (np.abs(As_all)[:, None] * amp[chunk][None, :] < quarter) | (amp[chunk][None, :] == 0)
             cols = np.nonzero(hit.any(axis=0))[0]
             if len(cols):
                 k = int(cols[0])
-                As = V[hit[:, k]]
+                As = As_all[hit[:, k]]
                 A = float(As[np.argmin(np.abs(np.log2(np.abs(As))))])
                 i = int(chunk[k])
                 post.append((float(a[i]), float(c[i])))
