@@ -714,8 +714,6 @@ class _Ctx:
         if not gating and len(self.X) > 1:
             raise ConstructionError(f"point {zi + 1} has no gating step")
         tv = np.asarray(targets, float)
-        if not self.small_format:
-            tv = tv[:64]                                  # the best-ranked targets
         order = np.argsort(tv, kind="stable")
         tv_sorted = tv[order]
         shifts = [e for e in range(-F.M - 2, F.e_max + 1) if all(_in(F, b) for b in self._betas(gating, e))]
@@ -727,7 +725,13 @@ class _Ctx:
             G = F.values()
             Gb = np.broadcast_to(G[None, :], (len(shifts), len(G)))
         else:
-            Gb = _near_grid(F, tv[None, :] - at_z[:, None], 2).reshape(len(shifts), -1)
+            # per row, the 64 best-ranked targets not finer than the sum's spacing (RN(at_z + gamma)
+            # cannot land on a value much finer than at_z's ulp unless gamma cancels it exactly)
+            fine = np.exp2(np.floor(np.log2(np.where(at_z == 0, 1.0, np.abs(at_z)))) - F.M)
+            reach = (np.abs(tv)[None, :] >= fine[:, None]) | (at_z[:, None] == 0)
+            pick = np.argsort(~reach, axis=1, kind="stable")[:, :64]
+            want = np.where(np.take_along_axis(reach, pick, axis=1), tv[pick], np.nan)
+            Gb = _near_grid(F, want - at_z[:, None], 2).reshape(len(shifts), -1)
             bad |= np.isnan(Gb).all(axis=1)
             Gb = np.where(np.isnan(Gb), 0.0, Gb)
         shape = Gb.shape
@@ -825,14 +829,19 @@ class _Ctx:
     def _map_two(self, v_off, v_on, off_ok, on_target):
         """(a, c) with off_ok(T(RN(a v_off + c))) and T(RN(a v_on + c)) == on_target."""
         kit, F = self.kit, self.F
-        A = self.nonzero_values if self.small_format else self.block_weights
+        zs = self.zero_states if off_ok == "zero" else off_ok
+        zs = zs[np.argsort(np.abs(zs - 0))][:16]
+        if self.small_format:
+            A = self.nonzero_values
+        else:   # the short weights, and those near (q - z0) / (v_on - v_off) for states q with T(q) = target
+            q = self.st.z[self.st.t == on_target][:64]
+            A = np.union1d(self.block_weights, _near(F, (q[:, None] - zs[None, :]) / (v_on - v_off), 2))
         A = A[np.argsort(np.abs(A), kind="stable")]     # smallest |a| first: smaller backward products
         r_off, o1 = mul_array(A, np.full_like(A, v_off), F)
         r_on, o2 = mul_array(A, np.full_like(A, v_on), F)
         ok = ~(o1 | o2)
         A, r_off, r_on = A[ok], r_off[ok], r_on[ok]
-        zs = self.zero_states if off_ok == "zero" else off_ok
-        for z0 in zs[np.argsort(np.abs(zs - 0))][:16]:
+        for z0 in zs:
             c, oc = add_array(np.full_like(r_off, z0), -r_off, F)
             p_off, o3 = add_array(r_off, c, F)
             p_on, o4 = add_array(r_on, c, F)
