@@ -63,6 +63,8 @@ KINDS = {
     "positive_pow2": "a positive power of two",
     "zero": "0",
     "nonzero_pow2": "a nonzero power of two (+-2^k)",
+    "pass_pow2": "+-2^k with 2^-M <= 2^k <= 1 (Condition 2's pass state)",
+    "abs_at_least_2^-M": "of magnitude at least 2^-M (Condition 3's usable derivative)",
 }
 
 _SMOOTH_FUNCTIONS = (sympy.exp, sympy.log, sympy.erf, sympy.erfc, sympy.tanh, sympy.sinh, sympy.cosh,
@@ -96,7 +98,7 @@ def _slope(expr):
 
 
 def _has_pow2(fmt: Format, lo, hi) -> bool:
-    """Is there a power of two of F in the closed range [lo, hi] (lo, hi >= 0 rationals)?"""
+    """Is there a power of two of F in the closed range [lo, hi] (lo >= 0 rational)?"""
     lo = max(Fraction(lo), Fraction(fmt.smallest_subnormal))
     if lo > hi:
         return False
@@ -125,6 +127,13 @@ def range_has(kind: str, lo, hi, fmt: Format, L_value=None) -> bool:
         return b > 0 and _has_pow2(fmt, max(a, Fraction(0)), b)
     if kind == "nonzero_pow2":
         return (b > 0 and _has_pow2(fmt, max(a, Fraction(0)), b)) or (a < 0 and _has_pow2(fmt, max(-b, Fraction(0)), -a))
+    if kind == "pass_pow2":
+        t, one = Fraction(2) ** -fmt.M, Fraction(1)
+        return ((b >= t and _has_pow2(fmt, max(a, t), min(b, one)))
+                or (a <= -t and _has_pow2(fmt, max(-b, t), min(-a, one))))
+    if kind == "abs_at_least_2^-M":
+        t = Fraction(2) ** -fmt.M
+        return b >= t or a <= -t
     raise ValueError(f"unknown kind {kind!r}")
 
 

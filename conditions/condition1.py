@@ -36,11 +36,16 @@ values in float32, 2^62 in float64) and is proved by the certified range check o
 :mod:`conditions._tail` (interval arithmetic on sigma and sigma' over whole intervals of format values,
 bisected from -Omega until each interval provably rounds to L and to 0; single values by certain
 rounding), which finds exactly the exhaustive checker's z_d; clauses (b)-(e) are existential and are
-proved by witness points evaluated with certain rounding.  Never "holds" from sampling: where the range
-check does not apply (implementations other than "exact", callable activations) or hits its caps, or no
-witness point is found for (b)-(e), the verdict is undecided with the reason.  A symbolic "fails" comes
-only with a certified counterexample for (a) (-Omega not dead, or a non-dead value <= -Omega/2) or with
-the whole format proved dead for (b).
+proved by witness points evaluated with certain rounding; a clause without a witness among the
+candidate points goes to the certified scan of :mod:`conditions._exists`, which covers every value of
+the format by intervals (interval enclosures, monotonicity from the sign of the derivative's
+enclosure, single values by certain rounding) and either finds a witness or *refutes* the clause (e.g.
+sigmoid on float4_e2m1fn: sigmoid' <= 1/4 and RN(1/4) = 0, a tie to even, so no pass state (e)).
+Never "holds" from sampling: where the range check does not apply (implementations other than "exact",
+callable activations) or a scan hits its caps, the verdict is undecided with the reason.  A symbolic
+"fails" comes only with a certificate: a counterexample point for (a) (-Omega not dead, or a non-dead
+value <= -Omega/2), or a refutation cover of every value of the format for (b)-(e) (for (b): the whole
+format proved dead), re-proved by ``condcheck recheck``.
 
 Witness preference (exhaustive; the symbolic checker has the same z_d and picks the other states by the
 same preferences among its candidate points): z_d the largest value with the tail property (the whole tail); the live state
@@ -265,12 +270,14 @@ def check_symbolic(rounded, fmt=None, *, max_intervals: int = MAX_INTERVALS,
     each proved with interval arithmetic over the whole interval (sigma in the exact set of reals that
     round to L, sigma' in the set that rounds to 0), bisecting until proved; the first value that is not
     dead (certain point rounding) ends the tail, so z_d is exactly the exhaustive checker's z_d.
-    Clauses (b)-(e) are existence claims: a witness point, checked with certain rounding, proves each.
-    Verdicts: "holds" (all proved); "fails" only for clause (a), with a certified counterexample point
-    (-Omega not dead, or a value <= -Omega/2 that is not dead) or, for (b), when every value of the
-    format was proved dead; "undecided" when a cap is hit, when no witness point is found for (b)-(e)
-    among the candidates (that proves nothing: the clauses are existential), or for implementations
-    other than the correctly rounded one of a sympy expression (the range check needs the expression).
+    Clauses (b)-(e) are existence claims: a witness point, checked with certain rounding, proves each;
+    a clause with no witness among the candidate points is decided by
+    :func:`conditions._exists.scan_exists` over every value of the format (a witness, or a refutation).
+    Verdicts: "holds" (all proved); "fails" with a certified counterexample point for (a) (-Omega not
+    dead, or a value <= -Omega/2 that is not dead), or with a refutation cover for (b)-(e) (the first
+    refuted clause in order; an earlier clause the scan could not decide is named in the evidence);
+    "undecided" when a cap is hit, or for implementations other than the correctly rounded one of a
+    sympy expression (the range checks need the expression).
     """
     t0 = time.perf_counter()
     fmt = resolve_format(rounded, fmt)

@@ -27,7 +27,10 @@ Checkers:
   range-minimum query over the preference rank.  Its verdict is True or False, never undecided.
 * :func:`check_symbolic` (any format) searches a deterministic candidate set and proves "holds" by
   re-checking every clause at the witness with exact rationals and the certain, correctly rounded
-  evaluation.  If no candidate passes it returns ``holds=None`` (undecided), never False.
+  evaluation.  If no candidate passes it returns ``holds=None`` (undecided), with one exception: when no
+  candidate is a pass state, every value of F is scanned (:mod:`conditions._exists`), and a proof that
+  sigma~' is nowhere +-2^k with 2^-M <= 2^k <= 1 (e.g. sigmoid on float4_e2m1fn, where sigma~' = 0
+  everywhere) makes (ii) fail for every delta_1: holds=False, with the refutation cover as certificate.
 
 Best witness (both checkers, over the pairs each examines): the largest eta_0, an unbounded eta_0
 (sigma~'(delta_0) = 0, reported as ``eta_0=None, eta_0_unbounded=True``) first; then the smallest
@@ -423,7 +426,8 @@ def check_symbolic(rounded, fmt=None) -> Verdict:
     """Prove Condition 2 for any format by a witness from a deterministic candidate set (see
     :func:`conditions._search.candidate_points`; if none passes, also points where sigma~' is exactly a
     power of two found by bisection near sign changes of sigma~' -+ 2^k).  Returns holds=True with a
-    witness re-checked exactly, or holds=None (undecided), never False."""
+    witness re-checked exactly, or holds=None (undecided); holds=False only when no value of F is a pass
+    state, proved by :func:`_refute_pass_state`."""
     t0 = time.perf_counter()
     fmt = resolve_format(rounded, fmt)
     pts = candidate_points(fmt)
@@ -447,6 +451,38 @@ def check_symbolic(rounded, fmt=None) -> Verdict:
     reason = ("no candidate pair satisfies (i)-(iv); the condition is existential, so this does not show it "
               "fails (only the exhaustive check over all of F x F can)")
     if n_pass == 0:
+        refuted = _refute_pass_state(rounded, evidence, t0)
+        if isinstance(refuted, Verdict):
+            return refuted
+        if refuted:
+            evidence += f"; {refuted}"
         reason = (f"no candidate delta_1 has sigma~'(delta_1) = +-2^k with -{fmt.M} <= k <= 0; " + reason)
     return Verdict(method="symbolic", holds=None, reason=reason, evidence=evidence,
                    seconds=time.perf_counter() - t0, **verdict_names(CONDITION, rounded))
+
+
+def _refute_pass_state(rounded, evidence, t0, *, max_intervals: int = 4000, time_limit: float = 20.0):
+    """No candidate pass state: scan every value of F (:mod:`conditions._exists`) for sigma~' = +-2^k
+    with -M <= k <= 0.  A refutation proves clause (ii) fails for every delta_1, hence Condition 2
+    fails: returns that Verdict, with the refutation cover as its certificate.  A witness found by the
+    scan, or a cap, returns a note (str) for the evidence; "" when the scan does not apply."""
+    act = rounded.activation
+    if act.is_callable or act.expr is None or rounded.implementation != "exact":
+        return ""
+    from ._exists import KINDS, scan_exists        # here: conditions._exists imports condcheck
+    fmt = rounded.format
+    ex = scan_exists(rounded, "derivative", "pass_pow2", max_intervals=max_intervals, time_limit=time_limit)
+    if ex.status == "refuted":
+        ref = {"clause": "(ii)", "function": "derivative", "kind": "pass_pow2", "excludes": KINDS["pass_pow2"],
+               "range": "every finite value of the format, from -Omega to Omega", "cover": ex.cover_text()}
+        return Verdict(method="symbolic", holds=False,
+                       failing_clause=f"(ii) no delta_1 with sigma~'(delta_1) a power of two in [2^-{fmt.M}, 1]",
+                       counterexample={"why": f"sigma~' is never {KINDS['pass_pow2']} on any finite value of "
+                                              f"{fmt.name} (proved by the refutation cover), so no delta_1 "
+                                              f"satisfies (ii)", "refutation": ref},
+                       evidence=f"{evidence}; clause (ii) refuted: {ex.summary()}",
+                       seconds=time.perf_counter() - t0, **verdict_names(CONDITION, rounded))
+    if ex.status == "witness":
+        return (f"the certified scan of every value found sigma~'({num_text(ex.witness)}) = "
+                f"{num_text(ex.witness_value)}, a pass value, but no pair with it satisfies (i)-(iv) among the candidates")
+    return f"the certified scan for a pass state did not finish: {ex.reason}"
