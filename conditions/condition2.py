@@ -451,7 +451,7 @@ def check_symbolic(rounded, fmt=None) -> Verdict:
     reason = ("no candidate pair satisfies (i)-(iv); the condition is existential, so this does not show it "
               "fails (only the exhaustive check over all of F x F can)")
     if n_pass == 0:
-        refuted = _refute_pass_state(rounded, evidence, t0)
+        refuted = _refute_pass_state(rounded, evidence, t0, evaluated)
         if isinstance(refuted, Verdict):
             return refuted
         if refuted:
@@ -461,10 +461,12 @@ def check_symbolic(rounded, fmt=None) -> Verdict:
                    seconds=time.perf_counter() - t0, **verdict_names(CONDITION, rounded))
 
 
-def _refute_pass_state(rounded, evidence, t0, *, max_intervals: int = 4000, time_limit: float = 20.0):
+def _refute_pass_state(rounded, evidence, t0, evaluated, *, max_intervals: int = 4000, time_limit: float = 20.0):
     """No candidate pass state: scan every value of F (:mod:`conditions._exists`) for sigma~' = +-2^k
     with -M <= k <= 0.  A refutation proves clause (ii) fails for every delta_1, hence Condition 2
-    fails: returns that Verdict, with the refutation cover as its certificate.  A witness found by the
+    fails: returns that Verdict, with the refutation cover as its certificate.  The failing clause is
+    (ii), worded as the exhaustive checker words it when a candidate pair shows that (i) holds (then (ii)
+    is the first failing clause); otherwise it says that (i) was not decided.  A witness found by the
     scan, or a cap, returns a note (str) for the evidence; "" when the scan does not apply."""
     act = rounded.activation
     if act.is_callable or act.expr is None or rounded.implementation != "exact":
@@ -473,10 +475,16 @@ def _refute_pass_state(rounded, evidence, t0, *, max_intervals: int = 4000, time
     fmt = rounded.format
     ex = scan_exists(rounded, "derivative", "pass_pow2", max_intervals=max_intervals, time_limit=time_limit)
     if ex.status == "refuted":
+        T = Fraction(2) ** fmt.e_max
+        vals = sorted({s for _, s, _ in evaluated if abs(s) <= T})
+        i_holds = any(b - a <= T for a, b in zip(vals, vals[1:]))
+        clause = f"(ii) no delta_1 with sigma~'(delta_1) a power of two in [2^-{fmt.M}, 1]"
+        if not i_holds:
+            clause += " (clause (i) not decided: no candidate pair satisfies it)"
         ref = {"clause": "(ii)", "function": "derivative", "kind": "pass_pow2", "excludes": KINDS["pass_pow2"],
                "range": "every finite value of the format, from -Omega to Omega", "cover": ex.cover_text()}
         return Verdict(method="symbolic", holds=False,
-                       failing_clause=f"(ii) no delta_1 with sigma~'(delta_1) a power of two in [2^-{fmt.M}, 1]",
+                       failing_clause=clause,
                        counterexample={"why": f"sigma~' is never {KINDS['pass_pow2']} on any finite value of "
                                               f"{fmt.name} (proved by the refutation cover), so no delta_1 "
                                               f"satisfies (ii)", "refutation": ref},
