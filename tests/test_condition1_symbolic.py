@@ -20,6 +20,8 @@ from conditions._search import candidate_points
 from conditions._tail import enclose_interval, rounding_set, scan_dead_tail
 from conditions.verdict import exact_value
 
+from _condition_controls import control
+
 SMALL = [f for f in MATRIX_FORMATS if get_format(f).bits <= 16]
 
 
@@ -37,6 +39,27 @@ def test_symbolic_and_exhaustive_agree_on_every_builtin_and_small_format(fmt):
             assert "clause (a) proved by interval arithmetic" in sy.evidence
         else:
             assert sy.failing_clause == ex.failing_clause, act
+
+
+@pytest.mark.parametrize("fmt", ["float8_e4m3", "float16", "float6_e2m3fn", "float4_e2m1fn"])
+@pytest.mark.parametrize("name, clause", [("test_identity", "(a)"), ("test_constant", "(b)"),
+                                          ("test_heaviside", "(e)")])
+def test_negative_controls_fail_the_same_clause_symbolically(name, clause, fmt):
+    r = get_rounded(control(name), fmt)
+    ex, sy = condition1.check_exhaustive(r), condition1.check_symbolic(r)
+    assert ex.holds is sy.holds is False
+    assert ex.failing_clause == sy.failing_clause and sy.failing_clause.startswith(clause)
+    if clause != "(a)":
+        assert sy.counterexample["refutation"]["clause"] == clause
+        assert recheck_certificate(_certificate(r, sy))["conditions"]["1"] == {
+            "verdict": "fails", "rechecked": True, "problems": []}
+
+
+def _certificate(r, v1):
+    """check_activation's certificate with Condition 1 replaced by the verdict v1."""
+    cert = check_activation(r.activation, r.format.name).to_certificate()
+    cert["conditions"]["1"] = v1.to_dict()
+    return json.loads(json.dumps(cert))
 
 
 def test_sigmoid_on_float4_fails_clause_e_symbolically_with_a_refutation_cover():

@@ -32,7 +32,6 @@ def test_exhaustive_and_symbolic_agree_on_16_bit_formats_for_paper_activations(a
     _agree(act, fmt)
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("fmt", SIXTEEN_BIT_FORMATS, ids=lambda f: f.name)
 @pytest.mark.parametrize("act", [a for a in BUILTINS if a not in PAPER_ACTIVATIONS])
 def test_exhaustive_and_symbolic_agree_on_16_bit_formats_for_other_activations(act, fmt):
