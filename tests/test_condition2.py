@@ -60,9 +60,14 @@ def test_constant_fails_clause_i_because_it_carries_no_bit(fmt):
 
 @pytest.mark.parametrize("fmt", ["float8_e4m3", "float16"])
 def test_heaviside_step_fails_clause_ii_because_no_derivative_is_a_power_of_two(fmt):
-    v = condition2.check_exhaustive(get_rounded(control("test_heaviside"), fmt))
+    r = get_rounded(control("test_heaviside"), fmt)
+    v = condition2.check_exhaustive(r)
     assert v.holds is False
     assert v.failing_clause.startswith("(ii) no delta_1 with sigma~'(delta_1) a power of two")
+    # the symbolic checker proves it too (sigma~' = 0 at every value, by a refutation cover)
+    sy = condition2.check_symbolic(r)
+    assert sy.holds is False and sy.failing_clause == v.failing_clause
+    assert sy.counterexample["refutation"]["kind"] == "pass_pow2"
 
 
 @pytest.mark.parametrize("fmt", ["float32", "float64"])
@@ -74,7 +79,7 @@ def test_paper_activations_hold_symbolically_in_float32_and_float64(act, fmt):
     assert recheck_condition2(r, v.witness) == []
 
 
-def test_symbolic_never_returns_false_and_verdict_refuses_symbolic_false():
+def test_verdict_refuses_a_symbolic_false_without_a_certified_counterexample():
     with pytest.raises(ValueError):
         Verdict(condition=2, activation="relu", format="float32", implementation="exact", method="symbolic",
                 holds=False)
