@@ -23,7 +23,8 @@ refutation cover (``counterexample.refutation.cover``, see ``conditions._exists`
 its intervals must follow each other value by value from -Omega to Omega, and each must exclude the
 kind of value the clause asks for: ``p`` a single value by certain rounding, ``e`` the interval enclosure
 of sigma (or sigma') with both ends rounded by ``RN_F``, ``m`` monotonicity (the expression is smooth,
-checked again here, and the enclosure of its sympy derivative over the interval has one sign) with the
+checked again here, and the enclosure of its sympy derivative, as differentiated or factored, over the
+interval has one sign) with the
 certain roundings at both ends.  Exhaustive "fails" verdicts are reported as not re-checked.
 Undecided verdicts have nothing to check.
 """
@@ -282,7 +283,15 @@ def _refutation_cover(c: _Ctx, ref, clause: str, function: str, kind: str) -> li
             return [f"{clause} the refutation's L is not sigma~(-Omega)"]
     g = act.expr if function == "sigma" else act.derivative
     point = c.val if function == "sigma" else c.der
-    slope = sympy.diff(g, X) if _smooth(g) else None
+    slope = []
+    if _smooth(g):                              # g' as differentiated, and its factored form
+        slope.append(sympy.diff(g, X))
+        try:
+            f = sympy.factor(slope[0])
+            if _smooth(f):
+                slope.append(f)
+        except Exception:
+            pass
     prec = max(64, 2 * (fmt.M + 1) + 24)
     items = re.findall(r"([epm])\[\s*([^,\]\s]+)\s*,\s*([^\]\s]+)\s*\]", ref.get("cover") or "")
     if not items:
@@ -308,11 +317,16 @@ def _refutation_cover(c: _Ctx, ref, clause: str, function: str, kind: str) -> li
             if _kind_in(fmt, kind, rl, rh, L):
                 return [f"{clause} the enclosure over [{float(a)!r}, {float(b)!r}] does not exclude {kind}"]
         else:                                   # "m": monotone (smooth g, derivative of one sign)
-            if slope is None:
+            if not slope:
                 return [f"{clause} a monotonicity interval needs a smooth expression"]
-            dlo, dhi = enclose_interval(slope, a, b, prec)
-            if any(t in (M.finf, M.fninf, M.fnan) for t in (dlo, dhi)) or not (
-                    M.mpf_ge(dlo, M.fzero) or M.mpf_le(dhi, M.fzero)):
+            signed = False
+            for d in slope:
+                dlo, dhi = enclose_interval(d, a, b, prec)
+                if all(t not in (M.finf, M.fninf, M.fnan) for t in (dlo, dhi)) and (
+                        M.mpf_ge(dlo, M.fzero) or M.mpf_le(dhi, M.fzero)):
+                    signed = True
+                    break
+            if not signed:
                 return [f"{clause} the derivative's sign over [{float(a)!r}, {float(b)!r}] is not proved"]
             qa, qb = point(a), point(b)
             if qa is None or qb is None or _kind_in(fmt, kind, min(qa, qb), max(qa, qb), L):

@@ -15,8 +15,8 @@ does that without enumeration, with the same machinery as the dead-tail scan (:m
   - ``e``: the interval-arithmetic enclosure of g over [a, b] (:func:`conditions._tail.enclose_interval`),
   - ``m``: monotonicity.  When g is *smooth* (built from +, *, constant powers, exp, log, erf, erfc,
     tanh, sinh, cosh, atan, asinh, sin, cos only: no Piecewise, step, sign, Abs, Max or Min, so g is
-    continuous wherever it is finite) and the interval enclosure of g' = sympy.diff(g) over [a, b] is
-    finite and of one sign, g is monotone on [a, b] and RN_F(g([a, b])) lies between the certain
+    continuous wherever it is finite) and the interval enclosure of g' = sympy.diff(g) over [a, b] (as
+    differentiated, or its ``sympy.factor`` form, see :func:`slopes`) is finite and of one sign, g is monotone on [a, b] and RN_F(g([a, b])) lies between the certain
     roundings RN_F(g(a)) and RN_F(g(b)).  Those are exact, including ties: sigmoid'(0) = 1/4 is the
     midpoint between 0 and 1/2 in float4_e2m1fn and rounds to the even 0, which no enclosure with a
     width could show (its upper end would lie above 1/4 and round to 1/2).
@@ -55,7 +55,7 @@ from ._search import ceil_log2, value_at, value_index
 from ._tail import enclose_interval
 from .verdict import hex_text
 
-__all__ = ["KINDS", "ExistsScan", "scan_exists", "range_has", "is_smooth", "cover_text"]
+__all__ = ["KINDS", "ExistsScan", "scan_exists", "range_has", "is_smooth", "slopes", "cover_text"]
 
 #: the kinds of rounded values the clauses ask for, and their wording
 KINDS = {
@@ -92,9 +92,33 @@ def is_smooth(expr) -> bool:
 
 
 @lru_cache(maxsize=None)
-def _slope(expr):
-    """sympy.diff(expr, x) if expr is smooth, else None."""
-    return sympy.diff(expr, X_SYMBOL) if is_smooth(expr) else None
+def slopes(expr) -> tuple:
+    """Expressions of g' = sympy.diff(g, x) for a smooth g (else ()): the derivative as differentiated
+    and its ``sympy.factor`` form, which is the same function (up to removable singularities) and often
+    has a sign that interval arithmetic can see (sigmoid'' = -(e^x - 1) e^x / (e^x + 1)^3, where the
+    differentiated form is a difference of two terms near 1/4 that cancel at 0)."""
+    if not is_smooth(expr):
+        return ()
+    d = sympy.diff(expr, X_SYMBOL)
+    out = [d]
+    try:
+        f = sympy.factor(d)
+        if f != d and is_smooth(f):
+            out.append(f)
+    except Exception:                         # factoring is an optimisation only
+        pass
+    return tuple(out)
+
+
+def _one_sign(slope_exprs, a, b, prec) -> bool:
+    """Is g' of one sign on [a, b], by the finite interval enclosure of one of its expressions?"""
+    for d in slope_exprs:
+        lo, hi = enclose_interval(d, a, b, prec)
+        if any(v in (L.finf, L.fninf, L.fnan) for v in (lo, hi)):
+            continue
+        if L.mpf_ge(lo, L.fzero) or L.mpf_le(hi, L.fzero):
+            return True
+    return False
 
 
 def _has_pow2(fmt: Format, lo, hi) -> bool:
@@ -186,7 +210,7 @@ def scan_exists(rounded, function: str, kind: str, *, L_value=None, max_interval
         raise ValueError(function)
     g = act.expr if function == "sigma" else act.derivative
     point = rounded.value if function == "sigma" else rounded.derivative
-    slope = _slope(g)
+    slope = slopes(g)
     prec = prec or max(64, 2 * (fmt.M + 1) + 24)
     out = ExistsScan(status="undecided", function=function, kind=kind, prec=prec)
     om = Fraction(fmt.max)
@@ -226,11 +250,9 @@ def scan_exists(rounded, function: str, kind: str, *, L_value=None, max_interval
             out.by_enclosure += 1
             out.cover.append((a, b, "e"))
             continue
-        if slope is not None:
+        if slope:
             out.intervals += 1
-            dlo, dhi = enclose_interval(slope, a, b, prec)
-            finite = all(v not in (L.finf, L.fninf, L.fnan) for v in (dlo, dhi))
-            if finite and (L.mpf_ge(dlo, L.fzero) or L.mpf_le(dhi, L.fzero)):
+            if _one_sign(slope, a, b, prec):
                 va, vb = at(a), at(b)
                 if hit_point(va):
                     out.points += 1

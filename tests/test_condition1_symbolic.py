@@ -68,7 +68,9 @@ def test_sigmoid_on_float4_fails_clause_e_symbolically_with_a_refutation_cover()
     assert v.holds is False and v.failing_clause.startswith("(e)")
     ref = v.counterexample["refutation"]
     assert ref["clause"] == "(e)" and ref["function"] == "derivative" and ref["kind"] == "nonzero_pow2"
-    assert "p[0x0.0p+0, 0x0.0p+0]" in ref["cover"]          # sigmoid'(0) = 1/4 decided by certain rounding
+    # sigmoid' is monotone on [-6, 0] and on [1/2, 6]; at the end 0 the tie sigmoid'(0) = 1/4 is rounded
+    # (to the even 0) by certain rounding, which no enclosure of positive width could decide
+    assert ref["cover"] == "m[-0x1.8000000000000p+2, 0x0.0p+0] m[0x1.0000000000000p-1, 0x1.8000000000000p+2]"
     assert "clause (e) refuted" in v.evidence
 
 
@@ -78,6 +80,16 @@ _S = 1 / (1 + sympy.exp(-x))
 def _scaled(name, expr):
     from condcheck.activations import make_activation
     return make_activation(name, expr)
+
+
+def _piecewise_tie(fmt):
+    """c * sigmoid with max sigma' = c/4 = omega/2 (a tie), written as a Piecewise of two equal forms,
+    so that its derivative is not smooth: no monotonicity, only enclosures and single values."""
+    f = get_format(fmt)
+    half = Fraction(f.smallest_subnormal) / 2
+    c = sympy.Rational(4 * half.numerator, half.denominator)
+    return _scaled(f"ptie_{fmt}", sympy.Piecewise((c / (1 + sympy.exp(-x)), x < 0),
+                                                  (c * sympy.exp(x) / (sympy.exp(x) + 1), True)))
 
 
 @pytest.mark.parametrize("fmt", ["float8_e4m3", "float8_e5m2", "float6_e3m2fn"])
@@ -99,6 +111,12 @@ def test_the_refutation_resolves_the_tie_and_fails_just_above_it(fmt):
     assert sc.status == "witness" and sc.witness_value == f.smallest_subnormal
     assert above.derivative(sc.witness) == f.smallest_subnormal
     assert condition1.check_symbolic(above).holds is condition1.check_exhaustive(above).holds is True
+    # the same tie without monotonicity (a Piecewise derivative): enclosures and single values refute it
+    pt = get_rounded(_piecewise_tie(fmt), fmt)
+    assert not is_smooth(pt.activation.derivative)
+    sc = scan_exists(pt, "derivative", "nonzero_pow2")
+    assert sc.status == "refuted" and sc.by_monotonicity == 0 and sc.points > 0
+    assert condition1.check_symbolic(pt).failing_clause == condition1.check_exhaustive(pt).failing_clause
 
 
 def test_a_pass_state_off_the_candidate_points_is_found_not_refuted():
@@ -116,10 +134,15 @@ def test_a_pass_state_off_the_candidate_points_is_found_not_refuted():
 
 
 def test_a_capped_existence_scan_is_undecided_never_fails():
-    # sigmoid on float4: the tail takes 5 interval enclosures, the refutation of clause (e) 18
-    r = get_rounded("sigmoid", "float4_e2m1fn")
-    assert scan_exists(r, "derivative", "nonzero_pow2", max_intervals=6).status == "undecided"
-    v = condition1.check_symbolic(r, max_intervals=6)
+    # a cap on interval evaluations that lets the tail finish but not the refutation (the piecewise tie
+    # below needs about 10 for its tail and over 100 for the refutation)
+    r = get_rounded(_piecewise_tie("float8_e4m3"), "float8_e4m3")
+    full = scan_exists(r, "derivative", "nonzero_pow2")
+    assert full.status == "refuted"
+    m = scan_dead_tail(r).intervals + 2
+    assert m < full.intervals and scan_dead_tail(r, max_intervals=m).status == "dead-to"
+    assert scan_exists(r, "derivative", "nonzero_pow2", max_intervals=m).status == "undecided"
+    v = condition1.check_symbolic(r, max_intervals=m)
     assert v.holds is None and "cap reached" in v.reason and "clause (e)" in v.reason
     assert "clause (a) proved" in v.evidence
 

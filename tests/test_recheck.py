@@ -85,24 +85,30 @@ def test_a_symbolic_clause_a_counterexample_rechecks():
 
 def test_a_tampered_refutation_is_rejected():
     cert = check_activation("sigmoid", "float4_e2m1fn", method="symbolic").to_certificate()
-    # 1) a cover with a gap (the entry for 0, where sigmoid'(0) = 1/4 is the tie, removed)
-    gap = copy.deepcopy(cert)
-    ref = gap["conditions"]["1"]["counterexample"]["refutation"]
-    assert "p[0x0.0p+0, 0x0.0p+0] " in ref["cover"]
-    ref["cover"] = ref["cover"].replace("p[0x0.0p+0, 0x0.0p+0] ", "")
-    res = recheck_certificate(gap)
-    assert not res["ok"] and "does not continue the cover" in res["conditions"]["1"]["problems"][0]
+    # 1) a cover with a gap, and a cover that stops before Omega
+    ref = cert["conditions"]["1"]["counterexample"]["refutation"]
+    assert ref["cover"] == "m[-0x1.8000000000000p+2, 0x0.0p+0] m[0x1.0000000000000p-1, 0x1.8000000000000p+2]"
+    for cover, why in (("m[-0x1.8000000000000p+2, -0x1.0000000000000p-1] m[0x1.0000000000000p-1, 0x1.8000000000000p+2]",
+                        "does not continue the cover"),
+                       ("m[-0x1.8000000000000p+2, 0x0.0p+0]", "ends before Omega")):
+        bad = copy.deepcopy(cert)
+        bad["conditions"]["1"]["counterexample"]["refutation"]["cover"] = cover
+        res = recheck_certificate(bad)
+        assert not res["ok"] and why in res["conditions"]["1"]["problems"][0]
     # 2) the same cover claimed for tanh, whose derivative at 0 is 1: the refutation is wrong there
     other = copy.deepcopy(cert)
     other["activation"] = "tanh"
     res = recheck_certificate(other)
     assert not res["ok"] and all(res["conditions"][k]["problems"] for k in "123")
-    # 3) an interval enclosure over a range containing 0 cannot exclude the tie: 1/4 would round to 1/2
-    merged = copy.deepcopy(cert)
-    ref = merged["conditions"]["1"]["counterexample"]["refutation"]
-    ref["cover"] = "e[-0x1.8000000000000p+2, 0x1.8000000000000p+2]"
-    res = recheck_certificate(merged)
-    assert not res["ok"] and "does not exclude" in res["conditions"]["1"]["problems"][0]
+    # 3) an interval enclosure over a range containing 0 cannot exclude the tie: 1/4 would round to 1/2;
+    #    nor is sigmoid' monotone across 0
+    for cover, why in (("e[-0x1.8000000000000p+2, 0x1.8000000000000p+2]", "does not exclude"),
+                       ("e[-0x1.0000000000000p-1, 0x1.0000000000000p-1]", "does not continue"),
+                       ("m[-0x1.8000000000000p+2, 0x1.8000000000000p+2]", "sign over")):
+        merged = copy.deepcopy(cert)
+        merged["conditions"]["1"]["counterexample"]["refutation"]["cover"] = cover
+        res = recheck_certificate(merged)
+        assert not res["ok"] and why in res["conditions"]["1"]["problems"][0], res["conditions"]["1"]
 
 
 def test_cli_check_method_symbolic_on_a_small_format():
