@@ -17,7 +17,8 @@ fields disagree with each other is rejected.
 
 A "fails" verdict is a statement about every value of the format.  A symbolic "fails" is re-proved:
 Condition 1's clause (a) at its counterexample point (not dead, and at most -Omega/2); Condition 1's
-clauses (b)-(e), Condition 2's "no delta_1 with sigma~'(delta_1) = +-2^k, 2^-M <= 2^k <= 1" and
+clauses (b)-(e), Condition 2's "no delta_1 with sigma~'(delta_1) = +-2^k, 2^-M <= 2^k <= 1" (clause (ii);
+with also -k <= e_max and k <= -e_min + M, clause (iii)) and
 Condition 3's route (b) "|sigma~'| < 2^-M everywhere" (route (a) at the point 0) from the certificate's
 refutation cover (``counterexample.refutation.cover``, see ``conditions._exists``):
 its intervals must follow each other value by value from -Omega to Omega, and each must exclude the
@@ -211,6 +212,13 @@ def _kind_in(fmt, kind, lo, hi, L) -> bool:
         t = Fraction(1, 2 ** fmt.M)
         return (b >= t and pow2_between(max(a, t), min(b, Fraction(1)))) or \
             (a <= -t and pow2_between(max(-b, t), min(-a, Fraction(1))))
+    if kind == "pass_pow2_iii":             # and -k <= e_max, k <= -e_min + M
+        lo_k, hi_k = max(-fmt.M, -fmt.e_max), min(0, -fmt.e_min + fmt.M)
+        if lo_k > hi_k:
+            return False
+        t, u = Fraction(2) ** lo_k, Fraction(2) ** hi_k
+        return (b >= t and pow2_between(max(a, t), min(b, u))) or \
+            (a <= -t and pow2_between(max(-b, t), min(-a, u)))
     if kind == "abs_at_least_2^-M":
         t = Fraction(1, 2 ** fmt.M)
         return b >= t or a <= -t
@@ -243,11 +251,16 @@ def _condition1_refutation(c: _Ctx, v) -> list[str]:
 
 
 def _condition2_refutation(c: _Ctx, v) -> list[str]:
-    """Condition 2 fails when no value is a pass state: sigma~' = +-2^k with 2^-M <= 2^k <= 1 nowhere."""
-    if not (v.get("failing_clause") or "").startswith("(ii) no delta_1"):
-        return [f"a symbolic refutation of Condition 2 is re-checked for clause (ii) (no delta_1) only, not "
-                f"{v.get('failing_clause')!r}"]
-    return _refutation_cover(c, (v.get("counterexample") or {}).get("refutation"), "(ii)", "derivative", "pass_pow2")
+    """Condition 2 fails when no value is a pass state: sigma~' = +-2^k with 2^-M <= 2^k <= 1 nowhere
+    (clause (ii)), or nowhere with also -k <= e_max and k <= -e_min + M (clause (iii))."""
+    ref = (v.get("counterexample") or {}).get("refutation")
+    clause = v.get("failing_clause") or ""
+    if clause.startswith("(ii) no delta_1"):
+        return _refutation_cover(c, ref, "(ii)", "derivative", "pass_pow2")
+    if clause.startswith("(iii) for every pass candidate"):
+        return _refutation_cover(c, ref, "(iii)", "derivative", "pass_pow2_iii")
+    return [f"a symbolic refutation of Condition 2 is re-checked for clauses (ii) and (iii) (no delta_1) only, "
+            f"not {clause!r}"]
 
 
 def _condition3_refutation(c: _Ctx, v) -> list[str]:

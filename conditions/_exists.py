@@ -63,7 +63,8 @@ KINDS = {
     "positive_pow2": "a positive power of two",
     "zero": "0",
     "nonzero_pow2": "a nonzero power of two (+-2^k)",
-    "pass_pow2": "+-2^k with 2^-M <= 2^k <= 1 (Condition 2's pass state)",
+    "pass_pow2": "+-2^k with 2^-M <= 2^k <= 1 (Condition 2's pass state, clause (ii))",
+    "pass_pow2_iii": "+-2^k with 2^-M <= 2^k <= 1, -k <= e_max and k <= -e_min + M (Condition 2's (ii) and (iii))",
     "abs_at_least_2^-M": "of magnitude at least 2^-M (Condition 3's usable derivative)",
 }
 
@@ -155,6 +156,13 @@ def range_has(kind: str, lo, hi, fmt: Format, L_value=None) -> bool:
         t, one = Fraction(2) ** -fmt.M, Fraction(1)
         return ((b >= t and _has_pow2(fmt, max(a, t), min(b, one)))
                 or (a <= -t and _has_pow2(fmt, max(-b, t), min(-a, one))))
+    if kind == "pass_pow2_iii":
+        lo_k, hi_k = max(-fmt.M, -fmt.e_max), min(0, -fmt.e_min + fmt.M)
+        if lo_k > hi_k:
+            return False
+        t, u = Fraction(2) ** lo_k, Fraction(2) ** hi_k
+        return ((b >= t and _has_pow2(fmt, max(a, t), min(b, u)))
+                or (a <= -t and _has_pow2(fmt, max(-b, t), min(-a, u))))
     if kind == "abs_at_least_2^-M":
         t = Fraction(2) ** -fmt.M
         return b >= t or a <= -t

@@ -99,3 +99,17 @@ def test_witness_report_carries_exact_values_and_bit_patterns():
 def test_statement_names_every_clause():
     for clause in ("(i)", "(ii)", "(iii)", "(iv)"):
         assert clause in condition2.STATEMENT
+
+
+@pytest.mark.parametrize("fmt", ["b2_2", "b3_2", "b5_2"])
+def test_sigmoid_fails_clause_iii_on_e2_formats_and_the_symbolic_checker_proves_it(fmt):
+    # e_max = 1 there, so (iii) needs -k <= 1, i.e. |sigma~'(delta_1)| >= 1/2; but sigmoid' <= 1/4
+    r = get_rounded("sigmoid", fmt)
+    ex, sy = condition2.check_exhaustive(r), condition2.check_symbolic(r)
+    assert ex.holds is sy.holds is False
+    assert ex.failing_clause.startswith("(iii)") and sy.failing_clause == ex.failing_clause
+    assert sy.counterexample["refutation"]["kind"] == "pass_pow2_iii"
+    from condcheck.check import check_activation
+    from condcheck.recheck import recheck_certificate
+    cert = check_activation("sigmoid", fmt, method="symbolic").to_certificate()
+    assert recheck_certificate(cert)["conditions"]["2"] == {"verdict": "fails", "rechecked": True, "problems": []}
