@@ -4,10 +4,11 @@ Formats of at most 16 bits are checked exhaustively (every value enumerated); wi
 symbolically (a witness checked with certain rounding proves "holds"; otherwise "undecided").
 
 Condition 1 is condcheck's own statement (``conditions.condition1``: the dead tail and the states the
-Theorem 5 constructor gates with); it is decided exhaustively for formats of at most 16 bits and is
-undecided for wider ones (its dead tail quantifies over every value below z_d and is not certified
-symbolically yet), so a float32/float64 result is at best "undecided".  Conditions 2 and 3:
-``conditions.condition2``, ``conditions.condition3``.
+Theorem 5 constructor gates with); it is decided exhaustively for formats of at most 16 bits and
+symbolically for wider ones (the dead tail by the certified range check of ``conditions._tail``, the
+existence clauses by witness points or, failing those, by the certified scan of ``conditions._exists``,
+which finds a witness or refutes the clause).  Conditions 2 and 3: ``conditions.condition2``,
+``conditions.condition3``.  ``method="symbolic"`` runs the symbolic checkers on a small format too.
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 from conditions import condition1, condition2, condition3
 
 from .activations import PAPER_ACTIVATIONS, get_activation
+from .errors import CondcheckError
 from .formats import Format, get_format
 from .rounded_activation import get_rounded
 
@@ -105,13 +107,22 @@ class CheckResult:
         return "\n".join(lines)
 
 
-def check_activation(activation, format, implementation: str = "exact") -> CheckResult:
-    """Decide Conditions 1-3 for an activation on a format, with witnesses and evidence."""
+METHODS = ("auto", "exhaustive", "symbolic")
+
+
+def check_activation(activation, format, implementation: str = "exact", method: str = "auto") -> CheckResult:
+    """Decide Conditions 1-3 for an activation on a format, with witnesses and evidence.
+
+    ``method``: "auto" (exhaustive for formats of at most 16 bits, symbolic beyond), "exhaustive" (at
+    most 16 bits) or "symbolic" (any format; on small formats it is the cross-check of the exhaustive
+    checker)."""
     t0 = time.perf_counter()
+    if method not in METHODS:
+        raise CondcheckError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
     act = get_activation(activation)
     fmt = get_format(format)
     rounded = get_rounded(act, fmt, implementation)
-    exhaustive = fmt.bits <= 16
+    exhaustive = fmt.bits <= 16 if method == "auto" else method == "exhaustive"
     verdicts = {}
     for key, module in (("1", condition1), ("2", condition2), ("3", condition3)):
         verdicts[key] = module.check_exhaustive(rounded) if exhaustive else module.check_symbolic(rounded)

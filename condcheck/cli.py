@@ -126,8 +126,11 @@ def _cell(v) -> str:
 @click.option("--implementation", "-i", default="exact", show_default=True,
               help="How sigma~ and sigma~' are computed: exact (correctly rounded), float32-upcast, or torch "
                    "(observed PyTorch CPU table, formats of at most 16 bits).")
+@click.option("--method", "-m", type=click.Choice(["auto", "exhaustive", "symbolic"]), default="auto",
+              show_default=True, help="auto: enumerate formats of at most 16 bits, symbolic beyond; symbolic: "
+                                      "the certified symbolic checkers on any format.")
 @click.option("--json", "as_json", is_flag=True, help="Print the condition certificate (SPEC 6) as JSON.")
-def check(activation, format, implementation, as_json):
+def check(activation, format, implementation, method, as_json):
     """Decide Conditions 1-3 for an activation on a format.
 
     \b
@@ -139,7 +142,7 @@ def check(activation, format, implementation, as_json):
     """
     from .check import check_activation
 
-    res = check_activation(activation, format, implementation)
+    res = check_activation(activation, format, implementation, method)
     click.echo(json.dumps(res.to_certificate(), indent=1) if as_json else res.text())
     sys.exit({True: 0, False: 1, None: 3}[res.holds])
 

@@ -13,9 +13,21 @@ enclosure of sigma and sigma' over it, ``conditions._tail.enclose_interval``, sh
 part of the certain evaluation; its ends are rounded here with ``RN_F``, which is monotone, so both
 ends rounding to L means every real between them does).
 The witness values are also compared with their hex strings and bit patterns, so a certificate whose
-fields disagree with each other is rejected.  A "fails" verdict is a statement about every value of the
-format and cannot be re-checked from a witness; it is reported as not re-checked.  Undecided verdicts
-have nothing to check.
+fields disagree with each other is rejected.
+
+A "fails" verdict is a statement about every value of the format.  A symbolic "fails" is re-proved:
+Condition 1's clause (a) at its counterexample point (not dead, and at most -Omega/2); Condition 1's
+clauses (b)-(e), Condition 2's "no delta_1 with sigma~'(delta_1) = +-2^k, 2^-M <= 2^k <= 1" (clause (ii);
+with also -k <= e_max and k <= -e_min + M, clause (iii)) and
+Condition 3's route (b) "|sigma~'| < 2^-M everywhere" (route (a) at the point 0) from the certificate's
+refutation cover (``counterexample.refutation.cover``, see ``conditions._exists``):
+its intervals must follow each other value by value from -Omega to Omega, and each must exclude the
+kind of value the clause asks for: ``p`` a single value by certain rounding, ``e`` the interval enclosure
+of sigma (or sigma') with both ends rounded by ``RN_F``, ``m`` monotonicity (the expression is smooth,
+checked again here, and the enclosure of its sympy derivative, as differentiated or factored, over the
+interval has one sign) with the
+certain roundings at both ends.  Exhaustive "fails" verdicts are reported as not re-checked.
+Undecided verdicts have nothing to check.
 """
 from __future__ import annotations
 
@@ -154,6 +166,190 @@ def _condition1(c: _Ctx, w) -> list[str]:
     return bad
 
 
+def _smooth(expr) -> bool:
+    """Built only from numbers, x, +, *, constant powers, exp, log, erf, erfc, tanh, sinh, cosh, atan,
+    asinh, sin, cos (continuous wherever finite): the premise of a monotonicity interval."""
+    import sympy
+    fns = (sympy.exp, sympy.log, sympy.erf, sympy.erfc, sympy.tanh, sympy.sinh, sympy.cosh, sympy.atan,
+           sympy.asinh, sympy.sin, sympy.cos)
+    for e in sympy.preorder_traversal(expr):
+        if e.is_Symbol or e.is_Number or isinstance(e, sympy.NumberSymbol) or isinstance(e, (sympy.Add, sympy.Mul)):
+            continue
+        if isinstance(e, sympy.Pow) and e.args[1].is_number:
+            continue
+        if isinstance(e, fns) and len(e.args) == 1:
+            continue
+        return False
+    return True
+
+
+def _kind_in(fmt, kind, lo, hi, L) -> bool:
+    """Is a value of ``kind`` among the finite values of fmt between lo and hi (+-inf: overflow)?"""
+    om = Fraction(fmt.max)
+    inf = float("inf")
+    if lo == inf or hi == -inf:
+        return False
+    a = -om if lo == -inf else max(Fraction(lo), -om)
+    b = om if hi == inf else min(Fraction(hi), om)
+    if a > b:
+        return False
+    if kind == "zero":
+        return a <= 0 <= b
+    if kind == "finite_not_L":
+        return not (a == b == L)
+
+    def pow2_between(u, v):            # a power of two of fmt in [u, v], 0 <= u
+        u = max(u, Fraction(fmt.smallest_subnormal))
+        p = Fraction(2) ** (u.numerator.bit_length() - u.denominator.bit_length() - 1)
+        while p < u:
+            p *= 2
+        while p <= v and p <= om:
+            if p >= u and fmt.contains(p):
+                return True
+            p *= 2
+        return False
+    if kind == "pass_pow2":                 # +-2^k with 2^-M <= 2^k <= 1
+        t = Fraction(1, 2 ** fmt.M)
+        return (b >= t and pow2_between(max(a, t), min(b, Fraction(1)))) or \
+            (a <= -t and pow2_between(max(-b, t), min(-a, Fraction(1))))
+    if kind == "pass_pow2_iii":             # and -k <= e_max, k <= -e_min + M
+        lo_k, hi_k = max(-fmt.M, -fmt.e_max), min(0, -fmt.e_min + fmt.M)
+        if lo_k > hi_k:
+            return False
+        t, u = Fraction(2) ** lo_k, Fraction(2) ** hi_k
+        return (b >= t and pow2_between(max(a, t), min(b, u))) or \
+            (a <= -t and pow2_between(max(-b, t), min(-a, u)))
+    if kind == "abs_at_least_2^-M":
+        t = Fraction(1, 2 ** fmt.M)
+        return b >= t or a <= -t
+    if kind == "positive_pow2":
+        return b > 0 and pow2_between(max(a, Fraction(0)), b)
+    if kind == "nonzero_pow2":
+        return (b > 0 and pow2_between(max(a, Fraction(0)), b)) or (a < 0 and pow2_between(max(-b, Fraction(0)), -a))
+    raise CondcheckError(f"unknown kind {kind!r} in a refutation")
+
+
+def _condition1_refutation(c: _Ctx, v) -> list[str]:
+    """A symbolic "fails" of Condition 1, re-proved: a point counterexample of clause (a), or the
+    refutation cover of an existence clause (every value of the format excluded)."""
+    fmt = c.fmt
+    cx = v.get("counterexample") or {}
+    clause = (v.get("failing_clause") or "")[:3]
+    om = Fraction(fmt.max)
+    if clause == "(a)":
+        z = c.num(cx, "z")
+        L = c.val(-om)
+        dead = L is not None and c.val(z) == L and c.der(z) == 0
+        if dead or z > -om / 2:
+            return [f"(a) the counterexample z = {float(z)!r} is dead or above -Omega/2"]
+        return []
+    expected = {"(b)": ("sigma", "finite_not_L"), "(c)": ("sigma", "positive_pow2"), "(d)": ("sigma", "zero"),
+                "(e)": ("derivative", "nonzero_pow2")}.get(clause)
+    if expected is None:
+        return [f"unknown failing clause {v.get('failing_clause')!r}"]
+    return _refutation_cover(c, cx.get("refutation"), clause, *expected)
+
+
+def _condition2_refutation(c: _Ctx, v) -> list[str]:
+    """Condition 2 fails when no value is a pass state: sigma~' = +-2^k with 2^-M <= 2^k <= 1 nowhere
+    (clause (ii)), or nowhere with also -k <= e_max and k <= -e_min + M (clause (iii))."""
+    ref = (v.get("counterexample") or {}).get("refutation")
+    clause = v.get("failing_clause") or ""
+    if clause.startswith("(ii) no delta_1"):
+        return _refutation_cover(c, ref, "(ii)", "derivative", "pass_pow2")
+    if clause.startswith("(iii) for every pass candidate"):
+        return _refutation_cover(c, ref, "(iii)", "derivative", "pass_pow2_iii")
+    return [f"a symbolic refutation of Condition 2 is re-checked for clauses (ii) and (iii) (no delta_1) only, "
+            f"not {clause!r}"]
+
+
+def _condition3_refutation(c: _Ctx, v) -> list[str]:
+    """Condition 3 fails when |sigma~'(0)| < 2^-M (route (a), at the point 0) and |sigma~'| < 2^-M at every
+    value (route (b), from the refutation cover)."""
+    d0 = c.der(Fraction(0))
+    if d0 is not None and abs(d0) >= Fraction(1, 2 ** c.fmt.M):
+        return ["(a) |sigma~'(0)| >= 2^-M: route (a) does not fail at 0"]
+    return _refutation_cover(c, (v.get("counterexample") or {}).get("refutation"), "(b)", "derivative",
+                             "abs_at_least_2^-M")
+
+
+def _refutation_cover(c: _Ctx, ref, clause: str, function: str, kind: str) -> list[str]:
+    """The cover must exclude ``kind`` from RN_F(g) (g = sigma or sigma') at every value from -Omega to
+    Omega, interval by interval (see the module docstring)."""
+    import mpmath.libmp as M
+    import sympy
+
+    from conditions._tail import enclose_interval
+    from .activations import x as X
+    from .rounded_activation import _round_end
+    fmt, act = c.fmt, c.r.activation
+    om = Fraction(fmt.max)
+    if not isinstance(ref, dict) or ref.get("clause") != clause:
+        return [f"{clause} a symbolic refutation needs a refutation cover for that clause"]
+    if (ref.get("function"), ref.get("kind")) != (function, kind):
+        return [f"{clause} the refutation is about {ref.get('function')}/{ref.get('kind')}, not {function}/{kind}"]
+    if act.expr is None or c.r.implementation != "exact":
+        return [f"{clause} a refutation is re-checked for the correctly rounded implementation of an expression only"]
+    L = c.val(-om)
+    if kind == "finite_not_L":
+        if L is None or c.num(ref, "L") != L:
+            return [f"{clause} the refutation's L is not sigma~(-Omega)"]
+    g = act.expr if function == "sigma" else act.derivative
+    point = c.val if function == "sigma" else c.der
+    slope = []
+    if _smooth(g):                              # g' as differentiated, and its factored form
+        slope.append(sympy.diff(g, X))
+        try:
+            f = sympy.factor(slope[0])
+            if _smooth(f):
+                slope.append(f)
+        except Exception:
+            pass
+    prec = max(64, 2 * (fmt.M + 1) + 24)
+    items = re.findall(r"([epm])\[\s*([^,\]\s]+)\s*,\s*([^\]\s]+)\s*\]", ref.get("cover") or "")
+    if not items:
+        return [f"{clause} the refutation cover has no intervals"]
+    expect = -om
+    for how, ta, tb in items:
+        a, b = _hex_value(ta), _hex_value(tb)
+        if a != expect or b < a or not fmt.contains(a) or not fmt.contains(b):
+            return [f"{clause} cover interval [{float(a)!r}, {float(b)!r}] does not continue the cover "
+                    f"(expected it to start at {float(expect)!r})"]
+        if how == "p":
+            if a != b:
+                return [f"{clause} a single-value entry [{float(a)!r}, {float(b)!r}] has two ends"]
+            q = point(a)
+            if q is not None and _kind_in(fmt, kind, q, q, L):
+                return [f"{clause} holds at z = {float(a)!r}: the refutation is wrong"]
+        elif how == "e":
+            lo, hi = enclose_interval(g, a, b, prec)
+            try:
+                rl, rh = _round_end(lo, fmt), _round_end(hi, fmt)
+            except CondcheckError:
+                return [f"{clause} no enclosure over [{float(a)!r}, {float(b)!r}]"]
+            if _kind_in(fmt, kind, rl, rh, L):
+                return [f"{clause} the enclosure over [{float(a)!r}, {float(b)!r}] does not exclude {kind}"]
+        else:                                   # "m": monotone (smooth g, derivative of one sign)
+            if not slope:
+                return [f"{clause} a monotonicity interval needs a smooth expression"]
+            signed = False
+            for d in slope:
+                dlo, dhi = enclose_interval(d, a, b, prec)
+                if all(t not in (M.finf, M.fninf, M.fnan) for t in (dlo, dhi)) and (
+                        M.mpf_ge(dlo, M.fzero) or M.mpf_le(dhi, M.fzero)):
+                    signed = True
+                    break
+            if not signed:
+                return [f"{clause} the derivative's sign over [{float(a)!r}, {float(b)!r}] is not proved"]
+            qa, qb = point(a), point(b)
+            if qa is None or qb is None or _kind_in(fmt, kind, min(qa, qb), max(qa, qb), L):
+                return [f"{clause} the rounded ends over [{float(a)!r}, {float(b)!r}] do not exclude {kind}"]
+        if b == om:
+            return []
+        expect = fmt.next_up(b)
+    return [f"{clause} the refutation cover ends before Omega"]
+
+
 def _condition2(c: _Ctx, w) -> list[str]:
     bad = []
     fmt = c.fmt
@@ -225,6 +421,7 @@ def _condition3(c: _Ctx, w) -> list[str]:
 
 
 _RECHECK = {"1": _condition1, "2": _condition2, "3": _condition3}
+_REFUTATION = {"1": _condition1_refutation, "2": _condition2_refutation, "3": _condition3_refutation}
 
 
 def recheck_certificate(cert: dict) -> dict:
@@ -240,6 +437,10 @@ def recheck_certificate(cert: dict) -> dict:
         if v.get("holds") is True:
             problems = _RECHECK[k](c, v.get("witness") or {})
             out[k] = {"verdict": "holds", "rechecked": True, "problems": problems}
+            ok &= not problems
+        elif v.get("holds") is False and v.get("method") == "symbolic":
+            problems = _REFUTATION[k](c, v)
+            out[k] = {"verdict": "fails", "rechecked": True, "problems": problems}
             ok &= not problems
         else:
             out[k] = {"verdict": {False: "fails", None: "undecided"}[v.get("holds")], "rechecked": False,

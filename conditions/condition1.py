@@ -36,11 +36,16 @@ values in float32, 2^62 in float64) and is proved by the certified range check o
 :mod:`conditions._tail` (interval arithmetic on sigma and sigma' over whole intervals of format values,
 bisected from -Omega until each interval provably rounds to L and to 0; single values by certain
 rounding), which finds exactly the exhaustive checker's z_d; clauses (b)-(e) are existential and are
-proved by witness points evaluated with certain rounding.  Never "holds" from sampling: where the range
-check does not apply (implementations other than "exact", callable activations) or hits its caps, or no
-witness point is found for (b)-(e), the verdict is undecided with the reason.  A symbolic "fails" comes
-only with a certified counterexample for (a) (-Omega not dead, or a non-dead value <= -Omega/2) or with
-the whole format proved dead for (b).
+proved by witness points evaluated with certain rounding; a clause without a witness among the
+candidate points goes to the certified scan of :mod:`conditions._exists`, which covers every value of
+the format by intervals (interval enclosures, monotonicity from the sign of the derivative's
+enclosure, single values by certain rounding) and either finds a witness or *refutes* the clause (e.g.
+sigmoid on float4_e2m1fn: sigmoid' <= 1/4 and RN(1/4) = 0, a tie to even, so no pass state (e)).
+Never "holds" from sampling: where the range check does not apply (implementations other than "exact",
+callable activations) or a scan hits its caps, the verdict is undecided with the reason.  A symbolic
+"fails" comes only with a certificate: a counterexample point for (a) (-Omega not dead, or a non-dead
+value <= -Omega/2), or a refutation cover of every value of the format for (b)-(e) (for (b): the whole
+format proved dead), re-proved by ``condcheck recheck``.
 
 Witness preference (exhaustive; the symbolic checker has the same z_d and picks the other states by the
 same preferences among its candidate points): z_d the largest value with the tail property (the whole tail); the live state
@@ -251,6 +256,11 @@ MAX_INTERVALS = 4000
 TIME_LIMIT = 20.0
 
 
+#: the existence clauses: which rounded function each asks about, and the kind of value it needs
+_EXISTENCE = {"(b)": ("sigma", "finite_not_L"), "(c)": ("sigma", "positive_pow2"), "(d)": ("sigma", "zero"),
+              "(e)": ("derivative", "nonzero_pow2")}
+
+
 def check_symbolic(rounded, fmt=None, *, max_intervals: int = MAX_INTERVALS,
                    time_limit: float = TIME_LIMIT) -> Verdict:
     """Condition 1 without enumeration: the dead tail by a certified range check, the other clauses at
@@ -260,12 +270,14 @@ def check_symbolic(rounded, fmt=None, *, max_intervals: int = MAX_INTERVALS,
     each proved with interval arithmetic over the whole interval (sigma in the exact set of reals that
     round to L, sigma' in the set that rounds to 0), bisecting until proved; the first value that is not
     dead (certain point rounding) ends the tail, so z_d is exactly the exhaustive checker's z_d.
-    Clauses (b)-(e) are existence claims: a witness point, checked with certain rounding, proves each.
-    Verdicts: "holds" (all proved); "fails" only for clause (a), with a certified counterexample point
-    (-Omega not dead, or a value <= -Omega/2 that is not dead) or, for (b), when every value of the
-    format was proved dead; "undecided" when a cap is hit, when no witness point is found for (b)-(e)
-    among the candidates (that proves nothing: the clauses are existential), or for implementations
-    other than the correctly rounded one of a sympy expression (the range check needs the expression).
+    Clauses (b)-(e) are existence claims: a witness point, checked with certain rounding, proves each;
+    a clause with no witness among the candidate points is decided by
+    :func:`conditions._exists.scan_exists` over every value of the format (a witness, or a refutation).
+    Verdicts: "holds" (all proved); "fails" with a certified counterexample point for (a) (-Omega not
+    dead, or a value <= -Omega/2 that is not dead), or with a refutation cover for (b)-(e) (the first
+    refuted clause in order; an earlier clause the scan could not decide is named in the evidence);
+    "undecided" when a cap is hit, or for implementations other than the correctly rounded one of a
+    sympy expression (the range checks need the expression).
     """
     t0 = time.perf_counter()
     fmt = resolve_format(rounded, fmt)
@@ -277,7 +289,9 @@ def check_symbolic(rounded, fmt=None, *, max_intervals: int = MAX_INTERVALS,
     if rounded.implementation != "exact":
         return _undecided_without_ranges(rounded, names, t0, f"the certified range check covers the correctly "
                                          f"rounded ('exact') implementation only, not {rounded.implementation!r}")
-    from ._tail import scan_dead_tail          # here: conditions._tail imports condcheck, which imports us
+    # here: conditions._tail and ._exists import condcheck, which imports us
+    from ._exists import KINDS, cover_text, scan_exists
+    from ._tail import scan_dead_tail
     scan = scan_dead_tail(rounded, max_intervals=max_intervals, time_limit=time_limit)
     om = Fraction(fmt.max)
     method = (f"interval arithmetic (mpmath, {scan.prec} bits) on sigma and sigma' over whole intervals of "
@@ -306,8 +320,12 @@ def check_symbolic(rounded, fmt=None, *, max_intervals: int = MAX_INTERVALS,
                  f"{num_text(scan.widest[1]) if scan.widest else '-'}]); sigma in {scan.value_set.text()} "
                  f"(rounds to L = {num_text(L)}) and sigma' in {scan.derivative_set.text()} (rounds to 0)")
     if scan.first_live is None:
+        # every value of F is dead: sigma~ = L everywhere, so (b) fails; the tail cover is the refutation
+        ref = {"clause": "(b)", "function": "sigma", "kind": "finite_not_L", "excludes": KINDS["finite_not_L"],
+               "L": exact_value(L, fmt), "range": "every finite value of the format, from -Omega to Omega",
+               "cover": cover_text([(a, b, "p" if a == b else "e") for a, b in scan.cover])}
         return fail("(b)", {"L": exact_value(L, fmt), "why": "sigma~ equals L at every finite value above "
-                            "z_d (none): every value of the format was proved dead"}, tail_text)
+                            "z_d (none): every value of the format was proved dead", "refutation": ref}, tail_text)
     n = scan.first_live
     if n <= -om / 2:
         c = _point_report(rounded, n, fmt)
@@ -330,13 +348,44 @@ def check_symbolic(rounded, fmt=None, *, max_intervals: int = MAX_INTERVALS,
     const = [p for p in pts if val[p] is not None and val[p] > 0 and _is_pow2(val[p])]
     zero = [p for p in pts if val[p] == 0]
     pas = [p for p in pts if p > z_d and _is_pow2(der[p])]
-    missing = [c for c, found in (("(b)", live), ("(c)", const), ("(d)", zero), ("(e)", pas)) if not found]
-    if missing:
+    found = {"(b)": live, "(c)": const, "(d)": zero, "(e)": pas}
+    missing = [c for c, lst in found.items() if not lst]
+    # a clause without a witness among the candidates: scan every value of F for one, or refute it
+    searched, undecided = [], []
+    for c in missing:
+        function, kind = _EXISTENCE[c]
+        ex = scan_exists(rounded, function, kind, L_value=L, max_intervals=max_intervals, time_limit=time_limit)
+        if ex.status == "witness":
+            p = ex.witness
+            val.setdefault(p, safe_eval(rounded.value, p))
+            der.setdefault(p, safe_eval(rounded.derivative, p))
+            found[c].append(p)
+            searched.append(f"clause {c}: no witness among the candidates, found {num_text(p)} by the certified "
+                            f"scan of every value ({ex.intervals} interval evaluations, {ex.points} single values)")
+            continue
+        if ex.status == "refuted":
+            ref = {"clause": c, "function": function, "kind": kind, "excludes": KINDS[kind],
+                   "range": "every finite value of the format, from -Omega to Omega", "cover": ex.cover_text()}
+            if kind == "finite_not_L":
+                ref["L"] = exact_value(L, fmt)
+            g = "sigma~" if function == "sigma" else "sigma~'"
+            why = (f"{g} is never "
+                   f"{KINDS[kind]} on any finite value of {fmt.name} (proved by the refutation cover)")
+            earlier = (f"; clause{'s' if len(undecided) > 1 else ''} {', '.join(u for u, _ in undecided)} before it "
+                       f"undecided ({'; '.join(r for _, r in undecided)})" if undecided else "")
+            return fail(c, {"why": why, "refutation": ref},
+                        f"{tail_text}; clause {c} refuted: {ex.summary()}{earlier}")
+        undecided.append((c, ex.reason))
+    if undecided:
         return Verdict(method="symbolic", holds=None, seconds=time.perf_counter() - t0,
-                       evidence=f"{tail_text}; {len(pts)} candidate points evaluated with certain rounding",
-                       reason=f"no witness for clause{'s' if len(missing) > 1 else ''} {', '.join(missing)} "
-                              f"among the {len(pts)} candidate points (the clauses are existential: a miss proves "
-                              f"nothing without enumeration)", **names)
+                       evidence=f"{tail_text}; {len(pts)} candidate points evaluated with certain rounding"
+                                + "".join(f"; {t}" for t in searched),
+                       reason=f"no witness for clause{'s' if len(undecided) > 1 else ''} "
+                              f"{', '.join(c for c, _ in undecided)} among the {len(pts)} candidate points, and the "
+                              f"certified scan of every value neither found one nor refuted "
+                              f"{'them' if len(undecided) > 1 else 'it'}: {'; '.join(r for _, r in undecided)}",
+                       **names)
+    live, const, zero, pas = (sorted(found[c]) for c in ("(b)", "(c)", "(d)", "(e)"))
     ic = min(const, key=lambda p: (abs(_pow2_exp(val[p])), abs(p)))
     iz = min(zero, key=abs)
     ip = min(pas, key=lambda p: (max(0, -_pow2_exp(der[p]) - 1), abs(val[p]) if val[p] is not None else om, p))
@@ -348,5 +397,6 @@ def check_symbolic(rounded, fmt=None, *, max_intervals: int = MAX_INTERVALS,
         raise AssertionError(f"internal: symbolic Condition 1 witness fails its re-check: {problems}")
     return Verdict(method="symbolic", holds=True, witness=w, seconds=time.perf_counter() - t0,
                    evidence=f"{tail_text}; the next value {num_text(n)} is not dead (certain rounding); clauses "
-                            f"(b)-(e) at witness points among {len(pts)} candidates, with certain rounding",
+                            f"(b)-(e) at witness points among {len(pts)} candidates, with certain rounding"
+                            + "".join(f"; {t}" for t in searched),
                    **names)

@@ -27,7 +27,12 @@ Checkers:
   range-minimum query over the preference rank.  Its verdict is True or False, never undecided.
 * :func:`check_symbolic` (any format) searches a deterministic candidate set and proves "holds" by
   re-checking every clause at the witness with exact rationals and the certain, correctly rounded
-  evaluation.  If no candidate passes it returns ``holds=None`` (undecided), never False.
+  evaluation.  If no candidate passes it returns ``holds=None`` (undecided), with one exception: every
+  value of F is then scanned for a pass state (:mod:`conditions._exists`), and a proof that sigma~' is
+  nowhere +-2^k with 2^-M <= 2^k <= 1 (e.g. sigmoid on float4_e2m1fn, where sigma~' = 0 everywhere)
+  makes (ii) fail for every delta_1, a proof that it is nowhere such a value with also -k <= e_max and
+  k <= -e_min + M (sigmoid on formats with e_max = 1) makes (iii) fail: holds=False, with the refutation
+  cover as certificate.  Failures of (iv) (a property of pairs) are not refuted: undecided.
 
 Best witness (both checkers, over the pairs each examines): the largest eta_0, an unbounded eta_0
 (sigma~'(delta_0) = 0, reported as ``eta_0=None, eta_0_unbounded=True``) first; then the smallest
@@ -423,7 +428,8 @@ def check_symbolic(rounded, fmt=None) -> Verdict:
     """Prove Condition 2 for any format by a witness from a deterministic candidate set (see
     :func:`conditions._search.candidate_points`; if none passes, also points where sigma~' is exactly a
     power of two found by bisection near sign changes of sigma~' -+ 2^k).  Returns holds=True with a
-    witness re-checked exactly, or holds=None (undecided), never False."""
+    witness re-checked exactly, or holds=None (undecided); holds=False only when no value of F is a pass
+    state of (ii), or of (ii) and (iii), proved by :func:`_refute_pass_state`."""
     t0 = time.perf_counter()
     fmt = resolve_format(rounded, fmt)
     pts = candidate_points(fmt)
@@ -446,7 +452,81 @@ def check_symbolic(rounded, fmt=None) -> Verdict:
                        seconds=time.perf_counter() - t0, **verdict_names(CONDITION, rounded))
     reason = ("no candidate pair satisfies (i)-(iv); the condition is existential, so this does not show it "
               "fails (only the exhaustive check over all of F x F can)")
+    refuted = _refute_pass_state(rounded, evidence, t0, evaluated)
+    if isinstance(refuted, Verdict):
+        return refuted
+    if refuted:
+        evidence += f"; {refuted}"
     if n_pass == 0:
         reason = (f"no candidate delta_1 has sigma~'(delta_1) = +-2^k with -{fmt.M} <= k <= 0; " + reason)
     return Verdict(method="symbolic", holds=None, reason=reason, evidence=evidence,
                    seconds=time.perf_counter() - t0, **verdict_names(CONDITION, rounded))
+
+
+def _pair_i_ii(fmt, evaluated) -> bool:
+    """Do two evaluated points satisfy clauses (i) and (ii) together (not (iii), (iv))?"""
+    T = Fraction(2) ** fmt.e_max
+    pas = [(s, abs(d)) for _, s, d in evaluated
+           if abs(s) <= T and (k := power_of_two_exponent(d)) is not None and -fmt.M <= k <= 0]
+    blk = [(s, abs(d)) for _, s, d in evaluated if abs(s) <= T]
+    return any(s0 != s1 and abs(s0 - s1) <= T and 2 * d0 <= d1 for s1, d1 in pas for s0, d0 in blk)
+
+
+def _refute_pass_state(rounded, evidence, t0, evaluated, *, max_intervals: int = 4000, time_limit: float = 20.0):
+    """No candidate pair: scan every value of F (:mod:`conditions._exists`) for the pass state.
+
+    First, if no candidate is a pass value of (ii) (sigma~' = +-2^k, -M <= k <= 0), for one; a
+    refutation proves (ii) fails for every delta_1.  Then for a pass value that also meets (iii)
+    (-k <= e_max, k <= -e_min + M); a refutation proves (iii) fails for every delta_1 (e.g. sigmoid on
+    b3_2: sigmoid' <= 1/4, so k <= -2 < -e_max = -1).  Either way Condition 2 fails: returns that
+    Verdict, with the refutation cover as its certificate.  The failing clause is worded as the
+    exhaustive checker words it when candidate points show that the clauses before it hold together
+    (then it is the first failing clause); otherwise the wording says which were not decided.  When
+    nothing is refuted, returns a note (str) for the evidence ("" when the scans do not apply)."""
+    act = rounded.activation
+    if act.is_callable or act.expr is None or rounded.implementation != "exact":
+        return ""
+    from ._exists import KINDS, scan_exists        # here: conditions._exists imports condcheck
+    fmt = rounded.format
+    T = Fraction(2) ** fmt.e_max
+    notes = []
+
+    def verdict(clause, kind, text, ex):
+        ref = {"clause": clause[:4] if clause.startswith("(ii)") else clause[:5], "function": "derivative",
+               "kind": kind, "excludes": KINDS[kind],
+               "range": "every finite value of the format, from -Omega to Omega", "cover": ex.cover_text()}
+        return Verdict(method="symbolic", holds=False, failing_clause=text,
+                       counterexample={"why": f"sigma~' is never {KINDS[kind]} on any finite value of "
+                                              f"{fmt.name} (proved by the refutation cover), so no delta_1 "
+                                              f"satisfies {ref['clause']}", "refutation": ref},
+                       evidence=f"{evidence}; clause {ref['clause']} refuted: {ex.summary()}",
+                       seconds=time.perf_counter() - t0, **verdict_names(CONDITION, rounded))
+
+    has_pass = any(abs(s) <= T and (k := power_of_two_exponent(d)) is not None and -fmt.M <= k <= 0
+                   for _, s, d in evaluated)
+    if not has_pass:
+        ex = scan_exists(rounded, "derivative", "pass_pow2", max_intervals=max_intervals, time_limit=time_limit)
+        if ex.status == "refuted":
+            vals = sorted({s for _, s, _ in evaluated if abs(s) <= T})
+            text = f"(ii) no delta_1 with sigma~'(delta_1) a power of two in [2^-{fmt.M}, 1]"
+            if not any(b - a <= T for a, b in zip(vals, vals[1:])):
+                text += " (clause (i) not decided: no candidate pair satisfies it)"
+            return verdict("(ii)", "pass_pow2", text, ex)
+        if ex.status != "witness":
+            return f"the certified scan for a pass state did not finish: {ex.reason}"
+        evaluated = evaluated + _evaluate(rounded, [ex.witness])
+        notes.append(f"the certified scan of every value found sigma~'({num_text(ex.witness)}) = "
+                     f"{num_text(ex.witness_value)}, a pass value of (ii)")
+    ex = scan_exists(rounded, "derivative", "pass_pow2_iii", max_intervals=max_intervals, time_limit=time_limit)
+    if ex.status == "refuted":
+        text = (f"(iii) for every pass candidate sigma~'(delta_1) = +-2^k, -k > e_max = {fmt.e_max} or "
+                f"k > -e_min + M = {-fmt.e_min + fmt.M}")
+        if not _pair_i_ii(fmt, evaluated):
+            text += " (clauses (i)-(ii) not decided together: no candidate pair satisfies them)"
+        return verdict("(iii)", "pass_pow2_iii", text, ex)
+    if ex.status == "witness":
+        notes.append(f"sigma~'({num_text(ex.witness)}) = {num_text(ex.witness_value)} is a pass value of (ii) "
+                     f"and (iii), but no pair with a candidate satisfies (i)-(iv)")
+    else:
+        notes.append(f"the certified scan for a pass value of (ii)-(iii) did not finish: {ex.reason}")
+    return "; ".join(notes)

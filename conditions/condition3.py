@@ -21,7 +21,8 @@ route (b)), and sigma~(x) must be finite for route (b).
 
 Checkers: :func:`check_exhaustive` (formats of at most 16 bits, all of F, vectorized, verdict True or
 False) and :func:`check_symbolic` (any format; a witness from a deterministic candidate set re-checked
-with exact rationals, else undecided, never False).
+with exact rationals, else undecided; False only when route (a) fails at the point 0 and a scan of every
+value of F (:mod:`conditions._exists`) proves |sigma~'| < 2^-M everywhere, so route (b) has no x).
 
 Witness preference (both checkers): route (a) when it holds, else route (b).  Route (a): the zeta
 nearest to 1 in binades (smallest |floor(log2 zeta)|), then the smallest.  Route (b): the x nearest to 1
@@ -272,7 +273,8 @@ def _zeta_candidates(fmt: Format, upto: Optional[Fraction] = None) -> list[Fract
 def check_symbolic(rounded, fmt=None, max_checks: int = 4000) -> Verdict:
     """Prove Condition 3 for any format by a witness from deterministic candidates (route (a): zeta =
     2^j; route (b): x from the candidate set of :func:`conditions._search.candidate_points`, zeta = 2^j
-    <= |x| or |x|), each re-checked exactly.  Returns holds=True or None (undecided), never False."""
+    <= |x| or |x|), each re-checked exactly.  Returns holds=True or None (undecided); False only with a
+    refutation (:func:`_refute_usable_derivative`)."""
     t0 = time.perf_counter()
     fmt = resolve_format(rounded, fmt)
     checks = 0
@@ -309,7 +311,44 @@ def check_symbolic(rounded, fmt=None, max_checks: int = 4000) -> Verdict:
                 break
         if checks >= max_checks:
             break
+    note = ""
+    if n_x == 0 and (d0 is None or abs(d0) < Fraction(2) ** -fmt.M):
+        refuted = _refute_usable_derivative(rounded, d0, t0, f"{len(xs)} even nonzero candidate x")
+        if isinstance(refuted, Verdict):
+            return refuted
+        note = f"; {refuted}" if refuted else ""
     return Verdict(method="symbolic", holds=None, seconds=time.perf_counter() - t0,
                    reason=(f"route (a): {why_a}; route (b): no candidate (zeta, x) passes ({n_x} x candidates, "
                            f"{checks} checks); the condition is existential, so this does not show it fails"),
-                   evidence=f"{len(xs)} even nonzero candidate x, zeta = 2^j", **verdict_names(CONDITION, rounded))
+                   evidence=f"{len(xs)} even nonzero candidate x, zeta = 2^j{note}", **verdict_names(CONDITION, rounded))
+
+
+def _refute_usable_derivative(rounded, d0, t0, head, *, max_intervals: int = 4000, time_limit: float = 20.0):
+    """Route (a) fails at the point 0 (|sigma~'(0)| < 2^-M or overflow, certain rounding) and no
+    candidate x has |sigma~'(x)| >= 2^-M: scan every value of F (:mod:`conditions._exists`).  A
+    refutation (|sigma~'| < 2^-M or overflow at every value) makes route (b) fail for every x, so
+    Condition 3 fails: returns that Verdict.  Otherwise a note (str) for the evidence."""
+    act = rounded.activation
+    if act.is_callable or act.expr is None or rounded.implementation != "exact":
+        return ""
+    from ._exists import KINDS, scan_exists        # here: conditions._exists imports condcheck
+    fmt = rounded.format
+    kind = "abs_at_least_2^-M"
+    ex = scan_exists(rounded, "derivative", kind, max_intervals=max_intervals, time_limit=time_limit)
+    if ex.status == "refuted":
+        fa = "(a) sigma~'(0) overflows" if d0 is None else f"(a) |sigma~'(0)| = {abs(float(d0))!r} < 2^-{fmt.M}"
+        fb = f"(b) no x in F with an even last significand bit and |sigma~'(x)| >= 2^-{fmt.M}"
+        ref = {"clause": "(b)", "function": "derivative", "kind": kind, "excludes": KINDS[kind],
+               "range": "every finite value of the format, from -Omega to Omega", "cover": ex.cover_text()}
+        return Verdict(method="symbolic", holds=False, failing_clause=f"{fa}; {fb}",
+                       counterexample={"sigma'(0)": exact_value(d0, fmt) if d0 is not None else "overflow",
+                                       "threshold_2^-M": exact_value(Fraction(2) ** -fmt.M, fmt),
+                                       "why": f"route (a) fails at 0 (certain rounding); route (b): sigma~' is "
+                                              f"never {KINDS[kind]} on any finite value of {fmt.name} (proved "
+                                              f"by the refutation cover)", "refutation": ref},
+                       evidence=f"{head}; route (b) refuted: {ex.summary()}",
+                       seconds=time.perf_counter() - t0, **verdict_names(CONDITION, rounded))
+    if ex.status == "witness":
+        return (f"the certified scan of every value found |sigma~'({num_text(ex.witness)})| = "
+                f"{num_text(abs(ex.witness_value))} >= 2^-{fmt.M}, off the candidates")
+    return f"the certified scan for |sigma~'| >= 2^-M did not finish: {ex.reason}"

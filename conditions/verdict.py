@@ -5,8 +5,10 @@ A :class:`Verdict` is what ``check_exhaustive`` and ``check_symbolic`` return:
 * ``holds``: ``True`` (a witness was found and every clause re-checked at it with exact rationals),
   ``False`` (from an exhaustive check: every candidate of the format was examined and none
   satisfies the condition; or from a symbolic check with a certified counterexample, e.g. Condition 1's
-  value at -Omega that is not dead), or ``None`` (undecided: the symbolic search found no witness in its
-  candidate set, which proves nothing, since the conditions are existential).
+  value at -Omega that is not dead, or a refutation cover (``counterexample["refutation"]``,
+  :mod:`conditions._exists`) showing that no value of the format satisfies an existence clause), or
+  ``None`` (undecided: the symbolic search found no witness and could not refute the clause, which
+  proves nothing, since the conditions are existential).
 * ``method``: ``"exhaustive"`` or ``"symbolic"``.
 * ``witness``: a condition-specific dataclass (see ``conditions.condition2`` / ``condition3``) or None.
 * ``failing_clause``: for ``holds=False``, the first clause, in the order of the statement, that no

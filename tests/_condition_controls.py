@@ -126,11 +126,11 @@ def agree(module, recheck, act, fmt):
     ex = module.check_exhaustive(r)
     sy = module.check_symbolic(r)
     assert ex.holds in (True, False)
-    assert sy.holds in (True, None)
-    if ex.holds:
-        assert sy.holds is True, f"symbolic undecided although a witness exists: {sy.reason}"
-    else:
-        assert sy.holds is None           # symbolic can never claim failure
+    # the same verdict: symbolic "holds" from a witness, "fails" only from a certified refutation cover
+    assert sy.holds is ex.holds, (act, fmt.name if hasattr(fmt, "name") else fmt, ex.failing_clause, sy.reason)
+    if ex.holds is False:
+        assert sy.failing_clause == ex.failing_clause
+        assert sy.counterexample["refutation"]["cover"]
     for v in (ex, sy):
         if v.holds:
             assert recheck(r, v.witness) == []

@@ -15,15 +15,14 @@ from condcheck.recheck import recheck_certificate
 from condcheck.rounded_activation import get_rounded
 from condcheck.rounding import round_fraction
 from conditions import condition1
+from conditions._exists import is_smooth, range_has, scan_exists
+from conditions._search import candidate_points
 from conditions._tail import enclose_interval, rounding_set, scan_dead_tail
 from conditions.verdict import exact_value
 
-SMALL = [f for f in MATRIX_FORMATS if get_format(f).bits <= 16]
+from _condition_controls import control
 
-#: where the symbolic checker is allowed to be undecided although the exhaustive one decides, and why:
-#: sigmoid' <= 1/4 rounds to 0 everywhere in float4_e2m1fn, so clause (e) has no witness; the symbolic
-#: checker only tries candidate points for the existential clauses (b)-(e), and a miss proves nothing.
-UNDECIDED_OK = {("sigmoid", "float4_e2m1fn"): "no witness for clause (e)"}
+SMALL = [f for f in MATRIX_FORMATS if get_format(f).bits <= 16]
 
 
 @pytest.mark.parametrize("fmt", SMALL)
@@ -32,9 +31,6 @@ def test_symbolic_and_exhaustive_agree_on_every_builtin_and_small_format(fmt):
         r = get_rounded(act, fmt)
         ex = condition1.check_exhaustive(r)
         sy = condition1.check_symbolic(r)
-        if (act, fmt) in UNDECIDED_OK:
-            assert sy.holds is None and UNDECIDED_OK[(act, fmt)] in sy.reason, (act, sy.reason)
-            continue
         assert sy.holds == ex.holds, (act, fmt, ex.failing_clause, sy.reason)
         if ex.holds:
             assert sy.witness.z_dead == ex.witness.z_dead, act
@@ -43,6 +39,134 @@ def test_symbolic_and_exhaustive_agree_on_every_builtin_and_small_format(fmt):
             assert "clause (a) proved by interval arithmetic" in sy.evidence
         else:
             assert sy.failing_clause == ex.failing_clause, act
+
+
+@pytest.mark.parametrize("fmt", ["float8_e4m3", "float16", "float6_e2m3fn", "float4_e2m1fn"])
+@pytest.mark.parametrize("name, clause", [("test_identity", "(a)"), ("test_constant", "(b)"),
+                                          ("test_heaviside", "(e)")])
+def test_negative_controls_fail_the_same_clause_symbolically(name, clause, fmt):
+    r = get_rounded(control(name), fmt)
+    ex, sy = condition1.check_exhaustive(r), condition1.check_symbolic(r)
+    assert ex.holds is sy.holds is False
+    assert ex.failing_clause == sy.failing_clause and sy.failing_clause.startswith(clause)
+    if clause != "(a)":
+        assert sy.counterexample["refutation"]["clause"] == clause
+        assert recheck_certificate(_certificate(r, sy))["conditions"]["1"] == {
+            "verdict": "fails", "rechecked": True, "problems": []}
+
+
+def _certificate(r, v1):
+    """check_activation's certificate with Condition 1 replaced by the verdict v1."""
+    cert = check_activation(r.activation, r.format.name).to_certificate()
+    cert["conditions"]["1"] = v1.to_dict()
+    return json.loads(json.dumps(cert))
+
+
+def test_sigmoid_on_float4_fails_clause_e_symbolically_with_a_refutation_cover():
+    # sigmoid' <= 1/4 = omega/2 of float4_e2m1fn, and RN(1/4) = 0 (a tie, to the even 0): no pass state
+    v = condition1.check_symbolic(get_rounded("sigmoid", "float4_e2m1fn"))
+    assert v.holds is False and v.failing_clause.startswith("(e)")
+    ref = v.counterexample["refutation"]
+    assert ref["clause"] == "(e)" and ref["function"] == "derivative" and ref["kind"] == "nonzero_pow2"
+    # sigmoid' is monotone on [-6, 0] and on [1/2, 6]; at the end 0 the tie sigmoid'(0) = 1/4 is rounded
+    # (to the even 0) by certain rounding, which no enclosure of positive width could decide
+    assert ref["cover"] == "m[-0x1.8000000000000p+2, 0x0.0p+0] m[0x1.0000000000000p-1, 0x1.8000000000000p+2]"
+    assert "clause (e) refuted" in v.evidence
+
+
+_S = 1 / (1 + sympy.exp(-x))
+
+
+def _scaled(name, expr):
+    from condcheck.activations import make_activation
+    return make_activation(name, expr)
+
+
+def _piecewise_tie(fmt):
+    """c * sigmoid with max sigma' = c/4 = omega/2 (a tie), written as a Piecewise of two equal forms,
+    so that its derivative is not smooth: no monotonicity, only enclosures and single values."""
+    f = get_format(fmt)
+    half = Fraction(f.smallest_subnormal) / 2
+    c = sympy.Rational(4 * half.numerator, half.denominator)
+    return _scaled(f"ptie_{fmt}", sympy.Piecewise((c / (1 + sympy.exp(-x)), x < 0),
+                                                  (c * sympy.exp(x) / (sympy.exp(x) + 1), True)))
+
+
+@pytest.mark.parametrize("fmt", ["float8_e4m3", "float8_e5m2", "float6_e3m2fn"])
+def test_the_refutation_resolves_the_tie_and_fails_just_above_it(fmt):
+    f = get_format(fmt)
+    half = Fraction(f.smallest_subnormal) / 2
+    c = sympy.Rational(4 * half.numerator, half.denominator)          # max sigma' = c/4 = omega/2: a tie
+    eps = sympy.Rational(1, 2 ** 10)
+    tie = get_rounded(_scaled(f"tie_{fmt}", c * _S), fmt)
+    above = get_rounded(_scaled(f"above_{fmt}", c * (1 + eps) * _S), fmt)
+    # the tie: sigma~' = 0 everywhere, proved, and the exhaustive checker agrees
+    sc = scan_exists(tie, "derivative", "nonzero_pow2")
+    assert sc.status == "refuted"
+    assert condition1.check_exhaustive(tie).failing_clause.startswith("(e)")
+    sy = condition1.check_symbolic(tie)
+    assert sy.holds is False and sy.failing_clause.startswith("(e)")
+    # just above the tie: max sigma' rounds to omega, a nonzero power of two, so nothing is refuted
+    sc = scan_exists(above, "derivative", "nonzero_pow2")
+    assert sc.status == "witness" and sc.witness_value == f.smallest_subnormal
+    assert above.derivative(sc.witness) == f.smallest_subnormal
+    assert condition1.check_symbolic(above).holds is condition1.check_exhaustive(above).holds is True
+    # the same tie without monotonicity (a Piecewise derivative): enclosures and single values refute it
+    pt = get_rounded(_piecewise_tie(fmt), fmt)
+    assert not is_smooth(pt.activation.derivative)
+    sc = scan_exists(pt, "derivative", "nonzero_pow2")
+    assert sc.status == "refuted" and sc.by_monotonicity == 0 and sc.points > 0
+    assert condition1.check_symbolic(pt).failing_clause == condition1.check_exhaustive(pt).failing_clause
+
+
+def test_a_pass_state_off_the_candidate_points_is_found_not_refuted():
+    # the peak of sigma' at 9/8 (no candidate point) is the only value where sigma~' != 0
+    fmt = "float8_e4m3"
+    act = _scaled("peak98", sympy.Rational(1, 2 ** 8) * (1 + sympy.Rational(1, 2 ** 10))
+                  / (1 + sympy.exp(-(x - sympy.Rational(9, 8)))))
+    r = get_rounded(act, fmt)
+    assert Fraction(9, 8) not in set(candidate_points(get_format(fmt)))
+    ex = condition1.check_exhaustive(r)
+    sy = condition1.check_symbolic(r)
+    assert ex.holds is sy.holds is True
+    assert sy.witness.pass_state == ex.witness.pass_state == Fraction(9, 8)
+    assert "found 1.125 by the certified scan" in sy.evidence
+
+
+def test_a_capped_existence_scan_is_undecided_never_fails():
+    # a cap on interval evaluations that lets the tail finish but not the refutation (the piecewise tie
+    # below needs about 10 for its tail and over 100 for the refutation)
+    r = get_rounded(_piecewise_tie("float8_e4m3"), "float8_e4m3")
+    full = scan_exists(r, "derivative", "nonzero_pow2")
+    assert full.status == "refuted"
+    m = scan_dead_tail(r).intervals + 2
+    assert m < full.intervals and scan_dead_tail(r, max_intervals=m).status == "dead-to"
+    assert scan_exists(r, "derivative", "nonzero_pow2", max_intervals=m).status == "undecided"
+    v = condition1.check_symbolic(r, max_intervals=m)
+    assert v.holds is None and "cap reached" in v.reason and "clause (e)" in v.reason
+    assert "clause (a) proved" in v.evidence
+
+
+def test_range_has_counts_ties_and_overflow_exactly():
+    f = get_format("float4_e2m1fn")
+    inf = float("inf")
+    assert not range_has("nonzero_pow2", Fraction(0), Fraction(0), f)
+    assert range_has("nonzero_pow2", Fraction(0), Fraction(1, 2), f)
+    assert range_has("nonzero_pow2", Fraction(-3), Fraction(-3), f) is False
+    assert range_has("nonzero_pow2", Fraction(-3), Fraction(-2), f)
+    assert range_has("positive_pow2", Fraction(-4), Fraction(-1, 2), f) is False
+    assert range_has("positive_pow2", Fraction(3), inf, f) is True          # 4 is between 3 and Omega
+    assert range_has("zero", inf, inf, f) is False                          # overflow only: no finite value
+    assert range_has("finite_not_L", Fraction(0), Fraction(0), f, Fraction(0)) is False
+    assert range_has("finite_not_L", Fraction(0), Fraction(1, 2), f, Fraction(0)) is True
+    assert range_has("finite_not_L", -inf, -inf, f, Fraction(0)) is False
+
+
+def test_monotonicity_is_used_only_for_smooth_expressions():
+    assert is_smooth(get_activation("sigmoid").derivative) and is_smooth(get_activation("gelu").expr)
+    for act in ("relu", "elu", "leaky_relu", "selu"):
+        assert not is_smooth(get_activation(act).expr), act
+    assert not is_smooth(sympy.Abs(x)) and not is_smooth(sympy.Heaviside(x)) and not is_smooth(sympy.Max(x, 0))
 
 
 @pytest.mark.parametrize("fmt", ["float32", "float64"])

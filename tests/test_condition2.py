@@ -29,7 +29,6 @@ def test_exhaustive_and_symbolic_agree_on_16_bit_formats_for_paper_activations(a
     _agree(act, fmt)
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("fmt", SIXTEEN_BIT_FORMATS, ids=lambda f: f.name)
 @pytest.mark.parametrize("act", [a for a in BUILTINS if a not in PAPER_ACTIVATIONS])
 def test_exhaustive_and_symbolic_agree_on_16_bit_formats_for_other_activations(act, fmt):
@@ -61,9 +60,14 @@ def test_constant_fails_clause_i_because_it_carries_no_bit(fmt):
 
 @pytest.mark.parametrize("fmt", ["float8_e4m3", "float16"])
 def test_heaviside_step_fails_clause_ii_because_no_derivative_is_a_power_of_two(fmt):
-    v = condition2.check_exhaustive(get_rounded(control("test_heaviside"), fmt))
+    r = get_rounded(control("test_heaviside"), fmt)
+    v = condition2.check_exhaustive(r)
     assert v.holds is False
     assert v.failing_clause.startswith("(ii) no delta_1 with sigma~'(delta_1) a power of two")
+    # the symbolic checker proves it too (sigma~' = 0 at every value, by a refutation cover)
+    sy = condition2.check_symbolic(r)
+    assert sy.holds is False and sy.failing_clause == v.failing_clause
+    assert sy.counterexample["refutation"]["kind"] == "pass_pow2"
 
 
 @pytest.mark.parametrize("fmt", ["float32", "float64"])
@@ -75,7 +79,7 @@ def test_paper_activations_hold_symbolically_in_float32_and_float64(act, fmt):
     assert recheck_condition2(r, v.witness) == []
 
 
-def test_symbolic_never_returns_false_and_verdict_refuses_symbolic_false():
+def test_verdict_refuses_a_symbolic_false_without_a_certified_counterexample():
     with pytest.raises(ValueError):
         Verdict(condition=2, activation="relu", format="float32", implementation="exact", method="symbolic",
                 holds=False)
@@ -95,3 +99,17 @@ def test_witness_report_carries_exact_values_and_bit_patterns():
 def test_statement_names_every_clause():
     for clause in ("(i)", "(ii)", "(iii)", "(iv)"):
         assert clause in condition2.STATEMENT
+
+
+@pytest.mark.parametrize("fmt", ["b2_2", "b3_2", "b5_2"])
+def test_sigmoid_fails_clause_iii_on_e2_formats_and_the_symbolic_checker_proves_it(fmt):
+    # e_max = 1 there, so (iii) needs -k <= 1, i.e. |sigma~'(delta_1)| >= 1/2; but sigmoid' <= 1/4
+    r = get_rounded("sigmoid", fmt)
+    ex, sy = condition2.check_exhaustive(r), condition2.check_symbolic(r)
+    assert ex.holds is sy.holds is False
+    assert ex.failing_clause.startswith("(iii)") and sy.failing_clause == ex.failing_clause
+    assert sy.counterexample["refutation"]["kind"] == "pass_pow2_iii"
+    from condcheck.check import check_activation
+    from condcheck.recheck import recheck_certificate
+    cert = check_activation("sigmoid", fmt, method="symbolic").to_certificate()
+    assert recheck_certificate(cert)["conditions"]["2"] == {"verdict": "fails", "rechecked": True, "problems": []}

@@ -62,3 +62,57 @@ def test_cli_recheck_exit_codes(tmp_path):
     out = r.invoke(main, ["recheck", str(bad)])
     assert out.exit_code == 1 and "RE-CHECK FAILED" in out.output
     assert r.invoke(main, ["recheck", str(tmp_path / "missing.json")]).exit_code == 2
+
+
+def test_symbolic_refutations_of_all_three_conditions_recheck():
+    # sigmoid on float4_e2m1fn: sigma~' = 0 everywhere (sigmoid' <= 1/4 = omega/2 ties to 0), so Condition 1
+    # (e), Condition 2 (ii) and Condition 3 (both routes) fail; the symbolic checkers prove it by covers
+    cert = check_activation("sigmoid", "float4_e2m1fn", method="symbolic").to_certificate()
+    assert cert["holds"] is False
+    for k in "123":
+        assert cert["conditions"][k]["method"] == "symbolic" and cert["conditions"][k]["holds"] is False
+    res = recheck_certificate(json.loads(json.dumps(cert)))
+    assert res["ok"]
+    assert all(res["conditions"][k]["rechecked"] and not res["conditions"][k]["problems"] for k in "123")
+
+
+def test_a_symbolic_clause_a_counterexample_rechecks():
+    cert = check_activation("leaky_relu", "float32").to_certificate()
+    assert cert["conditions"]["1"]["holds"] is False
+    res = recheck_certificate(cert)
+    assert res["ok"] and res["conditions"]["1"]["rechecked"]
+
+
+def test_a_tampered_refutation_is_rejected():
+    cert = check_activation("sigmoid", "float4_e2m1fn", method="symbolic").to_certificate()
+    # 1) a cover with a gap, and a cover that stops before Omega
+    ref = cert["conditions"]["1"]["counterexample"]["refutation"]
+    assert ref["cover"] == "m[-0x1.8000000000000p+2, 0x0.0p+0] m[0x1.0000000000000p-1, 0x1.8000000000000p+2]"
+    for cover, why in (("m[-0x1.8000000000000p+2, -0x1.0000000000000p-1] m[0x1.0000000000000p-1, 0x1.8000000000000p+2]",
+                        "does not continue the cover"),
+                       ("m[-0x1.8000000000000p+2, 0x0.0p+0]", "ends before Omega")):
+        bad = copy.deepcopy(cert)
+        bad["conditions"]["1"]["counterexample"]["refutation"]["cover"] = cover
+        res = recheck_certificate(bad)
+        assert not res["ok"] and why in res["conditions"]["1"]["problems"][0]
+    # 2) the same cover claimed for tanh, whose derivative at 0 is 1: the refutation is wrong there
+    other = copy.deepcopy(cert)
+    other["activation"] = "tanh"
+    res = recheck_certificate(other)
+    assert not res["ok"] and all(res["conditions"][k]["problems"] for k in "123")
+    # 3) an interval enclosure over a range containing 0 cannot exclude the tie: 1/4 would round to 1/2;
+    #    nor is sigmoid' monotone across 0
+    for cover, why in (("e[-0x1.8000000000000p+2, 0x1.8000000000000p+2]", "does not exclude"),
+                       ("e[-0x1.0000000000000p-1, 0x1.0000000000000p-1]", "does not continue"),
+                       ("m[-0x1.8000000000000p+2, 0x1.8000000000000p+2]", "sign over")):
+        merged = copy.deepcopy(cert)
+        merged["conditions"]["1"]["counterexample"]["refutation"]["cover"] = cover
+        res = recheck_certificate(merged)
+        assert not res["ok"] and why in res["conditions"]["1"]["problems"][0], res["conditions"]["1"]
+
+
+def test_cli_check_method_symbolic_on_a_small_format():
+    r = CliRunner().invoke(main, ["check", "sigmoid", "float4_e2m1fn", "--method", "symbolic"])
+    assert r.exit_code == 1 and "(exact, symbolic): fails; failing clause (e)" in r.output
+    r = CliRunner().invoke(main, ["check", "gelu", "float32", "--method", "exhaustive"])
+    assert r.exit_code == 2 and "at most 16 bits" in r.output
