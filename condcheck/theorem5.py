@@ -661,6 +661,15 @@ class _Ctx:
         strong = np.abs(self.pass_d) * 4 >= np.max(np.abs(self.pass_d)) if len(self.pass_d) else far
         self.gate_targets = list(self.pass_z[far & strong])
         V = F.values()
+        if len(V) > 4096:
+            # large formats: a gate's sum at its point can be coarse (RN(at_z + gamma) lands only on
+            # multiples of at_z's spacing), so strong states whose T' is not a power of two come next
+            # (the transfer's preimage sets handle any T')
+            ok = (z > st.z_dead) & (dt != 0) & (np.abs(t - st.L) >= 2 * abs(st.z_dead) / float(F.max_float))
+            ok &= np.abs(dt) * 4 >= np.max(np.abs(dt[ok])) if ok.any() else ok
+            more = z[ok & ~np.isin(z, self.pass_z)]
+            more = more[np.argsort(-np.abs(dt[ok & ~np.isin(z, self.pass_z)]), kind="stable")]
+            self.gate_targets += list(more)
         self.nonzero_values = V[V != 0]
         # blocker layers: weights (every nonzero value, or the values with one or two significant bits
         # when the format is large) and target states (live, T' != 0; at most 4,096, evenly spread)
@@ -675,6 +684,8 @@ class _Ctx:
         n_tgt = 4096 if len(V) <= 4096 else 1024
         if len(idx) > n_tgt:
             idx = idx[np.linspace(0, len(idx) - 1, n_tgt).astype(int)]
+        if len(V) > 4096:       # and the strongest states (largest |T'|): the most gain per weight
+            idx = np.union1d(idx, np.nonzero(tgt)[0][np.argsort(-np.abs(dt[tgt]), kind="stable")[:256]])
         self.block_targets, self.block_t, self.block_d = z[idx], t[idx], dt[idx]
         self.push_min = 2 * abs(st.z_dead) / float(F.max_float)
         self._bmax = {}
@@ -865,6 +876,8 @@ class _Ctx:
         """
         kit, st, F = self.kit, self.st, self.F
         live = (st.z > st.z_dead) & (st.t != st.L)
+        if not self.small_format:    # V'_z's weight (about |z_d| / |T(q3) - L|) must stay well inside the format
+            live &= np.abs(st.t - st.L) >= 8 * self.push_min
         cand_z, cand_t, cand_d = st.z[live], st.t[live], st.dt[live]
         pows = [P for P in self.pow2_values if _in(F, f / P)]
         if not pows:
@@ -872,7 +885,10 @@ class _Ctx:
         best = None
         # live states for V: prefer values near each candidate P and small derivatives
         lt = np.log2(np.abs(np.where(cand_t == 0, 1e-300, cand_t)))
-        order = np.lexsort((np.abs(cand_d), np.abs(lt - math.log2(abs(f)))))     # |T(q3)| near |f*|: a_v near 1
+        keys = [np.abs(cand_d), np.abs(lt - math.log2(abs(f)))]                # |T(q3)| near |f*|: a_v near 1
+        if not self.small_format:   # few weights are tried: a power-of-two T(q3) maps onto P exactly
+            keys.append(np.array([not _pow2(v) for v in cand_t]))
+        order = np.lexsort(keys)
         prefs = list(cand_z[order])
         for attempt in range(4):
             try:
@@ -1112,11 +1128,22 @@ class _Ctx:
         c, oc = add_array(np.broadcast_to(P[None, :], shape), np.broadcast_to(-m_on[:, None], shape), F)
         p_on, o3 = add_array(np.broadcast_to(m_on[:, None], c.shape), np.where(oc, 0.0, c), F)
         p_off, o4 = add_array(np.broadcast_to(m_off[:, None], c.shape), np.where(oc, 0.0, c), F)
-        good = ~(oc | o3 | o4) & (p_on == P[None, :]) & st.dead(p_off)
+        if self.small_format:
+            good = ~(oc | o3 | o4) & (p_on == P[None, :]) & st.dead(p_off)
+            ia, ip = np.nonzero(good)
+            return A[ia], c[ia, ip], P[ip], self.block_t[ip], self.block_d[ip]
+        # large formats: RN(a v_on + c) need not land on the aimed state; any live state with T' != 0
+        # will do (looked up in the table), once per (a, state)
+        good = ~(oc | o3 | o4) & st.dead(p_off) & ~st.dead(p_on)
         ia, ip = np.nonzero(good)
-        d_on = self.block_d[ip]
-        t_on = self.block_t[ip]
-        return A[ia], c[ia, ip], P[ip], t_on, d_on
+        q = p_on[ia, ip]
+        k = np.clip(np.searchsorted(st.z, q), 0, len(st.z) - 1)
+        hit = (st.z[k] == q) & (st.dt[k] != 0)
+        ia, ip, q, k = ia[hit], ip[hit], q[hit], k[hit]
+        _, first = np.unique(np.stack([A[ia], q]), axis=1, return_index=True)
+        first = np.sort(first)
+        ia, ip, q, k = ia[first], ip[first], q[first], k[first]
+        return A[ia], c[ia, ip], q, st.t[k], st.dt[k]
 
     def _transfer(self, y, g, Gz, d3, tail_factors, betas, h_max, quarter, n_post):
         """(post, A, ends): n_post blocker layers after the gate and the output weight A, with the
