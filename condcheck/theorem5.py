@@ -1109,7 +1109,7 @@ class _Ctx:
             out = np.where(o | np.isnan(out), np.nan, r)
         return out
 
-    def _blockers(self, v_on):
+    def _blockers(self, v_on, weights=None):
         """Every layer T(a v + c) after a gate whose input is v_on at the branch's point and L elsewhere:
         the pre-activation at the point is a state with T' != 0, and elsewhere it is dead (T = L,
         T' = 0), so at every other point the layer *blocks* the backward pass.
@@ -1119,7 +1119,8 @@ class _Ctx:
         (a, c, p_on, T(p_on), T'(p_on)).
         """
         st, F = self.st, self.F
-        A, P = self.block_weights, self.block_targets
+        A = self.block_weights if weights is None else np.asarray(weights, float)
+        P = self.block_targets
         m_on, o1 = mul_array(A, np.full_like(A, v_on), F)
         m_off, o2 = mul_array(A, np.full_like(A, st.L), F)
         ok = ~(o1 | o2)
@@ -1215,6 +1216,33 @@ class _Ctx:
                 k = int(cols[0])
                 As = As_all[hit[:, k]]
                 A = float(As[np.argmin(np.abs(np.log2(np.abs(As))))])
+                i = int(chunk[k])
+                post.append((float(a[i]), float(c[i])))
+                return post, A, (float(t[i]), L, 1.0)
+        if small:
+            return None
+        # large formats, second try: A near 2^k / y, so that u = RN(y A) has a significand near 1 and the
+        # products RN(u a) of consecutive weights a reach every value near s, and last-layer weights a
+        # near s / (u T'), for s in S and the strongest derivatives T'
+        ks = list(range(F.e_min - F.M, F.e_max + 1))
+        ks.sort(key=lambda k: abs(k - (math.log2(abs(y)) + need / 2)))
+        As_all = _near(F, np.array([math.ldexp(sg, k) / y for k in ks[:16] for sg in (1.0, -1.0)]), 1)
+        As_all = As_all[np.abs(As_all) * h_max <= F.max_float]
+        t1, o = mul_array(np.full(len(As_all), y), As_all, F)
+        cand_A = np.where(o | (t1 == 0), np.nan, t1)
+        strong = np.unique(np.abs(self.block_d))[::-1][:4]
+        want = _sample(S, 8)[:, None, None] / (cand_A[None, :, None] * strong[None, None, :])
+        a, c, p, t, d = self._blockers(v_on, weights=np.union1d(_near(F, want, 2), -_near(F, want, 2)))
+        if len(a) == 0:
+            return None
+        amp = np.maximum(np.abs(t), abs(L))
+        for chunk in np.array_split(np.arange(len(a)), max(1, len(a) // 512)):
+            u = self._rn_chain_2d(cand_A, d[chunk], a[chunk])
+            hit = np.isin(u, S) & (np.abs(As_all)[:, None] * amp[chunk][None, :] < quarter)
+            cols = np.nonzero(hit.any(axis=0))[0]
+            if len(cols):
+                k = int(cols[0])
+                A = float(As_all[hit[:, k]][0])
                 i = int(chunk[k])
                 post.append((float(a[i]), float(c[i])))
                 return post, A, (float(t[i]), L, 1.0)
