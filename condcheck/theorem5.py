@@ -867,6 +867,19 @@ class _Ctx:
                 return float(A[good][k]), float(c[good][k])
         return None
 
+    def _value_states(self):
+        """Candidate live states of value gates (computed once): z, T, T', log2|T|, T not a power of two."""
+        if not hasattr(self, "_vstates"):
+            st = self.st
+            live = (st.z > st.z_dead) & (st.t != st.L)
+            if not self.small_format:   # V'_z's weight (about |z_d| / |T(q3) - L|) must stay inside the format
+                live &= np.abs(st.t - st.L) >= 8 * self.push_min
+            t = st.t[live]
+            lt = np.log2(np.abs(np.where(t == 0, 1e-300, t)))
+            not_pow2 = np.abs(np.frexp(t)[0]) != 0.5
+            self._vstates = (st.z[live], t, st.dt[live], lt, not_pow2)
+        return self._vstates
+
     def value_branch(self, zi, f, y_max, n_post=1):
         """V_z (live at z, dead elsewhere), V'_z (zero of T elsewhere, a power of two P at z), then
         n_post - 1 relays that keep 0 -> a zero of T and P -> P (padding to the gradient branches' depth).
@@ -875,21 +888,17 @@ class _Ctx:
         |A| |T'(q4)| |a_v| |T'(q3)| max|beta| is kept: y (x) gain must stay finite for |y| <= y_max.
         """
         kit, st, F = self.kit, self.st, self.F
-        live = (st.z > st.z_dead) & (st.t != st.L)
-        if not self.small_format:    # V'_z's weight (about |z_d| / |T(q3) - L|) must stay well inside the format
-            live &= np.abs(st.t - st.L) >= 8 * self.push_min
-        cand_z, cand_t, cand_d = st.z[live], st.t[live], st.dt[live]
+        cand_z, cand_t, cand_d, lt, not_pow2 = self._value_states()
         pows = [P for P in self.pow2_values if _in(F, f / P)]
         if not pows:
             raise ConstructionError(f"point {zi + 1}: no power of two P with f*/P exact for f* = {f!r}")
         best = None
         # live states for V: prefer values near each candidate P and small derivatives
-        lt = np.log2(np.abs(np.where(cand_t == 0, 1e-300, cand_t)))
         keys = [np.abs(cand_d), np.abs(lt - math.log2(abs(f)))]                # |T(q3)| near |f*|: a_v near 1
         if not self.small_format:   # few weights are tried: a power-of-two T(q3) maps onto P exactly
-            keys.append(np.array([not _pow2(v) for v in cand_t]))
+            keys.append(not_pow2)
         order = np.lexsort(keys)
-        prefs = list(cand_z[order])
+        prefs = list(cand_z[order] if self.small_format else cand_z[order][:2048])
         for attempt in range(4):
             try:
                 betas, gamma, pre = self._gate(zi, None, prefs)
