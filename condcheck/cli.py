@@ -234,12 +234,21 @@ def matrix(markdown, as_json):
 
 
 def _domain_points(act, fmt, domain, dim):
-    """The points of --domain: the full box of dimension dim, or a JSON list of points."""
+    """The points of --domain: the full box of dimension dim, 'sample:N[:SEED]' (N distinct random points of
+    the box), or a JSON list of points."""
     import numpy as np
 
-    from .targets import full_box
+    from .targets import box_sample, full_box
     if domain == "full":
         return full_box(act, fmt, dim)
+    if domain.startswith("sample:"):
+        parts = domain.split(":")
+        try:
+            n, seed = int(parts[1]), int(parts[2]) if len(parts) > 2 else 0
+        except (ValueError, IndexError):
+            raise click.BadParameter(f"expected sample:N or sample:N:SEED with integers, got {domain!r}",
+                                     param_hint="--domain")
+        return box_sample(act, fmt, dim, n, seed)
     try:
         with open(domain) as fh:
             X = np.array(json.load(fh), dtype=float)
@@ -263,7 +272,8 @@ def construct():
 @click.argument("activation")
 @click.argument("format")
 @click.option("--domain", default="full", show_default=True,
-              help="'full' (every point of the box [-M_sigma, M_sigma]^dim) or a JSON file with a list of points.")
+              help="'full' (every point of the box [-M_sigma, M_sigma]^dim), 'sample:N[:SEED]' (N distinct "
+                   "random points of the box, d = 1) or a JSON file with a list of points.")
 @click.option("--dim", default=1, show_default=True, type=int, help="Input dimension d of the full box.")
 @click.option("--targets", default="random:0", show_default=True,
               help="'random:SEED' or a JSON file with lists values, upstream, gradients.")

@@ -38,6 +38,22 @@ def full_box(activation: str, fmt, dim: int) -> np.ndarray:
     return np.stack([g.ravel() for g in grids], axis=1)
 
 
+def box_sample(activation: str, fmt, dim: int, n: int, seed: int = 0) -> np.ndarray:
+    """n distinct points of the box [-M_sigma, M_sigma]^dim drawn with a seed (sorted rows): a domain for
+    formats whose full box is too large to construct on (16-bit formats have about 60,000 values in it)."""
+    fmt = get_format(fmt)
+    if dim != 1:
+        raise CondcheckError(f"sampled domains support --dim 1 so far, got {dim}")
+    if not fmt.enumerable or fmt.bits > 16:
+        raise CondcheckError(f"sampling the box enumerates the format; {fmt.name} has {fmt.bits} bits")
+    V = fmt.values()
+    c = V[np.abs(V) <= box_bound(activation, fmt)]
+    if not 1 <= n <= len(c):
+        raise CondcheckError(f"the sample size must be between 1 and the {len(c)} values of the box, got {n}")
+    rng = np.random.default_rng(seed)
+    return np.sort(rng.choice(c, n, replace=False)).reshape(-1, 1)
+
+
 def random_targets(fmt, points: np.ndarray, seed: int, h_max: float, zero_share: float = 0.05):
     """(values, upstream, gradients) drawn with a seed; see the module docstring."""
     fmt = get_format(fmt)

@@ -69,6 +69,10 @@ from .rounded_activation import get_rounded
 from .rounding import round_array, round_float
 
 
+#: domains with at most this many points evaluate each gate's sum on every point; larger ones bound it
+EXACT_GATE_POINTS = 512
+
+
 class ConstructionError(CondcheckError):
     """The constructor could not build the network; the message names the requirement that failed."""
 
@@ -794,7 +798,7 @@ class _Ctx:
         cols = [(B[:, k:k + 1], self.U_X[i][None, :]) for k, i in enumerate(gating)]
         if extra is not None:
             cols.append((np.full((R, 1), extra[0]), np.asarray(extra[1], float)[None, :]))
-        if n <= 512:
+        if n <= EXACT_GATE_POINTS:
             allx, bad = rowsum(cols)
             allx = np.where(bad[:, None], 0.0, allx)
             others = np.delete(allx, zi, axis=1) if n > 1 else np.full((R, 1), -self.F.max_float)

@@ -228,3 +228,54 @@ def test_progress_is_reported_once_per_point_for_gradients_then_values():
     construct_theorem5("relu", F, X, np.ones(len(X)), np.full(len(X), 0.25), np.zeros((len(X), 1)),
                        progress=lambda done, total: seen.append((done, total)))
     assert seen == [(k, 2 * len(X)) for k in range(1, 2 * len(X) + 1)]
+
+
+# ---- formats with more values than the searches can try one by one (16 bits) -----------------------------
+def test_near_grid_holds_every_value_within_one_ulp_of_a_point():
+    from fractions import Fraction
+
+    from condcheck.theorem5 import _near
+
+    F = get_format("float16")
+    rng = np.random.default_rng(5)
+    V = F.values()
+    for x in rng.choice(V[V != 0], 200):
+        near = set(_near(F, np.array([float(x)]), 1).tolist())
+        for v in (Fraction(float(x)), F.next_up(Fraction(float(x))), F.next_down(Fraction(float(x)))):
+            if v != 0 and abs(v) <= F.max:
+                assert float(v) in near, (x, v)
+        assert all(F.contains(v) for v in near)
+
+
+def test_gates_bounded_over_the_other_points_verify_on_the_float8_box(monkeypatch):
+    # domains above the limit bound each gate's sum over the other points by its terms' extremes (the
+    # sum is monotone in every term) instead of evaluating it on every point; force that path here
+    import condcheck.theorem5 as t5
+
+    monkeypatch.setattr(t5, "EXACT_GATE_POINTS", 0)
+    F, X, net, claim = _full_box_case("gelu", "float8_e4m3", seed=0)
+    assert verify(net, claim).ok
+
+
+@pytest.mark.parametrize("act", ["relu", "sigmoid"])
+def test_values_and_gradients_on_a_float16_sample_of_the_box(act):
+    from condcheck.targets import box_sample, random_targets
+
+    X = box_sample(act, "float16", 1, 32, seed=0)
+    f, h, g = random_targets("float16", X, 0, 0.25)
+    net, claim = construct_theorem5(act, "float16", X, f, h, g)
+    res = verify(net, claim)
+    assert res.ok and res.points == 32, res.summary()
+    assert (claim.gradients != 0).sum() > 16
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fmt, act, n", [("float16", a, 256) for a in ("relu", "gelu", "elu", "swish")]
+                         + [("bfloat16", a, 16) for a in ("gelu", "tanh", "elu", "swish")])
+def test_values_and_gradients_on_larger_16_bit_samples(fmt, act, n):
+    from condcheck.targets import box_sample, random_targets
+
+    X = box_sample(act, fmt, 1, n, seed=0)
+    f, h, g = random_targets(fmt, X, 0, 0.25)
+    net, claim = construct_theorem5(act, fmt, X, f, h, g)
+    assert verify(net, claim).ok
