@@ -63,6 +63,23 @@ for _fmt in ("float8_e4m3", "float8_e5m2"):
             lambda f=_fmt, a=_act: _construct_box(a, f))
 
 
+def _construct_sample(act, fmt_name, n, seed=0, h_max=0.25):
+    from .targets import box_sample, random_targets
+    from .theorem5 import construct_theorem5
+    X = box_sample(act, fmt_name, 1, n, seed)
+    f, h, g = random_targets(fmt_name, X, seed, h_max)
+    net, claim = construct_theorem5(act, fmt_name, X, f, h, g)
+    return (f"{n} random box points (d = 1), random:{seed} values and gradients, |h*| <= {h_max}; depth "
+            f"{net.depth}, {net.nonzero_parameters:,} nonzero parameters; verified")
+
+
+for _fmt in ("float16", "bfloat16"):
+    for _act in ("relu", "elu", "gelu", "swish", "sigmoid", "tanh"):
+        for _n in (256, 4096):
+            case(f"theorem5-{_act}-{_fmt}-sample{_n}", "construct and verify 16-bit box samples (issue 4: 4,096 points)")(
+                lambda f=_fmt, a=_act, n=_n: _construct_sample(a, f, n))
+
+
 @case("interpreter-float16-depth10-width256", "forward and backward on all 65,536 float16 inputs under 10 s")
 def _interpreter():
     import numpy as np

@@ -1208,37 +1208,24 @@ class _Ctx:
         a, c, p, t, d = self._blockers(v_on)
         if len(a) == 0:
             return None
-        # the output term A T(p) must vanish (T(p) = L = 0) or be absorbed by C at the point and elsewhere
-        amp = np.maximum(np.abs(t), abs(L))
-        order = np.argsort(np.abs(np.log2(np.abs(a * d)) - need), kind="stable")
         small = len(V) <= 4096
-        if small:                                   # every value of the format is a candidate A
-            t1, o = mul_array(np.full(len(V), y), V, F)
-            cand_A, As_all = np.where(o, np.nan, t1), V
-        for chunk in np.array_split(order, max(1, len(order) // 512)):
-            if not small:       # candidates A near s / (y d a) for s in S: the exact test below decides
-                As_all = _near(F, _sample(S, 16)[:, None] / (y * d[chunk] * a[chunk])[None, :], 2)
-                t1, o = mul_array(np.full(len(As_all), y), As_all, F)
-                cand_A = np.where(o, np.nan, t1)
-            u = self._rn_chain_2d(cand_A, d[chunk], a[chunk])
-            hit = np.isin(u, S)
-            hit &= (np.abs(As_all)[:, None] * h_max <= F.max_float)
-            hit &= (np.abs(As_all)[:, None] * amp[chunk][None, :] < quarter) | (amp[chunk][None, :] == 0)
-            cols = np.nonzero(hit.any(axis=0))[0]
-            if len(cols):
-                k = int(cols[0])
-                As = As_all[hit[:, k]]
-                A = float(As[np.argmin(np.abs(np.log2(np.abs(As))))])
-                i = int(chunk[k])
-                post.append((float(a[i]), float(c[i])))
-                return post, A, (float(t[i]), L, 1.0)
-        if small:
-            return None
+
+        def candidates(chunk):
+            """(A values, RN(y A)) to try with the blockers of chunk: every value (small formats), else
+            the values near s / (y d a) for s in S (the exact test in _last_layer decides)."""
+            As = V if small else _near(F, _sample(S, 16)[:, None] / (y * d[chunk] * a[chunk])[None, :], 2)
+            As = As[np.abs(As) * h_max <= F.max_float]
+            t1, o = mul_array(np.full(len(As), y), As, F)
+            return As, np.where(o, np.nan, t1)
+
+        order = np.argsort(np.abs(np.log2(np.abs(a * d)) - need), kind="stable")
+        r = self._last_layer((a, c, t, d), order, candidates, S, quarter)
+        if r is not None or small:
+            return None if r is None else (post + [r[0]], r[1], r[2])
         # large formats, second try: A near 2^k / y, so that u = RN(y A) has a significand near 1 and the
         # products RN(u a) of consecutive weights a reach every value near s, and last-layer weights a
         # near s / (u T'), for s in S and the strongest derivatives T'
-        ks = list(range(F.e_min - F.M, F.e_max + 1))
-        ks.sort(key=lambda k: abs(k - (math.log2(abs(y)) + need / 2)))
+        ks = sorted(range(F.e_min - F.M, F.e_max + 1), key=lambda k: abs(k - (math.log2(abs(y)) + need / 2)))
         As_all = _near(F, np.array([math.ldexp(sg, k) / y for k in ks[:16] for sg in (1.0, -1.0)]), 1)
         As_all = As_all[np.abs(As_all) * h_max <= F.max_float]
         t1, o = mul_array(np.full(len(As_all), y), As_all, F)
@@ -1246,19 +1233,29 @@ class _Ctx:
         strong = np.unique(np.abs(self.block_d))[::-1][:4]
         want = _sample(S, 8)[:, None, None] / (cand_A[None, :, None] * strong[None, None, :])
         a, c, p, t, d = self._blockers(v_on, weights=np.union1d(_near(F, want, 2), -_near(F, want, 2)))
+        r = self._last_layer((a, c, t, d), np.arange(len(a)), lambda chunk: (As_all, cand_A), S, quarter)
+        return None if r is None else (post + [r[0]], r[1], r[2])
+
+    def _last_layer(self, blockers, order, candidates, S, quarter):
+        """((a, c), A, ends) of the first blocker (in ``order``, 512 at a time) and output weight A from
+        ``candidates(chunk)`` -> (A values, RN(y A)) with RN(RN(RN(y A) T'(p)) a) in S and the output
+        term A T(p) vanishing (T(p) = 0) or absorbed by C (below a quarter ulp of C); the A nearest 1."""
+        a, c, t, d = blockers
         if len(a) == 0:
             return None
-        amp = np.maximum(np.abs(t), abs(L))
-        for chunk in np.array_split(np.arange(len(a)), max(1, len(a) // 512)):
+        amp = np.maximum(np.abs(t), abs(self.st.L))
+        for chunk in np.array_split(order, max(1, len(order) // 512)):
+            As_all, cand_A = candidates(chunk)
             u = self._rn_chain_2d(cand_A, d[chunk], a[chunk])
-            hit = np.isin(u, S) & (np.abs(As_all)[:, None] * amp[chunk][None, :] < quarter)
+            hit = np.isin(u, S)
+            hit &= (np.abs(As_all)[:, None] * amp[chunk][None, :] < quarter) | (amp[chunk][None, :] == 0)
             cols = np.nonzero(hit.any(axis=0))[0]
             if len(cols):
                 k = int(cols[0])
-                A = float(As_all[hit[:, k]][0])
+                As = As_all[hit[:, k]]
                 i = int(chunk[k])
-                post.append((float(a[i]), float(c[i])))
-                return post, A, (float(t[i]), L, 1.0)
+                return (float(a[i]), float(c[i])), float(As[np.argmin(np.abs(np.log2(np.abs(As))))]), \
+                    (float(t[i]), self.st.L, 1.0)
         return None
 
     def _rn_chain_2d(self, t, d, a):
