@@ -515,24 +515,25 @@ def construct_theorem5(activation, fmt, points, values, upstream, gradients, imp
                 on = v > 0
                 g = float(v[on].min())
                 k0 = max(math.frexp(g)[1] - 1 + M, F.e_min)
-                pre = None
+                pre, why = None, "no quantizer chain fits (every chain overflows)"
                 for K in list(range(F.e_max - 1, k0 - 1, -1)) + [k0 - 1]:
+                    # the longest chain that fits and leaves the on side live, on one side of L
                     try:
                         q = _chain(kit, v, k0, K)        # K = k0 - 1: no chain at all
-                        pre = kit.add(q, st.z_dead)
-                        break
+                        cand = kit.add(q, st.z_dead)
+                        tv = kit.T(cand[on]) - L
                     except ConstructionError:
                         continue
+                    sign = np.sign(tv)
+                    if not (st.dead(cand[~on]).all() and not st.dead(cand[on]).any()):
+                        why = "quantized pre-activations do not split into dead and live states"
+                    elif (sign == 0).any() or (sign != sign[0]).any():
+                        why = f"on-side values are not all on one side of the dead value {L!r}"
+                    else:
+                        pre = cand
+                        break
                 if pre is None:
-                    raise ConstructionError(f"no quantizer chain fits for the step at coordinate {j + 1}")
-                if not (st.dead(pre[~on]).all() and not st.dead(pre[on]).any()):
-                    raise ConstructionError(f"step at coordinate {j + 1} gap {gap}: quantized pre-activations "
-                                            f"do not split into dead and live states")
-                tv = kit.T(pre[on]) - L
-                sign = np.sign(tv)
-                if (sign == 0).any() or (sign != sign[0]).any():
-                    raise ConstructionError(f"step at coordinate {j + 1} gap {gap}: on-side values are not all on one "
-                                            f"side of the dead value {L!r}")
+                    raise ConstructionError(f"step at coordinate {j + 1} gap {gap}: {why}")
                 ba, bc = _boost(kit, st, kit.T(pre[on]))
                 pre = kit.add(kit.mul(ba, kit.T(pre)), bc)
                 tv = kit.T(pre[on]) - L
