@@ -299,42 +299,60 @@ def _decompose(d: float, fmt: Format) -> tuple[float, int]:
 
 
 def construct_theorem7(activation, fmt, points, values, gradient_table_or_callable, upstream=None,
-                       implementation="exact", verify_result=True) -> Theorem7Network:
-    """One ReLU network with f(x) = values and D_(f,x)(y) = g*(x, y) for every listed y (one point, d = 1).
+                       implementation="exact", verify_result=True, generic=None) -> Theorem7Network:
+    """One network with f(x) = values and D_(f,x)(y) = g*(x, y) for every listed y (d = 1).
 
-    ``gradient_table_or_callable``: an array (K,) or (1, K) or (1, K, 1) aligned with ``upstream``, or a
-    callable ``g(x, y)``.  ``upstream`` defaults to every finite value of the format with |y| <= H_sigma
-    (H_sigma = Omega for ReLU).
+    ``gradient_table_or_callable``: an array (N, K) or (N, K, 1) aligned with ``upstream`` (for one point
+    also (K,)), or a callable ``g(x, y)``.  ``upstream`` defaults to every finite value of the format with
+    |y| <= H_sigma (as check_activation reports it: Omega for relu, elu, gelu, swish; 2^(M-1) for
+    sigmoid, 2^(M-2) for tanh).  ``generic``: use the activation-generic construction (the default for
+    every activation but relu; relu has its own, shallower one).
     """
-    from .netfile import Claim
+    from .activations import get_activation
+    from .errors import UnknownNameError
 
     F = get_format(fmt)
-    if str(activation).lower() != "relu" or implementation != "exact":
-        raise ConstructionError("the Theorem 7 constructor supports relu (exact implementation) so far; "
-                                f"got {activation!r} ({implementation})")
+    try:
+        name = get_activation(activation).name
+    except UnknownNameError as e:
+        raise ConstructionError(str(e))
+    if generic is None:
+        generic = name != "relu"
     if not F.enumerable or F.bits > 16:
         raise ConstructionError(f"the Theorem 7 constructor enumerates the format; {F.name} is too large")
+    if not generic and implementation != "exact":
+        generic = True
+    act = _Act(name, F, implementation) if generic else None
     X = np.asarray(points, dtype=float)
     if X.ndim == 1:
         X = X.reshape(-1, 1)
     if X.shape[1] != 1:
         raise ConstructionError("the Theorem 7 constructor handles d = 1 so far")
     X = _as_values(X, F, "input point")
-    box = 2.0 ** (F.e_max - 2)
+    box = act.M_sigma if generic else 2.0 ** (F.e_max - 2)
     out = np.flatnonzero(np.abs(X[:, 0]) > box)
     if out.size:
-        raise TargetError(f"input point {X[out[0], 0]!r} is outside the box [-{box}, {box}] (M_sigma = 2^(e_max-2))")
+        raise TargetError(f"input point {X[out[0], 0]!r} is outside the box [-{box}, {box}] (M_sigma of {name})")
     if len(np.unique(X[:, 0])) != len(X):
         raise TargetError("the domain lists a point twice")
     fv = _as_values(np.asarray(values, dtype=float).reshape(-1), F, "target value")
     if fv.shape != (X.shape[0],):
         raise TargetError(f"expected {X.shape[0]} target values, got {fv.shape[0]}")
+    H = act.H if generic else float(F.Omega)
     if upstream is None:
         Y = F.values().astype(float)
+        Y = Y[np.abs(Y) <= H]
     else:
         Y = _as_values(np.asarray(upstream, dtype=float).reshape(-1), F, "upstream value")
+        big = np.flatnonzero(np.abs(Y) > H)
+        if big.size:
+            raise TargetError(f"upstream value y = {Y[big[0]]!r} exceeds H_sigma = {H!r} of {name} on {F.name}")
     G = gradient_table(F, X, Y, gradient_table_or_callable)
     check_odd(X, Y, G)
+    if generic:
+        if X.shape[0] == 1:
+            return _construct_generic_one(act, F, X, fv, Y, G, implementation, verify_result)
+        return _construct_generic_gated(act, F, X, fv, Y, G, implementation, verify_result)
     if X.shape[0] > 1:
         return _construct_gated(F, X, fv, Y, G, implementation, verify_result)
     x0, f0 = float(X[0, 0]), float(fv[0])
@@ -521,7 +539,7 @@ class _Builder:
             idx = self.add(l, [(idx, 1.0)], 0.0)
         return idx
 
-    def network(self, F: Format, implementation: str) -> Network:
+    def network(self, F: Format, implementation: str, activation: str = "relu") -> Network:
         layers = []
         prev = 1
         for l, neurons in enumerate(self.layers, 1):
@@ -531,7 +549,7 @@ class _Builder:
                     W[i, j] = w
             layers.append(Layer(W.tocsr(), np.array([b for _, b in neurons])))
             prev = len(neurons)
-        return Network(F, "relu", layers, implementation, 1)
+        return Network(F, activation, layers, implementation, 1)
 
 
 def _construct_gated(F: Format, X, fv, Y, G, implementation, verify_result) -> "Theorem7Network":
@@ -665,3 +683,371 @@ def _construct_gated(F: Format, X, fv, Y, G, implementation, verify_result) -> "
     claim = Claim(7, X, fv, Y, G.reshape(N, -1, 1))
     return _finish(net, claim, {"gate": 2, "mantissa": 1, "amplification": A, "padding": pad, "compression": n_comp,
                                 "threshold prefix": R, "value ladder stages": J}, verify_result)
+
+
+# =====================================================================================================
+# Generic activations (everything below reads only the rounded table and Condition 1's dead tail)
+# =====================================================================================================
+def _is_pow2(v: float) -> bool:
+    if v == 0 or not math.isfinite(v):
+        return False
+    return math.frexp(abs(v))[0] == 0.5
+
+
+class _Act:
+    """The rounded activation as the generic construction uses it.
+
+    From the table (every value z of the format: sigma~(z), sigma~'(z)) and Condition 1's witness (the
+    dead tail: sigma~ = L and sigma~' = 0 for every z <= z_dead) only; never the activation's name.
+    ``d`` is the *pass derivative*: the largest power of two in (0, 1] that sigma~' takes at a live state;
+    ``pass_z`` the live states with sigma~' = d, smallest |sigma~| first.
+    """
+
+    def __init__(self, activation, F: Format, implementation: str):
+        from .activations import get_activation
+        from .check import check_activation
+        from .rounded_activation import get_rounded
+
+        act = get_activation(activation)
+        self.name, self.F, self.implementation = act.name, F, implementation
+        res = check_activation(act.name, F, implementation)
+        for k in ("1", "2", "3"):
+            c = res.conditions[k]
+            if c["holds"] is not True:
+                why = c.get("failing_clause") or c.get("reason") or "undecided"
+                raise ConstructionError(f"{act.name} on {F.name} ({implementation}): Condition {k} does not hold "
+                                        f"({why}); the Theorem 7 constructor needs Conditions 1-3")
+        w = res.conditions["1"]["witness"]
+        from fractions import Fraction
+        self.L = float(Fraction(w["L"]["fraction"]))
+        self.z_dead = float(Fraction(w["z_dead"]["fraction"]))
+        H = res.constants.get("H_sigma")
+        Ms = res.constants.get("M_sigma")
+        if H is None or Ms is None:
+            raise ConstructionError(f"the paper states no H_sigma / M_sigma for {act.name}; the Theorem 7 constructor "
+                                    f"needs them (the six paper activations)")
+        self.H, self.M_sigma = float(H), float(Ms)
+        tab = get_rounded(act, F, implementation).table()
+        ok = ~(tab.sigma_overflow | tab.dsigma_overflow) & np.isfinite(tab.sigma) & np.isfinite(tab.dsigma)
+        self.z, self.t, self.dt = tab.points[ok], tab.sigma[ok], tab.dsigma[ok]
+        self._T = dict(zip(self.z.tolist(), self.t.tolist()))
+        self._dT = dict(zip(self.z.tolist(), self.dt.tolist()))
+        live = self.z > self.z_dead
+        cands = sorted({float(v) for v in self.dt[live] if 0 < v <= 1 and _is_pow2(float(v))})
+        if not cands:
+            raise ConstructionError(f"{act.name} on {F.name}: no live state has sigma~' a power of two in (0, 1]")
+        self.d = cands[-1]
+        m = live & (self.dt == self.d)
+        order = np.lexsort((self.z[m], np.abs(self.t[m])))
+        self.pass_z = self.z[m][order]
+        self._pass_set = set(self.pass_z.tolist())
+        self.values = F.values()
+        self._rb = {}
+
+    def T(self, z: float) -> float:
+        return self._T[float(z)]
+
+    def dT(self, z: float) -> float:
+        return self._dT[float(z)]
+
+    def dead(self, z) -> bool:
+        return float(z) <= self.z_dead
+
+    def relay_bias(self, P_on: float, P_off=None):
+        """(b, z_on, z_off): a bias putting the pre-activation RN(P_on + b) on a pass state (sigma~' = d).
+
+        Preferred: the off pre-activation RN(P_off + b) dead (then the neuron blocks every backward value
+        at the points where its input is the off value), then the smallest |sigma~(z_on)| (small forward
+        values keep the next products finite and the chain's output absorbable), then the smallest
+        |sigma~'(z_off)|, then the smallest |b|.
+        """
+        key = (float(P_on), None if P_off is None else float(P_off))
+        if key in self._rb:
+            return self._rb[key]
+        F, B = self.F, self.values
+        Zon = rn_add(np.full_like(B, P_on), B, F)
+        ok = np.isin(Zon, self.pass_z)
+        Zoff = rn_add(np.full_like(B, P_off), B, F) if P_off is not None else np.zeros_like(B)
+        ok &= np.isfinite(Zoff) & np.isin(Zoff, self.z)
+        if not ok.any():
+            raise ConstructionError(f"no bias puts the pre-activation {P_on!r} on a pass state of {self.name}")
+        idx = np.flatnonzero(ok)
+        ton = np.array([abs(self._T[v]) for v in Zon[idx].tolist()])
+        if P_off is not None:
+            alive = np.array([0 if v <= self.z_dead else 1 for v in Zoff[idx].tolist()])
+            doff = np.array([abs(self._dT[v]) for v in Zoff[idx].tolist()])
+        else:
+            alive = doff = np.zeros(len(idx))
+        k = idx[np.lexsort((np.abs(B[idx]), doff, ton, alive))[0]]
+        r = (float(B[k]), float(Zon[k]), None if P_off is None else float(Zoff[k]))
+        self._rb[key] = r
+        return r
+
+
+def step_chain(y, steps, fmt: Format) -> np.ndarray:
+    """Backward value through composite steps (w, d): u -> RN(RN(u w) d), then a final weight if a float."""
+    u = np.asarray(y, float)
+    for st in steps:
+        if isinstance(st, tuple):
+            w, d = st
+            u = rn_mul(u, w, fmt)
+            if d != 1.0:
+                u = rn_mul(u, d, fmt)
+        else:
+            u = rn_mul(u, st, fmt)
+    return u
+
+
+@lru_cache(maxsize=None)
+def _generic_prefixes_cached(name: str, d: float, ymax: float, max_len: int, wide: bool) -> tuple:
+    """Breadth-first over chains of composite steps u -> RN(RN(u w) d), on the positive y <= ymax."""
+    fmt = get_format(name)
+    allpos = positive_values(fmt)
+    pos = allpos[allpos <= ymax]
+    n = len(pos)
+    mults = allpos if wide else allpos[allpos <= 1.0 / d]
+    found: dict[int, tuple] = {0: ()}
+    frontier = {pos.tobytes(): (pos, ())}
+    seen = set(frontier)
+    for _ in range(max_len):
+        if len(found) == n or not frontier:
+            break
+        states = np.stack([v[0] for v in frontier.values()])
+        chains = [v[1] for v in frontier.values()]
+        P = rn_mul(states[:, None, :], mults[None, :, None], fmt)
+        if d != 1.0:
+            P = rn_mul(P, d, fmt)
+        ok = np.isfinite(P).all(axis=2) & (P != 0).any(axis=2)
+        new = {}
+        for a, b in zip(*np.nonzero(ok)):
+            row = P[a, b]
+            key = row.tobytes()
+            if key in seen:
+                continue
+            seen.add(key)
+            ch = chains[a] + (float(mults[b]),)
+            new[key] = (row, ch)
+            i = int(np.argmax(row != 0))
+            if i not in found or len(ch) < len(found[i]):
+                found[i] = ch
+        frontier = new
+    return tuple((float(pos[i]), ch) for i, ch in sorted(found.items()))
+
+
+def generic_threshold_prefixes(fmt, d: float, ymax: float, max_len: int = 4) -> dict:
+    """For every positive t <= ymax reachable: weights (w_1, ..., w_r) whose composite chain (each
+    step RN(RN(u w_i) d)) is nonzero exactly for |y| >= t (on |y| <= ymax).  d = 1: ``threshold_prefixes``."""
+    fmt = get_format(fmt)
+    found = dict(_generic_prefixes_cached(fmt.name, float(d), float(ymax), max_len, False))
+    pos = positive_values(fmt)
+    if len(found) < int((pos <= ymax).sum()):
+        for t, ch in _generic_prefixes_cached(fmt.name, float(d), float(ymax), max_len, True):
+            found.setdefault(t, ch)
+    return found
+
+
+@lru_cache(maxsize=None)
+def generic_compression(name: str, d: float, u_max: float) -> tuple:
+    """(weights, c): composite steps u -> RN(RN(u w_i) d) that take every value of (0, u_max] to one
+    value c > 0.  First one weight repeated (the fewest steps, then the smallest c; for d = 1 this is
+    ``compression_weight`` with c = s); where no single weight saturates (d = 1/4 on float8_e4m3: the
+    integer map k -> RN(RN(k w s)/4)/s has no weight fixing 1 and lowering 2), a beam search over
+    sequences of weights, keeping the images with the fewest distinct values."""
+    F = get_format(name)
+    pos = positive_values(F)
+    u0 = pos[pos <= u_max]
+    if not u0.size:
+        return (), float(F.smallest_subnormal)
+    cap = 4 * (F.e_max - F.e_min + F.M + 4)
+    best = None
+    for w in pos.tolist():
+        u = u0
+        for n in range(1, cap + 1):
+            u = step_chain(u, [(w, d)], F)
+            if not np.isfinite(u).all() or (u == 0).any():
+                break
+            if (u == u[0]).all():
+                c = float(u[0])
+                if step_chain(np.array([c]), [(w, d)], F)[0] == c and (best is None or (n, c) < (best[1], best[2])):
+                    best = (w, n, c)
+                break
+            if best is not None and n >= best[1]:
+                break
+    if best is not None:
+        return (best[0],) * best[1], best[2]
+    beam = [(np.unique(u0), ())]
+    seen = {np.unique(u0).tobytes()}
+    for _ in range(cap):
+        cand = []
+        for u, ws in beam:
+            P = rn_mul(u[None, :], pos[:, None], F)
+            if d != 1.0:
+                P = rn_mul(P, d, F)
+            ok = np.isfinite(P).all(axis=1) & (P != 0).all(axis=1)
+            for i in np.flatnonzero(ok):
+                v = np.unique(P[i])
+                key = v.tobytes()
+                if key in seen:
+                    continue
+                seen.add(key)
+                if len(v) == 1:
+                    return ws + (float(pos[i]),), float(v[0])
+                cand.append((len(v), float(v.max()), v, ws + (float(pos[i]),)))
+        if not cand:
+            break
+        cand.sort(key=lambda r: (r[0], r[1]))
+        beam = [(v, ws) for _, _, v, ws in cand[:64]]
+    raise ConstructionError(f"{F.name}: no sequence of weights w makes u -> RN(RN(u w) {d!r}) saturate every value "
+                            f"up to {u_max!r} at one nonzero value")
+
+
+def _absorber(act: "_Act", h_max: float):
+    """(b, w, n, C): n constant neurons sigma~(b) = K (a positive power of two) with weight w each, whose
+    left-to-right sum K w (+) ... (+) K w is C = 2^e_max (n a power of two, every partial sum j K w exact),
+    the fewest n with |w| h_max <= Omega (each neuron's backward product stays finite).  The output row
+    subtracts them again with weights -w: C - K w - ... = 0 exactly."""
+    F = act.F
+    consts = [(float(z), float(t)) for z, t in zip(act.z, act.t) if t > 0 and _is_pow2(float(t))]
+    if not consts:
+        raise ConstructionError(f"{act.name} on {F.name} takes no positive power of two (Condition 1 (c))")
+    consts.sort(key=lambda bt: (abs(math.log2(bt[1])), abs(bt[0])))
+    C = 2.0 ** F.e_max
+    for k in range(0, F.e_max - F.e_min + 1):
+        n = 2 ** k
+        for b, K in consts:
+            w = C / n / K
+            if F.contains(w) and abs(w) * h_max <= float(F.Omega):
+                return b, w, n, C
+    raise ConstructionError(f"no absorbing constant fits upstream values up to {h_max!r} on {F.name}")
+
+
+class _Chains:
+    """Composite-step chains of one activation: thresholds, saturation, amplification (module docstring)."""
+
+    def __init__(self, act: "_Act", ymax: float):
+        self.act, self.F, self.d = act, act.F, act.d
+        self.ymax = ymax
+        self.g = int(round(-math.log2(self.d)))
+        self.prefixes = generic_threshold_prefixes(self.F, self.d, ymax) if ymax > 0 else {}
+        self.ident = 1.0 / self.d                        # RN(RN(u / d) d) = u while |u / d| <= Omega
+
+    def lengths(self, terms):
+        """(R, compression weights, c): the longest threshold prefix, and the saturation of its outputs."""
+        F, d = self.F, self.d
+        R = max([len(self.prefixes[t.threshold]) for t in terms] + [1])
+        top = 0.0
+        for t in terms:
+            top = max(top, abs(step_chain(np.array([self.ymax]), [(w, d) for w in self.prefixes[t.threshold]], F)[0]))
+        comp, c = generic_compression(F.name, d, float(top)) if top > 0 else ((), float(F.smallest_subnormal))
+        return R, list(comp), c
+
+    def amplify(self, tau: float, c: float, a_on: float, a_off=None):
+        """(w_1, amps, biases, z_on list, z_off list): the input weight w_1 and the amplification relays
+        (forward order) with RN(...RN(RN(c 2^k_A) d)... 2^k_1) d) w_1) = tau exactly; the largest
+        amplification first (|w_1| in [1, 2) when c is the smallest subnormal)."""
+        F, d, act = self.F, self.d, self.act
+        Kmax = int(math.floor(math.log2(abs(tau) / c))) if tau else 0
+        err = None
+        for K in range(Kmax, -1, -1):
+            m = abs(tau) / (c * 2.0 ** K)
+            if not F.contains(m):
+                continue
+            w1 = math.copysign(m, tau)
+            try:
+                P = mul_float(w1, a_on, F)
+                Poff = None if a_off is None else mul_float(w1, a_off, F)
+                if P is None or (a_off is not None and Poff is None):
+                    continue
+                b, z, zo = act.relay_bias(P, Poff)
+                amps, biases, zs, zos = [], [b], [z], [zo]
+                cur, curo, rest = act.T(z), None if zo is None else act.T(zo), K
+                while rest > 0:
+                    k = rest + self.g
+                    while k > self.g and (not F.contains(2.0 ** k) or mul_float(2.0 ** k, cur, F) is None
+                                          or (curo is not None and mul_float(2.0 ** k, curo, F) is None)):
+                        k -= 1
+                    if k <= self.g:
+                        raise ConstructionError(f"cannot amplify past forward value {cur!r}")
+                    b, z, zo = act.relay_bias(mul_float(2.0 ** k, cur, F),
+                                              None if curo is None else mul_float(2.0 ** k, curo, F))
+                    amps.append(2.0 ** k)
+                    biases.append(b)
+                    zs.append(z)
+                    zos.append(zo)
+                    cur, curo = act.T(z), None if zo is None else act.T(zo)
+                    rest -= k - self.g
+            except ConstructionError as e:
+                err = e
+                continue
+            back = step_chain(np.array([c]), [(w, d) for w in reversed(amps)] + [w1], F)[0]
+            if back == tau:
+                return w1, amps, biases, zs, zos
+        raise ConstructionError(f"no amplification takes the saturated value {c!r} exactly to {tau!r}"
+                                + (f" ({err})" if err else ""))
+
+    def build(self, t, tau, R, comp, c, w1, amps, biases, zs, zos, A):
+        """Weights (input -> output) and biases of one chain, its forward values on and off."""
+        F, d, act = self.F, self.d, self.act
+        pad = [self.ident] * (A - len(amps))
+        pre = list(self.prefixes[t.threshold]) + [self.ident] * (R - len(self.prefixes[t.threshold]))
+        ws = [w1] + list(amps) + pad + list(reversed(comp)) + list(reversed(pre))
+        bs, z_on, z_off = list(biases), list(zs), list(zos)
+        cur = act.T(z_on[-1])
+        curo = None if z_off[-1] is None else act.T(z_off[-1])
+        for w in ws[len(bs) + 0: -1] if len(ws) - 1 > len(bs) else []:
+            P = mul_float(w, cur, F)
+            Po = None if curo is None else mul_float(w, curo, F)
+            if P is None or (curo is not None and Po is None):
+                raise ConstructionError("a relay's forward product overflows")
+            b, z, zo = act.relay_bias(P, Po)
+            bs.append(b)
+            z_on.append(z)
+            z_off.append(zo)
+            cur, curo = act.T(z), None if zo is None else act.T(zo)
+        # the chain, exactly, on every positive y: tau for y >= threshold, 0 below
+        pos = positive_values(F)
+        ys = pos[pos <= self.ymax]
+        back = step_chain(ys, [(w, act.dT(z)) for w, z in zip(reversed(ws[1:]), reversed(z_on))] + [ws[0]], F)
+        want = np.where(ys >= t.threshold, tau, 0.0)
+        if not np.array_equal(back, want):
+            i = int(np.flatnonzero(back != want)[0])
+            raise ConstructionError(f"internal: the chain for threshold {t.threshold!r} gives {back[i]!r} at y = "
+                                    f"{ys[i]!r}, not {want[i]!r}")
+        return ws, bs, z_on, z_off
+
+
+def _construct_generic_one(act: "_Act", F: Format, X, fv, Y, G, implementation, verify_result):
+    """One point: every chain starts at x (input weight w_1) and every hidden neuron sits on a pass state."""
+    from .netfile import Claim
+
+    x0, f0 = float(X[0, 0]), float(fv[0])
+    ymax = float(np.abs(Y).max()) if Y.size else 0.0
+    ch = _Chains(act, ymax)
+    terms = _point_terms(F, Y, G[0], ch.prefixes)
+    R, comp, c = ch.lengths(terms)
+    plans = [ch.amplify(t.sign * t.d, c, x0) for t in terms]
+    A = max([len(p[1]) for p in plans], default=0)
+    built = [ch.build(t, t.sign * t.d, R, comp, c, *p, A) for t, p in zip(terms, plans)]
+    n_hidden = 1 + A + len(comp) + R - 1 + 1 if terms else 1
+    n_hidden = max([len(b[1]) for b in built], default=1)
+    L = n_hidden + 1
+    bC, wC, nC, C = _absorber(act, ymax)
+    quarter = 2.0 ** (math.frexp(C)[1] - 1 - F.M - 2)
+    for ws, bs, zon, _ in built:
+        out = mul_float(ws[-1], act.T(zon[-1]), F)
+        if out is None or abs(out) > quarter:
+            raise ConstructionError(f"a chain's forward output {out!r} is too large to be absorbed by C = {C!r}")
+    B = _Builder(L)
+    cps = [(B.add(L - 1, [], bC), wC) for _ in range(nC)]
+    ends = []
+    for ws, bs, zon, _ in built:
+        cur = B.add(1, [(0, ws[0])], bs[0])
+        for l in range(2, L):
+            cur = B.add(l, [(cur, ws[l - 1])], bs[l - 1])
+        ends.append((cur, ws[-1]))
+    cms = [(B.add(L - 1, [], bC), -wC) for _ in range(nC)]
+    B.add(L, cps + ends + cms, f0)
+    net = B.network(F, implementation, act.name)
+    claim = Claim(7, X, fv, Y, G.reshape(1, -1, 1))
+    return _finish(net, claim, {"pass derivative": act.d, "amplification": A, "compression": len(comp),
+                                "threshold prefix": R}, verify_result)
