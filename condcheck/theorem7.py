@@ -718,6 +718,7 @@ class _Act:
                 raise ConstructionError(f"{act.name} on {F.name} ({implementation}): Condition {k} does not hold "
                                         f"({why}); the Theorem 7 constructor needs Conditions 1-3")
         w = res.conditions["1"]["witness"]
+        self.witness = w
         from fractions import Fraction
         self.L = float(Fraction(w["L"]["fraction"]))
         self.z_dead = float(Fraction(w["z_dead"]["fraction"]))
@@ -776,6 +777,7 @@ class _Act:
         if P_off is not None:
             alive = np.array([0 if v <= self.z_dead else 1 for v in Zoff[idx].tolist()])
             doff = np.array([abs(self._dT[v]) for v in Zoff[idx].tolist()])
+            ton = np.maximum(ton, np.array([abs(self._T[v]) for v in Zoff[idx].tolist()]))
         else:
             alive = doff = np.zeros(len(idx))
         k = idx[np.lexsort((np.abs(B[idx]), doff, ton, alive))[0]]
@@ -942,8 +944,8 @@ class _Chains:
         return R, list(comp), c
 
     def amplify(self, tau: float, c: float, a_on: float, a_off=None):
-        """(w_1, amps, biases, z_on list, z_off list): the input weight w_1 and the amplification relays
-        (forward order) with RN(...RN(RN(c 2^k_A) d)... 2^k_1) d) w_1) = tau exactly; the largest
+        """(w_1, amps, biases, z_on list, z_off list): the input weight w_1 > 0 and the amplification relays
+        (forward order) with RN(...RN(RN(c 2^k_A) d)... 2^k_1) d) w_1) = |tau| exactly; the largest
         amplification first (|w_1| in [1, 2) when c is the smallest subnormal)."""
         F, d, act = self.F, self.d, self.act
         Kmax = int(math.floor(math.log2(abs(tau) / c))) if tau else 0
@@ -952,7 +954,7 @@ class _Chains:
             m = abs(tau) / (c * 2.0 ** K)
             if not F.contains(m):
                 continue
-            w1 = math.copysign(m, tau)
+            w1 = m              # positive: the on value stays above the off value (the sign is in the output weight)
             try:
                 P = mul_float(w1, a_on, F)
                 Poff = None if a_off is None else mul_float(w1, a_off, F)
@@ -980,7 +982,7 @@ class _Chains:
                 err = e
                 continue
             back = step_chain(np.array([c]), [(w, d) for w in reversed(amps)] + [w1], F)[0]
-            if back == tau:
+            if back == abs(tau):
                 return w1, amps, biases, zs, zos
         raise ConstructionError(f"no amplification takes the saturated value {c!r} exactly to {tau!r}"
                                 + (f" ({err})" if err else ""))
@@ -991,6 +993,7 @@ class _Chains:
         pad = [self.ident] * (A - len(amps))
         pre = list(self.prefixes[t.threshold]) + [self.ident] * (R - len(self.prefixes[t.threshold]))
         ws = [w1] + list(amps) + pad + list(reversed(comp)) + list(reversed(pre))
+        ws[-1] = math.copysign(ws[-1], tau)       # RN is odd: the output weight's sign flips the whole chain
         bs, z_on, z_off = list(biases), list(zs), list(zos)
         cur = act.T(z_on[-1])
         curo = None if z_off[-1] is None else act.T(z_off[-1])
@@ -1051,3 +1054,283 @@ def _construct_generic_one(act: "_Act", F: Format, X, fv, Y, G, implementation, 
     claim = Claim(7, X, fv, Y, G.reshape(1, -1, 1))
     return _finish(net, claim, {"pass derivative": act.d, "amplification": A, "compression": len(comp),
                                 "threshold prefix": R}, verify_result)
+
+
+# ---- several points, any activation: steps and gates ------------------------------------------------------
+def _pass_plans(act: "_Act"):
+    """Candidate pass paths (lam, a_g, a3, a2, w_s, n_src), preferred first, and for each the positive
+    values g of the format it carries exactly: a gate sum lam g (a value of the format) goes through
+    sigma~'(G) = d, a_g, d, a3, d, a2, d, w_s and arrives as g / n_src at each of n_src sources."""
+    F, d = act.F, act.d
+    pos = positive_values(F)
+    Om = float(F.Omega)
+    pw = [2.0 ** k for k in range(0, 5)]
+    ws_ok = [2.0 ** k for k in range(-2, 5) if 2.0 ** k * act.M_sigma <= Om and F.contains(2.0 ** k)]
+    plans, cover = [], []
+    for n_src in (1, 2):
+        for lam in sorted((2.0 ** k for k in range(-4, 5)), key=lambda v: abs(math.log2(v))):
+            lg = rn_mul(pos, lam, F)
+            exact_lg = np.isfinite(lg) & (lg == pos * lam)
+            for a_g in pw:
+                for a3 in pw:
+                    for a2 in pw:
+                        for w_s in ws_ok:
+                            out = step_chain(lg, [d, (a_g, d), (a3, d), (a2, d), w_s], F)
+                            ok = exact_lg & np.isfinite(out) & (out == pos / n_src)
+                            if ok.any():
+                                plans.append((lam, a_g, a3, a2, w_s, n_src))
+                                cover.append(ok)
+    return plans, np.array(cover), pos
+
+
+class _Gating:
+    """Layers 1-3 (separators, steps, boosts) built with condcheck.theorem5's 1-D machinery, and gates."""
+
+    def __init__(self, act: "_Act", X, implementation):
+        from .theorem5 import (Kit, _boost, _chain, _Constants, _Ctx, _separator_chooser, find_states)
+        F = act.F
+        self.F, self.act = F, act
+        kit = Kit(act.name, F, implementation)
+        st = find_states(kit, act.witness)
+        self.kit, self.st = kit, st
+        vals = np.unique(X[:, 0])
+        idx = np.searchsorted(vals, X[:, 0])
+        choose = _separator_chooser(kit, vals)
+        from .theorem5 import Step
+        steps, step_pre, step_of = [], [], {}
+        M = F.M
+        for gap in range(1, len(vals)):
+            for up in (True, False):
+                chs = choose(gap, up)
+                if chs is None:
+                    raise ConstructionError(f"distinguishability fails: no neuron sigma~(w x + b) separates the values "
+                                            f"<= {float(vals[gap - 1])!r} from >= {float(vals[gap])!r} monotonically")
+                w, b, sg, kappa = chs
+                n = kit.T(kit.row([(w, vals)], b))
+                v = kit.add(kit.mul(sg, n), kappa)
+                on = v > 0
+                g = float(v[on].min())
+                k0 = max(math.frexp(g)[1] - 1 + M, F.e_min)
+                pre = None
+                for K in list(range(F.e_max - 1, k0 - 1, -1)) + [k0 - 1]:
+                    try:
+                        pre = kit.add(_chain(kit, v, k0, K), st.z_dead)
+                        break
+                    except Exception:
+                        continue
+                if pre is None or not (st.dead(pre[~on]).all() and not st.dead(pre[on]).any()):
+                    raise ConstructionError(f"the step at gap {gap} does not split into dead and live states")
+                tv = kit.T(pre[on]) - st.L
+                if (np.sign(tv) == 0).any() or (np.sign(tv) != np.sign(tv[0])).any():
+                    raise ConstructionError(f"the step at gap {gap}: on values on both sides of {st.L!r}")
+                ba, bc = _boost(kit, st, kit.T(pre[on]))
+                pre = kit.add(kit.mul(ba, kit.T(pre)), bc)
+                tv = kit.T(pre[on]) - st.L
+                step_of[(gap, up)] = len(steps)
+                steps.append(Step(0, gap, up, w, b, sg, kappa, k0, K, float(np.abs(tv).min()),
+                                  float(np.abs(tv).max()), float(np.sign(tv[0])), ba, bc))
+                step_pre.append(pre)
+        self.steps, self.vals, self.idx = steps, vals, idx
+        self.U_X = [kit.T(p)[idx] for p in step_pre]
+
+        def gating(zi):
+            m = idx[zi]
+            out = []
+            if m > 0:
+                out.append(step_of[(m, False)])
+            if m < len(vals) - 1:
+                out.append(step_of[(m + 1, True)])
+            return out
+
+        self.gating = gating
+        self.ctx = _Ctx(kit, st, F, X, steps, self.U_X, gating)
+        cz, ct = st.constants
+        self.const = _Constants(F, cz, ct)
+        self._boost, self._Ctx = _boost, _Ctx
+        self.X = X
+
+    def relayed(self, n: int):
+        """n relay layers after the boosts: each keeps L dead and the on values live, on one side of L
+        (theorem5's boost map).  Returns the (a, c) of every relay and a context over the last values."""
+        import dataclasses
+        kit, st = self.kit, self.st
+        U = list(self.U_X)
+        steps = list(self.steps)
+        maps = []
+        for _ in range(n):
+            layer = []
+            for i, u in enumerate(U):
+                a, c = self._boost(kit, st, u[u != st.L])
+                layer.append((a, c))
+                U[i] = kit.T(kit.row([(a, u)], c))
+                on = U[i][U[i] != st.L] - st.L
+                if (U[i] != st.L).sum() != (u != st.L).sum():
+                    raise ConstructionError("internal: a relay of a step changed its dead points")
+                steps[i] = dataclasses.replace(steps[i], on_min=float(np.abs(on).min()),
+                                               on_max=float(np.abs(on).max()), on_sign=float(np.sign(on[0])))
+            maps.append(layer)
+        return maps, self._Ctx(kit, st, self.F, self.X, steps, U, self.gating)
+
+
+def _construct_generic_gated(act: "_Act", F: Format, X, fv, Y, G, implementation, verify_result):
+    """Several points, any activation (see the module docstring, "Several points, any activation")."""
+    from .netfile import Claim
+
+    N = X.shape[0]
+    xs = X[:, 0].tolist()
+    d = act.d
+    ymax = float(np.abs(Y).max()) if Y.size else 0.0
+    ch = _Chains(act, ymax)
+    per_point = [_point_terms(F, Y, G[i], ch.prefixes) for i in range(N)]
+    all_terms = [t for ts in per_point for t in ts]
+    R, comp, c = ch.lengths(all_terms)
+    gt = _Gating(act, X, implementation)
+    kit = gt.kit
+    plans, cover, pos = _pass_plans(act)
+    col = {v: j for j, v in enumerate(pos.tolist())}
+
+    # groups: each term goes to the first plan that carries its |d| exactly
+    groups = []                                    # (point, plan index, [terms])
+    for i, ts in enumerate(per_point):
+        byplan = {}
+        for t in ts:
+            ok = np.flatnonzero(cover[:, col[abs(t.d)]])
+            if not ok.size:
+                raise ConstructionError(f"no pass path carries the gradient {t.d!r} exactly ({act.name})")
+            byplan.setdefault(int(ok[0]), []).append(t)
+        for k in sorted(byplan):
+            groups.append((i, k, byplan[k]))
+
+    # pass paths and gates: gate states on a pass state, far from L (the first chain neuron then tells
+    # the gate's on value from L with a small weight), |sigma~| <= Omega / 4
+    far = np.abs(np.array([act.T(z) for z in act.pass_z]) - act.L)
+    okg = np.abs(np.array([act.T(z) for z in act.pass_z])) <= float(F.Omega) / 4
+    gate_targets = [float(z) for z in act.pass_z[okg][np.argsort(-far[okg], kind="stable")]]
+    gates = []
+    for i, k, ts in groups:
+        lam, a_g, a3, a2, w_s, n_src = plans[k]
+        xi = xs[i]
+        b_s, z_s, _ = act.relay_bias(mul_float(w_s, xi, F))
+        S = kit.T(kit.row([(w_s, X[:, 0])], b_s))
+        P2pre_i = float(kit.row([(a2, S[i:i + 1])] * n_src, 0.0)[0])
+        c2, z2, _ = act.relay_bias(P2pre_i)
+        P2 = kit.T(kit.row([(a2, S)] * n_src, c2))
+        c3, z3, _ = act.relay_bias(float(kit.mul(a3, P2[i])))
+        P3 = kit.T(kit.row([(a3, P2)], c3))
+        betas, gamma, preG = gt.ctx._gate(i, (a_g, P3), gate_targets, small_first=False)
+        if float(preG[i]) not in act._pass_set:
+            raise ConstructionError("internal: the gate is not on a pass state")   # pragma: no cover
+        gmax = max(abs(t.d) for t in ts) * lam * d
+        bmax = max([abs(b) for b in betas] + [0.0])
+        if gmax * bmax > float(F.Omega):
+            raise ConstructionError(f"point {xi!r}: the gate's backward value {gmax!r} times its gating weight "
+                                    f"{bmax!r} overflows")
+        gates.append(dict(i=i, plan=plans[k], terms=ts, b_s=b_s, c2=c2, c3=c3, betas=betas, gamma=gamma,
+                          Gz=float(kit.T(preG[i]))))
+
+    # chains after each gate
+    chains = []
+    for gi, g in enumerate(gates):
+        lam = g["plan"][0]
+        for t in g["terms"]:
+            tau = t.sign * t.d * lam
+            p = ch.amplify(tau, c, g["Gz"], act.L)
+            chains.append([gi, t, tau, p])
+    A = max([len(p[3][1]) for p in chains], default=0)
+    built = []
+    for gi, t, tau, p in chains:
+        ws, bs, zon, zoff = ch.build(t, tau, R, comp, c, *p, A)
+        built.append((gi, ws, bs, zon, zoff))
+    n_chain = max([len(b[2]) for b in built], default=1)
+    L = 4 + n_chain + 1
+    L = max(L, 7)
+    bC, wC, nC, C = _absorber(act, ymax)
+    quarter = 2.0 ** (math.frexp(C)[1] - 1 - F.M - 2)
+    # at the other points every chain runs on its off states: finite, absorbed, and the backward sum
+    # that reaches the (dead) gate finite
+    off_sum = {}
+    for gi, ws, bs, zon, zoff in built:
+        for z in (zon[-1], zoff[-1]):
+            out = mul_float(ws[-1], act.T(z), F)
+            if out is None or abs(out) > quarter:
+                raise ConstructionError(f"a chain's forward output {out!r} is too large to be absorbed by C = {C!r}")
+        back = step_chain(np.array([ymax]), [(w, act.dT(z)) for w, z in zip(reversed(ws[1:]), reversed(zoff))]
+                          + [ws[0]], F)[0]
+        if not np.isfinite(back):
+            raise ConstructionError("a chain's backward value overflows at the points where its gate is dead")
+        off_sum[gi] = off_sum.get(gi, 0.0) + abs(back)
+    if off_sum and max(off_sum.values()) > float(F.Omega):
+        raise ConstructionError("the backward sum at a dead gate may overflow")
+    if len(built) and n_chain < L - 5:
+        raise ConstructionError("internal: chain shorter than the layers after the gates")   # pragma: no cover
+
+    # values: relayed boosts, value gates at L-2, V' at L-1
+    n_rel = (L - 3) - 3
+    maps, vctx = gt.relayed(n_rel)
+    vbr = []
+    for i in range(N):
+        if fv[i] != 0:
+            vbr.append(vctx.value_branch(i, float(fv[i]), ymax, n_post=1))
+
+    # ---- assemble -----------------------------------------------------------------------------------------
+    B = _Builder(L)
+    const, st = gt.const, gt.st
+    sep = [B.add(1, [(0, s.w)], s.b) for s in gt.steps]
+    kap_col = {}
+    for s in gt.steps:
+        b, _ = const.pick(s.kappa)
+        if b not in kap_col:
+            kap_col[b] = B.add(1, [], b)
+    levels = sorted({k for s in gt.steps for k in range(s.k0, s.K + 1)})
+    chain_col = {}
+    for k in levels:
+        b, K = const.pick(math.ldexp(1 + 2.0 ** -F.M, k))
+        chain_col[k] = (B.add(1, [], b), B.add(1, [], b), K)
+    src = []
+    for g in gates:
+        w_s, n_src = g["plan"][4], g["plan"][5]
+        src.append([B.add(1, [(0, w_s)], g["b_s"]) for _ in range(n_src)])
+    # layer 2: steps (separator, kappa, chain constants in increasing k, bias z_dead), P2
+    stp = []
+    for i, s in enumerate(gt.steps):
+        b, K = const.pick(s.kappa)
+        ins = [(sep[i], s.s), (kap_col[b], s.kappa / K)]
+        for k in range(s.k0, s.K + 1):
+            cc = math.ldexp(1 + 2.0 ** -F.M, k)
+            ins += [(chain_col[k][0], cc / chain_col[k][2]), (chain_col[k][1], -cc / chain_col[k][2])]
+        stp.append(B.add(2, ins, st.z_dead))
+    p2 = [B.add(2, [(j, g["plan"][3]) for j in src[gi]], g["c2"]) for gi, g in enumerate(gates)]
+    # layer 3: boosts, P3
+    bst = [B.add(3, [(stp[i], s.boost_a)], s.boost_c) for i, s in enumerate(gt.steps)]
+    p3 = [B.add(3, [(p2[gi], g["plan"][2])], g["c3"]) for gi, g in enumerate(gates)]
+    # layer 4: gates
+    gcol = []
+    for gi, g in enumerate(gates):
+        ins = [(bst[k], b) for k, b in zip(sorted(gt.gating(g["i"])), g["betas"])] + [(p3[gi], g["plan"][1])]
+        gcol.append(B.add(4, ins, g["gamma"]))
+    # the output row sums layer L-1 in index order: +C neurons, chain ends, -C neurons, value outputs
+    cps = [(B.add(L - 1, [], bC), wC) for _ in range(nC)]
+    # chains: first neuron in layer 5, reading its gate
+    ends = []
+    for gi, ws, bs, zon, zoff in built:
+        cur = B.add(5, [(gcol[gi], ws[0])], bs[0])
+        for l in range(6, 5 + len(bs)):
+            cur = B.add(l, [(cur, ws[l - 5])], bs[l - 5])
+        cur = B.relay(4 + len(bs), cur, L - 1) if 4 + len(bs) < L - 1 else cur
+        ends.append((cur, ws[-1]))
+    # relayed boosts: layers 4 .. L-3
+    rel = list(bst)
+    for r, layer in enumerate(maps):
+        rel = [B.add(4 + r, [(rel[i], a)], cc) for i, (a, cc) in enumerate(layer)]
+    cms = [(B.add(L - 1, [], bC), -wC) for _ in range(nC)]
+    vends = []
+    for br in vbr:
+        v = B.add(L - 2, [(rel[k], b) for k, b in zip(br.gating, br.beta)], br.gamma)
+        a, cc = br.post[0]
+        v = B.add(L - 1, [(v, a)], cc)
+        vends.append((v, br.out_weight))
+    B.add(L, cps + ends + cms + vends, 0.0)
+    net = B.network(F, implementation, act.name)
+    claim = Claim(7, X, fv, Y, G.reshape(N, -1, 1))
+    return _finish(net, claim, {"pass derivative": d, "separator-step-boost": 3, "gate": 1, "amplification": A,
+                                "compression": len(comp), "threshold prefix": R, "gates": len(gates)}, verify_result)
