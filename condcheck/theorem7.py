@@ -1189,23 +1189,34 @@ def _construct_generic_gated(act: "_Act", F: Format, X, fv, Y, G, implementation
     plans, cover, pos = _pass_plans(act)
     col = {v: j for j, v in enumerate(pos.tolist())}
 
-    # groups: each term goes to the first plan that carries its |d| exactly
+    # gate states: pass states far from L (the first chain neuron then tells the gate's on value from L
+    # with a small weight), |sigma~| <= Omega / 4
+    far = np.abs(np.array([act.T(z) for z in act.pass_z]) - act.L)
+    okg = np.abs(np.array([act.T(z) for z in act.pass_z])) <= float(F.Omega) / 4
+    gate_targets = [float(z) for z in act.pass_z[okg][np.argsort(-far[okg], kind="stable")]]
+
+    # groups: each term goes to the first plan that carries its |d| exactly and keeps the gate's backward
+    # value lam |d| d times the gating weights (probed: the point's gate without its pass input) below
+    # Omega / 4 (at the point the gating steps are dead, but the product must stay finite)
+    lams = np.array([p[0] for p in plans])
     groups = []                                    # (point, plan index, [terms])
     for i, ts in enumerate(per_point):
+        try:
+            probe, _, _ = gt.ctx._gate(i, None, gate_targets, small_first=False)
+            bprobe = max([abs(b) for b in probe] + [1.0])
+        except ConstructionError:
+            bprobe = 1.0
         byplan = {}
         for t in ts:
-            ok = np.flatnonzero(cover[:, col[abs(t.d)]])
+            ok = np.flatnonzero(cover[:, col[abs(t.d)]] & (lams * abs(t.d) * d * bprobe <= float(F.Omega) / 4))
             if not ok.size:
-                raise ConstructionError(f"no pass path carries the gradient {t.d!r} exactly ({act.name})")
+                raise ConstructionError(f"no pass path carries the gradient {t.d!r} exactly ({act.name}, point "
+                                        f"{xs[i]!r}, gating weight {bprobe!r})")
             byplan.setdefault(int(ok[0]), []).append(t)
         for k in sorted(byplan):
             groups.append((i, k, byplan[k]))
 
-    # pass paths and gates: gate states on a pass state, far from L (the first chain neuron then tells
-    # the gate's on value from L with a small weight), |sigma~| <= Omega / 4
-    far = np.abs(np.array([act.T(z) for z in act.pass_z]) - act.L)
-    okg = np.abs(np.array([act.T(z) for z in act.pass_z])) <= float(F.Omega) / 4
-    gate_targets = [float(z) for z in act.pass_z[okg][np.argsort(-far[okg], kind="stable")]]
+    # pass paths and gates
     gates = []
     for i, k, ts in groups:
         lam, a_g, a3, a2, w_s, n_src = plans[k]
