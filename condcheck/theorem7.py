@@ -1057,14 +1057,27 @@ def _construct_generic_one(act: "_Act", F: Format, X, fv, Y, G, implementation, 
 
 
 # ---- several points, any activation: steps and gates ------------------------------------------------------
+@lru_cache(maxsize=None)
+def _pass_plans_cached(name: str, implementation: str, fmt_name: str):
+    act = _Act(name, get_format(fmt_name), implementation)
+    return _pass_plans_uncached(act)
+
+
 def _pass_plans(act: "_Act"):
-    """Candidate pass paths (lam, a_g, a3, a2, w_s, n_src), preferred first, and for each the positive
-    values g of the format it carries exactly: a gate sum lam g (a value of the format) goes through
-    sigma~'(G) = d, a_g, d, a3, d, a2, d, w_s and arrives as g / n_src at each of n_src sources."""
+    return _pass_plans_cached(act.name, act.implementation, act.F.name)
+
+
+def _pass_plans_uncached(act: "_Act"):
+    """Candidate pass paths (lam, a_g, a3, a2, w_s, n_src, sign), preferred first, and for each the positive
+    values g of the format it carries exactly: a gate sum sign lam g (a value of the format) goes through
+    sigma~'(G) = d, a_g, d, a3, d, a2, d, w_s and arrives as g / n_src at each of n_src sources.  Negative
+    a2, a3 first: sigma~ is bounded below, so a negative weight keeps the pass neurons' forward values
+    small at every other point of the domain (their products must stay finite there too)."""
     F, d = act.F, act.d
     pos = positive_values(F)
     Om = float(F.Omega)
     pw = [2.0 ** k for k in range(0, 5)]
+    spw = [-w for w in pw] + pw
     ws_ok = [2.0 ** k for k in range(-2, 5) if 2.0 ** k * act.M_sigma <= Om and F.contains(2.0 ** k)]
     plans, cover = [], []
     for n_src in (1, 2):
@@ -1072,15 +1085,79 @@ def _pass_plans(act: "_Act"):
             lg = rn_mul(pos, lam, F)
             exact_lg = np.isfinite(lg) & (lg == pos * lam)
             for a_g in pw:
-                for a3 in pw:
-                    for a2 in pw:
+                for a3 in spw:
+                    for a2 in spw:
                         for w_s in ws_ok:
+                            sign = math.copysign(1.0, a3 * a2)
                             out = step_chain(lg, [d, (a_g, d), (a3, d), (a2, d), w_s], F)
-                            ok = exact_lg & np.isfinite(out) & (out == pos / n_src)
+                            ok = exact_lg & np.isfinite(out) & (out == sign * pos / n_src)
                             if ok.any():
-                                plans.append((lam, a_g, a3, a2, w_s, n_src))
+                                plans.append((lam, a_g, a3, a2, w_s, n_src, sign))
                                 cover.append(ok)
     return plans, np.array(cover), pos
+
+
+def _value_parts(F: Format, f: float, cap: float):
+    """Signed powers of two, each at most cap, summing to f left to right with every partial sum a value
+    of the format (the binary digits of |f|, the ones above cap split into copies of cap); None if a
+    partial sum is not a value or there would be more than 64 parts."""
+    a, parts = abs(f), []
+    while a > 0:
+        p = 2.0 ** math.floor(math.log2(a))
+        n = int(p // cap) if p > cap else 1
+        parts += [min(p, cap)] * n
+        a -= p
+        if len(parts) > 64:
+            return None
+    acc = 0.0
+    for p in parts:
+        acc += p
+        if not F.contains(acc):
+            return None
+    return [math.copysign(p, f) for p in parts]
+
+
+def _check_value_branch(vctx, br, i: int, ymax: float, F: Format) -> None:
+    """Every product of a value branch's backward chain finite for |y| <= ymax (RN is monotone, so
+    |y| = ymax decides): at its point y A, d4, a, d3, then each gating weight (the relays it reads are
+    dead there); at the other points y A, d0, a (its gate is dead there)."""
+    kit = vctx.kit
+    pre = vctx._gate_row(i, sorted(vctx.gating(i)), br.beta, None, br.gamma)
+    a, c = br.post[0]
+    for k in range(len(pre)):
+        v = float(kit.T(pre[k]))
+        q = float(kit.add(kit.mul(a, v), c))
+        chain_ = [br.out_weight, float(kit.dT(q)), a]
+        if k == i:
+            chain_.append(float(kit.dT(pre[k])))
+        u = step_chain(np.array([ymax]), chain_, F)[0]
+        if not np.isfinite(u) or (k == i and any(not np.isfinite(step_chain(np.array([u]), [b], F)[0])
+                                                 for b in br.beta)):
+            raise ConstructionError(f"point {i + 1}: the value branch's backward value overflows for |y| = {ymax!r}")
+
+
+def _value_branches(vctx, i: int, f: float, ymax: float, F: Format) -> list:
+    """The value f* of point i as one or more zero-gradient value branches (theorem5's value gate and V'
+    map on the relayed boosts).  Where the backward gain of one branch, |f / P| and the factors behind it,
+    would overflow for |y| <= ymax, f is split into powers of two of at most half, a quarter, ... of it
+    (their left-to-right sum is exact): each branch then carries a smaller output weight."""
+    err = None
+    cap = float("inf")
+    for _ in range(F.M + 6):
+        parts = _value_parts(F, f, cap)
+        if parts is not None:
+            try:
+                # the gain check with a margin of 2: each product of the backward chain is rounded,
+                # and a rounding up can push a product whose exact value fits just past Omega
+                brs = [vctx.value_branch(i, p, ymax, n_post=1) for p in parts]
+                for br in brs:
+                    _check_value_branch(vctx, br, i, ymax, F)
+                return brs
+            except CondcheckError as e:
+                err = e
+        cap = 2.0 ** (math.floor(math.log2(abs(f))) - 1) if cap == float("inf") else cap / 2
+    raise ConstructionError(f"point {i + 1}: no split of the value {f!r} into zero-gradient branches fits upstream "
+                            f"values up to {ymax!r} ({err})")
 
 
 class _Gating:
@@ -1199,35 +1276,52 @@ def _construct_generic_gated(act: "_Act", F: Format, X, fv, Y, G, implementation
     # value lam |d| d times the gating weights (probed: the point's gate without its pass input) below
     # Omega / 4 (at the point the gating steps are dead, but the product must stay finite)
     lams = np.array([p[0] for p in plans])
-    groups = []                                    # (point, plan index, [terms])
+
+    def pass_forward(i, plan):
+        """The pass path of point i under a plan, on every point (None where a value overflows)."""
+        lam, a_g, a3, a2, w_s, n_src, _ = plan
+        xi = xs[i]
+        try:
+            b_s, z_s, _ = act.relay_bias(mul_float(w_s, xi, F))
+            S = kit.T(kit.row([(w_s, X[:, 0])], b_s))
+            c2, z2, _ = act.relay_bias(float(kit.row([(a2, S[i:i + 1])] * n_src, 0.0)[0]))
+            P2 = kit.T(kit.row([(a2, S)] * n_src, c2))
+            c3, z3, _ = act.relay_bias(float(kit.mul(a3, P2[i])))
+            P3 = kit.T(kit.row([(a3, P2)], c3))
+            kit.row([(a_g, P3)], 0.0)
+        except (ConstructionError, CondcheckError):
+            return None
+        return b_s, c2, c3, P3
+
+    groups = []                                    # (point, plan index, [terms], pass forward)
     for i, ts in enumerate(per_point):
         try:
             probe, _, _ = gt.ctx._gate(i, None, gate_targets, small_first=False)
             bprobe = max([abs(b) for b in probe] + [1.0])
-        except ConstructionError:
+        except CondcheckError:
             bprobe = 1.0
-        byplan = {}
+        byplan, fwd = {}, {}
         for t in ts:
-            ok = np.flatnonzero(cover[:, col[abs(t.d)]] & (lams * abs(t.d) * d * bprobe <= float(F.Omega) / 4))
-            if not ok.size:
-                raise ConstructionError(f"no pass path carries the gradient {t.d!r} exactly ({act.name}, point "
-                                        f"{xs[i]!r}, gating weight {bprobe!r})")
-            byplan.setdefault(int(ok[0]), []).append(t)
+            cand = np.flatnonzero(cover[:, col[abs(t.d)]] & (lams * abs(t.d) * d * bprobe <= float(F.Omega) / 4))
+            chosen = None
+            for k in cand.tolist():
+                if k not in fwd:
+                    fwd[k] = pass_forward(i, plans[k])
+                if fwd[k] is not None:
+                    chosen = k
+                    break
+            if chosen is None:
+                raise ConstructionError(f"no pass path carries the gradient {t.d!r} exactly without overflow "
+                                        f"({act.name}, point {xs[i]!r}, gating weight {bprobe!r})")
+            byplan.setdefault(chosen, []).append(t)
         for k in sorted(byplan):
-            groups.append((i, k, byplan[k]))
+            groups.append((i, k, byplan[k], fwd[k]))
 
     # pass paths and gates
     gates = []
-    for i, k, ts in groups:
-        lam, a_g, a3, a2, w_s, n_src = plans[k]
+    for i, k, ts, (b_s, c2, c3, P3) in groups:
+        lam, a_g, a3, a2, w_s, n_src, psign = plans[k]
         xi = xs[i]
-        b_s, z_s, _ = act.relay_bias(mul_float(w_s, xi, F))
-        S = kit.T(kit.row([(w_s, X[:, 0])], b_s))
-        P2pre_i = float(kit.row([(a2, S[i:i + 1])] * n_src, 0.0)[0])
-        c2, z2, _ = act.relay_bias(P2pre_i)
-        P2 = kit.T(kit.row([(a2, S)] * n_src, c2))
-        c3, z3, _ = act.relay_bias(float(kit.mul(a3, P2[i])))
-        P3 = kit.T(kit.row([(a3, P2)], c3))
         betas, gamma, preG = gt.ctx._gate(i, (a_g, P3), gate_targets, small_first=False)
         if float(preG[i]) not in act._pass_set:
             raise ConstructionError("internal: the gate is not on a pass state")   # pragma: no cover
@@ -1242,9 +1336,9 @@ def _construct_generic_gated(act: "_Act", F: Format, X, fv, Y, G, implementation
     # chains after each gate
     chains = []
     for gi, g in enumerate(gates):
-        lam = g["plan"][0]
+        lam, psign = g["plan"][0], g["plan"][6]
         for t in g["terms"]:
-            tau = t.sign * t.d * lam
+            tau = t.sign * t.d * lam * psign
             p = ch.amplify(tau, c, g["Gz"], act.L)
             chains.append([gi, t, tau, p])
     A = max([len(p[3][1]) for p in chains], default=0)
@@ -1278,10 +1372,10 @@ def _construct_generic_gated(act: "_Act", F: Format, X, fv, Y, G, implementation
     # values: relayed boosts, value gates at L-2, V' at L-1
     n_rel = (L - 3) - 3
     maps, vctx = gt.relayed(n_rel)
-    vbr = []
+    vbr = []                                       # (branch, first of its point?)
     for i in range(N):
         if fv[i] != 0:
-            vbr.append(vctx.value_branch(i, float(fv[i]), ymax, n_post=1))
+            vbr += [(br, j == 0) for j, br in enumerate(_value_branches(vctx, i, float(fv[i]), ymax, F))]
 
     # ---- assemble -----------------------------------------------------------------------------------------
     B = _Builder(L)
@@ -1335,8 +1429,20 @@ def _construct_generic_gated(act: "_Act", F: Format, X, fv, Y, G, implementation
         rel = [B.add(4 + r, [(rel[i], a)], cc) for i, (a, cc) in enumerate(layer)]
     cms = [(B.add(L - 1, [], bC), -wC) for _ in range(nC)]
     vends = []
-    for br in vbr:
-        v = B.add(L - 2, [(rel[k], b) for k, b in zip(br.gating, br.beta)], br.gamma)
+    for br, first in vbr:
+        if first:
+            src_rel = {k: rel[k] for k in br.gating}
+        else:
+            # a further part of the same value reads its own copies of the relays: at its point the
+            # relays are dead and their backward sums would otherwise add up the parts' values
+            src_rel = {}
+            for k in br.gating:
+                cur = bst[k]
+                for r, layer in enumerate(maps):
+                    a, cc = layer[k]
+                    cur = B.add(4 + r, [(cur, a)], cc)
+                src_rel[k] = cur
+        v = B.add(L - 2, [(src_rel[k], b) for k, b in zip(br.gating, br.beta)], br.gamma)
         a, cc = br.post[0]
         v = B.add(L - 1, [(v, a)], cc)
         vends.append((v, br.out_weight))
