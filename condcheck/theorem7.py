@@ -1136,6 +1136,57 @@ def _check_value_branch(vctx, br, i: int, ymax: float, F: Format) -> None:
             raise ConstructionError(f"point {i + 1}: the value branch's backward value overflows for |y| = {ymax!r}")
 
 
+def _value_branch(vctx, i: int, f: float, ymax: float, F: Format):
+    """A zero-gradient value branch of point i: the gate V = sigma~(sum beta relayed steps + gamma) (live at
+    the point, dead elsewhere; theorem5's gate search), then V' = sigma~(a V + c) mapping the dead value L
+    to a zero of sigma~ and V's live value to a power of two P, output weight A = f / P.  Candidates: a few
+    gate states (far from L first: then a small |a| separates the live value from L), every P with
+    f / P a value (the largest P first: a small A), every weight a (smallest |a| first); the first whose backward chain passes ``_check_value_branch`` exactly is taken."""
+    from types import SimpleNamespace
+    kit, st = vctx.kit, vctx.st
+    z, t, dt = st.z, st.t, st.dt
+    live = (z > st.z_dead) & (t != st.L)
+    zm = (t == 0) & np.isfinite(dt)
+    zeros = list(z[zm][np.lexsort((np.abs(z[zm]), np.abs(dt[zm])))][:4])     # T' = 0 first, then near 0
+    zeros += [q for q in z[zm][np.argsort(np.abs(z[zm]), kind="stable")][:4] if q not in zeros]
+    pows = sorted({float(v) for v in t[live] if v > 0 and _is_pow2(float(v)) and F.contains(f / float(v))},
+                  reverse=True)
+    okt = live & np.isfinite(t)
+    targets = list(z[okt][np.lexsort((np.abs(dt[okt]), -np.abs(t[okt] - st.L)))])
+    A_all = F.values()
+    A_all = A_all[A_all != 0]
+    A_all = A_all[np.argsort(np.abs(A_all), kind="stable")]
+    err = "no gate"
+    for _ in range(16):
+        try:
+            betas, gamma, pre = vctx._gate(i, None, targets, small_first=False)
+        except CondcheckError as e:
+            err = str(e)
+            break
+        targets.remove(float(pre[i]))
+        v = float(kit.T(pre[i]))
+        r_on, o1 = mul_array(A_all, np.full_like(A_all, v), F)
+        r_off, o2 = mul_array(A_all, np.full_like(A_all, st.L), F)
+        for P in pows:
+            for z0 in zeros:
+                c, oc = add_array(np.full_like(r_off, z0), -r_off, F)
+                p_off, o3 = add_array(r_off, c, F)
+                p_on, o4 = add_array(r_on, c, F)
+                good = ~(o1 | o2 | oc | o3 | o4) & (p_off == z0) & np.isin(p_on, z)
+                if good.any():
+                    good[good] = kit.T(p_on[good]) == P
+                for k in np.flatnonzero(good)[:16]:
+                    br = SimpleNamespace(gating=sorted(vctx.gating(i)), beta=betas, gamma=gamma,
+                                         post=[(float(A_all[k]), float(c[k]))], out_weight=f / P)
+                    try:
+                        _check_value_branch(vctx, br, i, ymax, F)
+                    except CondcheckError as e:
+                        err = str(e)
+                        continue
+                    return br
+    raise ConstructionError(f"point {i + 1}: no zero-gradient value branch for {f!r} ({err})")
+
+
 def _value_branches(vctx, i: int, f: float, ymax: float, F: Format) -> list:
     """The value f* of point i as one or more zero-gradient value branches (theorem5's value gate and V'
     map on the relayed boosts).  Where the backward gain of one branch, |f / P| and the factors behind it,
@@ -1149,10 +1200,7 @@ def _value_branches(vctx, i: int, f: float, ymax: float, F: Format) -> list:
             try:
                 # the gain check with a margin of 2: each product of the backward chain is rounded,
                 # and a rounding up can push a product whose exact value fits just past Omega
-                brs = [vctx.value_branch(i, p, ymax, n_post=1) for p in parts]
-                for br in brs:
-                    _check_value_branch(vctx, br, i, ymax, F)
-                return brs
+                return [_value_branch(vctx, i, p, ymax, F) for p in parts]
             except CondcheckError as e:
                 err = e
         cap = 2.0 ** (math.floor(math.log2(abs(f))) - 1) if cap == float("inf") else cap / 2
