@@ -74,9 +74,11 @@ class TargetError(CondcheckError):
 
 # ---- exact primitives on arrays (every y at once) ------------------------------------------------------
 def rn_mul(a, w, fmt: Format) -> np.ndarray:
-    """RN_F(a * w) elementwise; +-inf where it overflows (never silently)."""
-    r, over = mul_array(np.asarray(a, float), np.asarray(w, float), fmt)
-    return np.where(over, np.copysign(np.inf, np.asarray(a, float) * np.asarray(w, float)), r)
+    """RN_F(a * w) elementwise; +-inf where it overflows (never silently), NaN for inf * 0."""
+    a, w = np.broadcast_arrays(np.asarray(a, float), np.asarray(w, float))
+    with np.errstate(invalid="ignore", over="ignore"):
+        r, over = mul_array(a, w, fmt)
+        return np.where(over, np.copysign(np.inf, a * w), r)
 
 
 def rn_add(a, b, fmt: Format) -> np.ndarray:
@@ -310,6 +312,7 @@ def construct_theorem7(activation, fmt, points, values, gradient_table_or_callab
     """
     from .activations import get_activation
     from .errors import UnknownNameError
+    from .netfile import Claim
 
     F = get_format(fmt)
     try:
@@ -350,9 +353,14 @@ def construct_theorem7(activation, fmt, points, values, gradient_table_or_callab
     G = gradient_table(F, X, Y, gradient_table_or_callable)
     check_odd(X, Y, G)
     if generic:
-        if X.shape[0] == 1:
-            return _construct_generic_one(act, F, X, fv, Y, G, implementation, verify_result)
-        return _construct_generic_gated(act, F, X, fv, Y, G, implementation, verify_result)
+        try:
+            if X.shape[0] == 1:
+                return _construct_generic_one(act, F, X, fv, Y, G, implementation, verify_result)
+            return _construct_generic_gated(act, F, X, fv, Y, G, implementation, verify_result)
+        except (ConstructionError, TargetError):
+            raise
+        except CondcheckError as e:          # theorem5's ConstructionError from the steps and gates
+            raise ConstructionError(str(e)) from e
     if X.shape[0] > 1:
         return _construct_gated(F, X, fv, Y, G, implementation, verify_result)
     x0, f0 = float(X[0, 0]), float(fv[0])
@@ -1019,6 +1027,24 @@ class _Chains:
         return ws, bs, z_on, z_off
 
 
+def _plan_chains(ch: "_Chains", items, c: float, a_on: float, a_off=None) -> list:
+    """[(term, tau, amplification plan)] for items [(term, tau)]; a tau that no amplification reaches (the
+    last product w_1 a_on would overflow, e.g. sigmoid at x = 64 with tau = Omega) becomes two chains
+    carrying tau / 2 each, next to each other: their contributions meet in a left-to-right sum, tau/2
+    (+) tau/2 = tau exactly, and the partial sums of the paired terms stay values of the format."""
+    out = []
+    for t, tau in items:
+        try:
+            out.append((t, tau, ch.amplify(tau, c, a_on, a_off)))
+        except ConstructionError:
+            half = tau / 2
+            if not ch.F.contains(half) or half == 0:
+                raise
+            p = ch.amplify(half, c, a_on, a_off)
+            out += [(t, half, p), (t, half, p)]
+    return out
+
+
 def _construct_generic_one(act: "_Act", F: Format, X, fv, Y, G, implementation, verify_result):
     """One point: every chain starts at x (input weight w_1) and every hidden neuron sits on a pass state."""
     from .netfile import Claim
@@ -1028,9 +1054,9 @@ def _construct_generic_one(act: "_Act", F: Format, X, fv, Y, G, implementation, 
     ch = _Chains(act, ymax)
     terms = _point_terms(F, Y, G[0], ch.prefixes)
     R, comp, c = ch.lengths(terms)
-    plans = [ch.amplify(t.sign * t.d, c, x0) for t in terms]
-    A = max([len(p[1]) for p in plans], default=0)
-    built = [ch.build(t, t.sign * t.d, R, comp, c, *p, A) for t, p in zip(terms, plans)]
+    planned = _plan_chains(ch, [(t, t.sign * t.d) for t in terms], c, x0)
+    A = max([len(p[1]) for _, _, p in planned], default=0)
+    built = [ch.build(t, tau, R, comp, c, *p, A) for t, tau, p in planned]
     n_hidden = 1 + A + len(comp) + R - 1 + 1 if terms else 1
     n_hidden = max([len(b[1]) for b in built], default=1)
     L = n_hidden + 1
@@ -1079,18 +1105,31 @@ def _pass_plans_uncached(act: "_Act"):
     pw = [2.0 ** k for k in range(0, 5)]
     spw = [-w for w in pw] + pw
     ws_ok = [2.0 ** k for k in range(-2, 5) if 2.0 ** k * act.M_sigma <= Om and F.contains(2.0 ** k)]
+    lams = sorted((2.0 ** k for k in range(-4, 5)), key=lambda v: abs(math.log2(v)))
+    # every stage of the chain at once, broadcast over (lam, a_g, a3, a2, w_s, g)
+    lg = rn_mul(np.array(lams)[:, None] * 0 + pos[None, :], np.array(lams)[:, None], F)        # (lam, g)
+    exact_lg = np.isfinite(lg) & (lg == pos[None, :] * np.array(lams)[:, None])
+    u = rn_mul(lg, d, F)[:, None, :] if d != 1.0 else lg[:, None, :]
+    u = rn_mul(u, np.array(pw)[None, :, None], F)                                               # (lam, a_g, g)
+    if d != 1.0:
+        u = rn_mul(u, d, F)
+    u = rn_mul(u[:, :, None, :], np.array(spw)[None, None, :, None], F)                         # (.., a3, g)
+    if d != 1.0:
+        u = rn_mul(u, d, F)
+    u = rn_mul(u[:, :, :, None, :], np.array(spw)[None, None, None, :, None], F)                # (.., a2, g)
+    if d != 1.0:
+        u = rn_mul(u, d, F)
+    u = rn_mul(u[:, :, :, :, None, :], np.array(ws_ok)[None, None, None, None, :, None], F)    # (.., w_s, g)
     plans, cover = [], []
     for n_src in (1, 2):
-        for lam in sorted((2.0 ** k for k in range(-4, 5)), key=lambda v: abs(math.log2(v))):
-            lg = rn_mul(pos, lam, F)
-            exact_lg = np.isfinite(lg) & (lg == pos * lam)
-            for a_g in pw:
-                for a3 in spw:
-                    for a2 in spw:
-                        for w_s in ws_ok:
-                            sign = math.copysign(1.0, a3 * a2)
-                            out = step_chain(lg, [d, (a_g, d), (a3, d), (a2, d), w_s], F)
-                            ok = exact_lg & np.isfinite(out) & (out == sign * pos / n_src)
+        for il, lam in enumerate(lams):
+            for ig, a_g in enumerate(pw):
+                for i3, a3 in enumerate(spw):
+                    for i2, a2 in enumerate(spw):
+                        sign = math.copysign(1.0, a3 * a2)
+                        want = sign * pos / n_src
+                        for iw, w_s in enumerate(ws_ok):
+                            ok = exact_lg[il] & (u[il, ig, i3, i2, iw] == want)
                             if ok.any():
                                 plans.append((lam, a_g, a3, a2, w_s, n_src, sign))
                                 cover.append(ok)
@@ -1385,10 +1424,8 @@ def _construct_generic_gated(act: "_Act", F: Format, X, fv, Y, G, implementation
     chains = []
     for gi, g in enumerate(gates):
         lam, psign = g["plan"][0], g["plan"][6]
-        for t in g["terms"]:
-            tau = t.sign * t.d * lam * psign
-            p = ch.amplify(tau, c, g["Gz"], act.L)
-            chains.append([gi, t, tau, p])
+        items = [(t, t.sign * t.d * lam * psign) for t in g["terms"]]
+        chains += [[gi, t, tau, p] for t, tau, p in _plan_chains(ch, items, c, g["Gz"], act.L)]
     A = max([len(p[3][1]) for p in chains], default=0)
     built = []
     for gi, t, tau, p in chains:
