@@ -1,10 +1,15 @@
-"""Theorem 7 (ReLU, d = 1): one network whose AD output is an arbitrary odd function of the upstream y.
+"""Theorem 7 (d = 1): one network whose AD output is an arbitrary odd function of the upstream y.
 
-Status: ReLU with the exact implementation, input dimension 1, any finite domain inside the box
-|x| <= 2^(e_max-2), every y of the format (H_sigma = Omega), formats with a value strictly between 1/2 and
-1 (M >= 2) whose every positive value is a product-chain threshold (checked: float6_e3m2fn, float8_e4m3).
-float4_e2m1fn is refused (no compression weight; threshold 2 is not a product-chain threshold), although
-a closure search shows its odd tables are reachable with sums (tests/test_theorem7.py).
+Status: input dimension 1, any finite domain inside the box |x| <= M_sigma, every y with |y| <= H_sigma
+(both as ``check_activation`` reports them), enumerable formats of at most 16 bits.  Two constructions:
+
+* relu: its own (the first part of this docstring; checked on float6_e3m2fn and float8_e4m3; it needs a
+  value strictly between 1/2 and 1, so float4_e2m1fn is refused, although a closure search shows its
+  odd tables are reachable with sums, tests/test_theorem7.py);
+* any activation satisfying Conditions 1-3 (the generic construction, "Any activation" below), which
+  reads only the rounded table (sigma~, sigma~' on every value) and Condition 1's dead tail, never the
+  activation's name.  Checked: elu, gelu, swish, tanh, sigmoid (and relu through ``generic=True``) on
+  float8_e4m3 and float8_e5m2.
 
 At a fixed input x every ReLU neuron has sigma~' in {0, 1}, so the AD output ``D(y) = D_(f,x)(y)`` is a
 function of the upstream y built only from rounded products by fixed weights and rounded sums in the
@@ -46,6 +51,62 @@ Sizes (measured; paper bound 2^(E+1) + 2M + 9): float6_e3m2fn depth 18 (one poin
 float8_e4m3 depth 27 / 29, bound 47.  Width: one neuron per chain per layer, two chains per nonzero
 |y|-value per point (float8_e4m3, one point: 239), plus 5 first-layer neurons per gated chain and the
 value ladders.
+
+Any activation (``_Act``, ``_Chains``, ``_construct_generic_one``, ``_construct_generic_gated``).
+At a fixed x every neuron sits at a fixed pre-activation z, so the backward pass multiplies by the fixed
+sigma~'(z).  The generic construction puts every chain neuron, at its point, on a *pass state*: a live z
+(above the dead tail) with sigma~'(z) = d, where d is the largest power of two in (0, 1] that sigma~'
+takes there (1 for gelu, swish, elu, tanh and relu; 1/4 for sigmoid, whose derivative is at most 1/4).
+One chain layer then acts on the backward value as the *composite step* u -> RN(RN(u w) d) (the weight
+into the next layer first, then the derivative: SPEC 2.3), and everything above is redone with composite
+steps, so the factor d is accounted for exactly where it is applied, never by dividing afterwards
+(RN(RN(u/4) 4) != u for subnormal u, which is where the thresholds live):
+
+* thresholds: the same breadth-first search over chains of composite steps, on the positive y <= max|y|
+  (``generic_threshold_prefixes``; every threshold up to H_sigma is found, r <= 3);
+* saturation: one weight repeated where one exists (d = 1: succ(1/2), as above), otherwise a beam search
+  over weight sequences (d = 1/4 on float8_e4m3: the integer map k -> RN(RN(k w s) / 4) / s has no w that
+  fixes 1 and lowers 2; a sequence reaching one value c for every input exists) (``generic_compression``);
+  the saturated value c need not be s;
+* amplification: weights 2^k >= 1/d give the exact net factor 2^k d (c 2^k is exact, and so is the
+  division by 1/d of a multiple of 4s), the input weight w_1 > 0 is the rest (|tau| / (c 2^K) a value);
+  where the last product w_1 a would overflow (sigmoid at x = 64 with tau = Omega) two chains carry
+  tau/2 each, side by side (tau/2 (+) tau/2 = tau; the pairs' partial sums stay values);
+* identity padding is the composite step (1/d, d), exact while |u/d| <= Omega;
+* relays: the bias puts RN(RN(w a) + b) on a pass state, smallest |sigma~| first (``_Act.relay_bias``);
+  each chain's backward output is recomputed on every positive y <= max|y| (``_Chains.build``);
+* the sign of a chain sits in its output weight (RN is odd): the input weight stays positive, so the
+  chain's live value stays above its off value (see the gates);
+* absorption: C = 2^e_max is the left-to-right sum of n constant neurons sigma~(b) = K (a power of two)
+  with weight C/(nK) each (every partial sum exact), n the fewest with (C/(nK)) H_sigma <= Omega (sigmoid
+  and tanh take at most 1, so one weight C would overflow backward); -C the same way after the chains.
+
+Several points, any activation (``_construct_generic_gated``; condcheck.theorem5's 1-D machinery for
+layers 1-3).  Layer 1: monotone separators for every gap between consecutive domain values, constant
+neurons, sources; layer 2: steps (a separator, snapped by a chain of rounded sums of succ(2^k) constants
+into the dead tail on one side and far from it on the other), pass neurons P2; layer 3: boosts (L stays
+dead, the on values move far from L), pass neurons P3; layer 4: one gate per point and *pass plan*,
+sigma~(sum beta_j boost_j + a_g P3 + gamma): live on a pass state at its point (its gating steps, the
+down-step below and the up-step above, are dead there, so no gradient enters them), dead at every other
+point (a gating step is on and pushes it into the dead tail).  Then the chains of the point read their
+gate (first chain neuron, weight w_1), so the gate's backward value is the left-to-right sum of the
+point's chain contributions: the paired-indicator sum above, lam g*(x_i, y).  The pass path carries it to
+x: sigma~'(G) = d, a_g, d, a3, d, a2, d, w_s (source T(w_s x + b_s) at a pass state), chosen per |g| among
+*pass plans* (lam, a_g, a3, a2, w_s, n_src, sign) that are exact for that g (``_pass_plans``: for
+sigmoid, small |g| need lam = 4 and weights 4 beside each 1/4, large |g| need two sources carrying g/2
+each, since w_s sigma~'(S) <= 3.75/4 < 1 with |w_s| 64 <= Omega), that keep the gate's backward value
+times its gating weights finite, and whose forward values stay finite on the whole domain (negative
+a2, a3 keep them small: sigma~ is bounded below).  At the other points the gate is dead (sigma~' = 0):
+the chains run on fixed *off* states (the relay biases prefer an off pre-activation in the dead tail,
+which blocks the chain there); their outputs are absorbed as well and their backward sums into the dead
+gate are checked finite.  Values: the boosts are relayed (L stays dead, no gradient ever flows through
+them: at a point its gating relays are dead, elsewhere the value gate is dead) to layer L-3; a value gate
+at L-2 (live only at its point) and V' = sigma~(a V + c) at L-1 mapping L to a zero of sigma~ and the live
+value to a power of two P, output weight f*/P, summed after -C (``_value_branch``: every product of its
+backward chain checked finite at |y| = H_sigma, which decides every smaller |y| since RN is monotone).
+A value whose branch would overflow is split into powers of two (exact partial sums), each part with
+its own relays.  Measured (float8_e4m3, 8 random points, random odd tables): depth 21 (tanh) to 32
+(gelu), bound 47; float8_e5m2 see the tests and README.
 
 Every network is verified exactly, on every listed y, before it is returned.
 """
