@@ -869,6 +869,19 @@ def step_chain(y, steps, fmt: Format) -> np.ndarray:
     return u
 
 
+def step_chain_scalar(y: float, steps, fmt: Format) -> float:
+    """``step_chain`` for one value with the scalar fast path; inf where a product overflows."""
+    u = float(y)
+    for st in steps:
+        for w in (st if isinstance(st, tuple) else (st,)):
+            if w == 1.0:
+                continue
+            u = mul_float(u, w, fmt)
+            if u is None:
+                return math.inf
+    return u
+
+
 @lru_cache(maxsize=None)
 def _generic_prefixes_cached(name: str, d: float, ymax: float, max_len: int, wide: bool) -> tuple:
     """Breadth-first over chains of composite steps u -> RN(RN(u w) d), on the positive y <= ymax."""
@@ -1001,6 +1014,7 @@ class _Chains:
         self.g = int(round(-math.log2(self.d)))
         self.prefixes = generic_threshold_prefixes(self.F, self.d, ymax) if ymax > 0 else {}
         self.ident = 1.0 / self.d                        # RN(RN(u / d) d) = u while |u / d| <= Omega
+        self._checked = set()                            # chains already checked on every y
 
     def lengths(self, terms):
         """(R, compression weights, c): the longest threshold prefix, and the saturation of its outputs."""
@@ -1077,14 +1091,18 @@ class _Chains:
             z_off.append(zo)
             cur, curo = act.T(z), None if zo is None else act.T(zo)
         # the chain, exactly, on every positive y: tau for y >= threshold, 0 below
-        pos = positive_values(F)
-        ys = pos[pos <= self.ymax]
-        back = step_chain(ys, [(w, act.dT(z)) for w, z in zip(reversed(ws[1:]), reversed(z_on))] + [ws[0]], F)
-        want = np.where(ys >= t.threshold, tau, 0.0)
-        if not np.array_equal(back, want):
-            i = int(np.flatnonzero(back != want)[0])
-            raise ConstructionError(f"internal: the chain for threshold {t.threshold!r} gives {back[i]!r} at y = "
-                                    f"{ys[i]!r}, not {want[i]!r}")
+        steps = tuple((w, act.dT(z)) for w, z in zip(reversed(ws[1:]), reversed(z_on))) + (ws[0],)
+        key = (steps, t.threshold, tau)
+        if key not in self._checked:
+            pos = positive_values(F)
+            ys = pos[pos <= self.ymax]
+            back = step_chain(ys, list(steps), F)
+            want = np.where(ys >= t.threshold, tau, 0.0)
+            if not np.array_equal(back, want):
+                i = int(np.flatnonzero(back != want)[0])
+                raise ConstructionError(f"internal: the chain for threshold {t.threshold!r} gives {back[i]!r} at "
+                                        f"y = {ys[i]!r}, not {want[i]!r}")
+            self._checked.add(key)
         return ws, bs, z_on, z_off
 
 
@@ -1505,9 +1523,9 @@ def _construct_generic_gated(act: "_Act", F: Format, X, fv, Y, G, implementation
             out = mul_float(ws[-1], act.T(z), F)
             if out is None or abs(out) > quarter:
                 raise ConstructionError(f"a chain's forward output {out!r} is too large to be absorbed by C = {C!r}")
-        back = step_chain(np.array([ymax]), [(w, act.dT(z)) for w, z in zip(reversed(ws[1:]), reversed(zoff))]
-                          + [ws[0]], F)[0]
-        if not np.isfinite(back):
+        back = step_chain_scalar(ymax, [(w, act.dT(z)) for w, z in zip(reversed(ws[1:]), reversed(zoff))]
+                                 + [ws[0]], F)
+        if not math.isfinite(back):
             raise ConstructionError("a chain's backward value overflows at the points where its gate is dead")
         off_sum[gi] = off_sum.get(gi, 0.0) + abs(back)
     if off_sum and max(off_sum.values()) > float(F.Omega):
