@@ -74,7 +74,9 @@ steps, so the factor d is accounted for exactly where it is applied, never by di
   tau/2 each, side by side (tau/2 (+) tau/2 = tau; the pairs' partial sums stay values);
 * identity padding is the composite step (1/d, d), exact while |u/d| <= Omega;
 * relays: the bias puts RN(RN(w a) + b) on a pass state, smallest |sigma~| first (``_Act.relay_bias``);
-  each chain's backward output is recomputed on every positive y <= max|y| (``_Chains.build``);
+  each chain's backward output is recomputed exactly at y = pred(t), t and max|y| (``_Chains.build``:
+  all its factors are positive but the signed output weight and RN is monotone, so |output| is
+  nondecreasing in |y| and these three values decide every y);
 * the sign of a chain sits in its output weight (RN is odd): the input weight stays positive, so the
   chain's live value stays above its off value (see the gates);
 * absorption: C = 2^e_max is the left-to-right sum of n constant neurons sigma~(b) = K (a power of two)
@@ -1094,14 +1096,18 @@ class _Chains:
         steps = tuple((w, act.dT(z)) for w, z in zip(reversed(ws[1:]), reversed(z_on))) + (ws[0],)
         key = (steps, t.threshold, tau)
         if key not in self._checked:
-            pos = positive_values(F)
-            ys = pos[pos <= self.ymax]
-            back = step_chain(ys, list(steps), F)
-            want = np.where(ys >= t.threshold, tau, 0.0)
-            if not np.array_equal(back, want):
-                i = int(np.flatnonzero(back != want)[0])
-                raise ConstructionError(f"internal: the chain for threshold {t.threshold!r} gives {back[i]!r} at "
-                                        f"y = {ys[i]!r}, not {want[i]!r}")
+            # every factor is positive but the output weight, and RN is monotone, so |chain(y)| is
+            # nondecreasing in y > 0: 0 just below t and tau at both t and max|y| decide every y
+            below = float(F.next_down(t.threshold))
+            for y, want in ((below, 0.0), (t.threshold, tau), (self.ymax, tau)):
+                if y <= 0:
+                    continue
+                back = step_chain_scalar(y, steps, F)
+                if back != want:
+                    raise ConstructionError(f"internal: the chain for threshold {t.threshold!r} gives {back!r} "
+                                            f"at y = {y!r}, not {want!r}")
+            if any(not (w > 0 and dd > 0) for w, dd in steps[1:-1]) or steps[-1] <= 0:
+                raise ConstructionError("internal: a chain factor is not positive")       # pragma: no cover
             self._checked.add(key)
         return ws, bs, z_on, z_off
 
