@@ -512,3 +512,17 @@ def test_float8_e5m2_one_point_and_three_points(act):
     _check_generic(act, F, [-Ms], [float(F.Omega)], Y, G)
     X, fv, Y, G = _random_points(F, act, 3, 1)
     _check_generic(act, F, X, fv, Y, G)
+
+
+def test_relu_through_the_generic_construction():
+    """The generic construction does not depend on the activation's name: relu goes through it too."""
+    F = get_format("float8_e4m3")
+    X = np.array([-32.0, 0.0, float(F.smallest_subnormal), 5.0])
+    from condcheck.targets import random_odd_tables
+    V = F.values()
+    fv, G = random_odd_tables(F, X.reshape(-1, 1), V, 3)
+    res = construct_theorem7("relu", F, X.reshape(-1, 1), fv, G, upstream=V, generic=True)
+    assert "pass derivative" in res.layers and res.layers["pass derivative"] == 1.0
+    again = verify(res.network, res.claim)
+    assert again.ok and again.gradient_checks == 4 * len(V)
+    assert res.depth <= res.paper_bound
