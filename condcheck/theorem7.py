@@ -1142,7 +1142,6 @@ def _construct_generic_one(act: "_Act", F: Format, X, fv, Y, G, implementation, 
     planned = _plan_chains(ch, [(t, t.sign * t.d) for t in terms], c, x0)
     A = max([len(p[1]) for _, _, p in planned], default=0)
     built = [ch.build(t, tau, R, comp, c, *p, A) for t, tau, p in planned]
-    n_hidden = 1 + A + len(comp) + R - 1 + 1 if terms else 1
     n_hidden = max([len(b[1]) for b in built], default=1)
     L = n_hidden + 1
     bC, wC, nC, C = _absorber(act, ymax)
@@ -1536,8 +1535,8 @@ def _construct_generic_gated(act: "_Act", F: Format, X, fv, Y, G, implementation
         off_sum[gi] = off_sum.get(gi, 0.0) + abs(back)
     if off_sum and max(off_sum.values()) > float(F.Omega):
         raise ConstructionError("the backward sum at a dead gate may overflow")
-    if len(built) and n_chain < L - 5:
-        raise ConstructionError("internal: chain shorter than the layers after the gates")   # pragma: no cover
+    if any(len(b[2]) != L - 5 for b in built):
+        raise ConstructionError("internal: a chain does not end in layer L-1")             # pragma: no cover
 
     # values: relayed boosts, value gates at L-2, V' at L-1
     n_rel = (L - 3) - 3
@@ -1591,7 +1590,6 @@ def _construct_generic_gated(act: "_Act", F: Format, X, fv, Y, G, implementation
         cur = B.add(5, [(gcol[gi], ws[0])], bs[0])
         for l in range(6, 5 + len(bs)):
             cur = B.add(l, [(cur, ws[l - 5])], bs[l - 5])
-        cur = B.relay(4 + len(bs), cur, L - 1) if 4 + len(bs) < L - 1 else cur
         ends.append((cur, ws[-1]))
     # relayed boosts: layers 4 .. L-3
     rel = list(bst)

@@ -526,3 +526,17 @@ def test_relu_through_the_generic_construction():
     again = verify(res.network, res.claim)
     assert again.ok and again.gradient_checks == 4 * len(V)
     assert res.depth <= res.paper_bound
+
+
+@pytest.mark.parametrize("act", ["tanh", "sigmoid"])
+def test_generic_zero_tables_and_zero_values(act):
+    """No chain at all (g* = 0 everywhere), and points whose value is 0: still exact networks."""
+    F = get_format("float8_e4m3")
+    V = F.values()
+    Y = V[np.abs(V) <= 2]
+    X = np.array([[1.0], [-3.0], [0.0]])
+    _check_generic(act, F, [1.0], [0.0], Y, np.zeros(len(Y)))
+    _check_generic(act, F, X, [0.0, 5.0, 0.0], Y, np.zeros((3, len(Y))))
+    G = np.zeros((3, len(Y)))
+    G[1] = np.sign(Y) * 0.5
+    _check_generic(act, F, X, [0.0, 0.0, 0.0], Y, G)
