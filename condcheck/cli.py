@@ -350,13 +350,17 @@ def construct_theorem7_cmd(activation, format, domain, dim, targets, implementat
     Example:
       condcheck construct theorem7 relu float6_e3m2fn --domain full --dim 1 --targets random:1 --out net7.json
       condcheck verify net7.json
-    Supported so far: relu (exact implementation), d = 1, formats of at most 16 bits with a value strictly
-    between 1/2 and 1 (e.g. float6_e3m2fn, float8_e4m3). With random targets every y of the format is
-    covered (|y| <= H_sigma = Omega for relu). Exit status 0 when the network was built and verified, 1 when
-    the construction failed (the message says why), 2 for bad input (another activation, d != 1, targets
-    not odd in y: the message names the first (x, y)).
+    Supported so far: d = 1, formats of at most 16 bits; relu (its own construction; formats with a value
+    strictly between 1/2 and 1, e.g. float6_e3m2fn, float8_e4m3, float8_e5m2) and any activation that
+    satisfies Conditions 1-3 (the generic construction; checked: elu, gelu, swish, tanh, sigmoid on
+    float8_e4m3 and float8_e5m2). With random targets every y with |y| <= H_sigma is covered (Omega for
+    relu, elu, gelu, swish; 2^(M-1) for sigmoid, 2^(M-2) for tanh). Exit status 0 when the network was
+    built and verified, 1 when the construction failed (the message says why), 2 for bad input (d != 1,
+    targets not odd in y: the message names the first (x, y)).
     """
     import time
+
+    import numpy as np
 
     from .activations import get_activation
     from .errors import CondcheckError
@@ -367,9 +371,6 @@ def construct_theorem7_cmd(activation, format, domain, dim, targets, implementat
 
     fmt = get_format(format)
     act = get_activation(activation).name
-    if act != "relu" or implementation != "exact":
-        raise CondcheckError(f"the Theorem 7 constructor supports relu with the exact implementation so far; got "
-                             f"{act} ({implementation})")
     if domain == "full" and dim != 1:
         raise CondcheckError(f"the Theorem 7 constructor supports d = 1 so far; got --dim {dim}")
     X = _domain_points(act, fmt, domain, dim)
@@ -379,7 +380,11 @@ def construct_theorem7_cmd(activation, format, domain, dim, targets, implementat
                                  f"d = {X.shape[1]}")
     kind, arg = parse_targets(targets)
     if kind == "random":
+        from .check import paper_constants
         Y = fmt.values().astype(float)
+        H = paper_constants(act, fmt)["H_sigma"]
+        if H is not None:
+            Y = Y[np.abs(Y) <= float(H)]                  # every y with |y| <= H_sigma
         f, G = random_odd_tables(fmt, X, Y, arg)
     else:
         f, Y, G = load_odd_tables(arg, X.shape[0])

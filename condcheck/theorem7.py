@@ -1,10 +1,15 @@
-"""Theorem 7 (ReLU, d = 1): one network whose AD output is an arbitrary odd function of the upstream y.
+"""Theorem 7 (d = 1): one network whose AD output is an arbitrary odd function of the upstream y.
 
-Status: ReLU with the exact implementation, input dimension 1, any finite domain inside the box
-|x| <= 2^(e_max-2), every y of the format (H_sigma = Omega), formats with a value strictly between 1/2 and
-1 (M >= 2) whose every positive value is a product-chain threshold (checked: float6_e3m2fn, float8_e4m3).
-float4_e2m1fn is refused (no compression weight; threshold 2 is not a product-chain threshold), although
-a closure search shows its odd tables are reachable with sums (tests/test_theorem7.py).
+Status: input dimension 1, any finite domain inside the box |x| <= M_sigma, every y with |y| <= H_sigma
+(both as ``check_activation`` reports them), enumerable formats of at most 16 bits.  Two constructions:
+
+* relu: its own (the first part of this docstring; checked on float6_e3m2fn and float8_e4m3; it needs a
+  value strictly between 1/2 and 1, so float4_e2m1fn is refused, although a closure search shows its
+  odd tables are reachable with sums, tests/test_theorem7.py);
+* any activation satisfying Conditions 1-3 (the generic construction, "Any activation" below), which
+  reads only the rounded table (sigma~, sigma~' on every value) and Condition 1's dead tail, never the
+  activation's name.  Checked: elu, gelu, swish, tanh, sigmoid (and relu through ``generic=True``) on
+  float8_e4m3 and float8_e5m2.
 
 At a fixed input x every ReLU neuron has sigma~' in {0, 1}, so the AD output ``D(y) = D_(f,x)(y)`` is a
 function of the upstream y built only from rounded products by fixed weights and rounded sums in the
@@ -47,6 +52,64 @@ float8_e4m3 depth 27 / 29, bound 47.  Width: one neuron per chain per layer, two
 |y|-value per point (float8_e4m3, one point: 239), plus 5 first-layer neurons per gated chain and the
 value ladders.
 
+Any activation (``_Act``, ``_Chains``, ``_construct_generic_one``, ``_construct_generic_gated``).
+At a fixed x every neuron sits at a fixed pre-activation z, so the backward pass multiplies by the fixed
+sigma~'(z).  The generic construction puts every chain neuron, at its point, on a *pass state*: a live z
+(above the dead tail) with sigma~'(z) = d, where d is the largest power of two in (0, 1] that sigma~'
+takes there (1 for gelu, swish, elu, tanh and relu; 1/4 for sigmoid, whose derivative is at most 1/4).
+One chain layer then acts on the backward value as the *composite step* u -> RN(RN(u w) d) (the weight
+into the next layer first, then the derivative: SPEC 2.3), and everything above is redone with composite
+steps, so the factor d is accounted for exactly where it is applied, never by dividing afterwards
+(RN(RN(u/4) 4) != u for subnormal u, which is where the thresholds live):
+
+* thresholds: the same breadth-first search over chains of composite steps, on the positive y <= max|y|
+  (``generic_threshold_prefixes``; every threshold up to H_sigma is found, r <= 3);
+* saturation: one weight repeated where one exists (d = 1: succ(1/2), as above), otherwise a beam search
+  over weight sequences (d = 1/4 on float8_e4m3: the integer map k -> RN(RN(k w s) / 4) / s has no w that
+  fixes 1 and lowers 2; a sequence reaching one value c for every input exists) (``generic_compression``);
+  the saturated value c need not be s;
+* amplification: weights 2^k >= 1/d give the exact net factor 2^k d (c 2^k is exact, and so is the
+  division by 1/d of a multiple of 4s), the input weight w_1 > 0 is the rest (|tau| / (c 2^K) a value);
+  where the last product w_1 a would overflow (sigmoid at x = 64 with tau = Omega) two chains carry
+  tau/2 each, side by side (tau/2 (+) tau/2 = tau; the pairs' partial sums stay values);
+* identity padding is the composite step (1/d, d), exact while |u/d| <= Omega;
+* relays: the bias puts RN(RN(w a) + b) on a pass state, smallest |sigma~| first (``_Act.relay_bias``);
+  each chain's backward output is recomputed exactly at y = pred(t), t and max|y| (``_Chains.build``:
+  all its factors are positive but the signed output weight and RN is monotone, so |output| is
+  nondecreasing in |y| and these three values decide every y);
+* the sign of a chain sits in its output weight (RN is odd): the input weight stays positive, so the
+  chain's live value stays above its off value (see the gates);
+* absorption: C = 2^e_max is the left-to-right sum of n constant neurons sigma~(b) = K (a power of two)
+  with weight C/(nK) each (every partial sum exact), n the fewest with (C/(nK)) H_sigma <= Omega (sigmoid
+  and tanh take at most 1, so one weight C would overflow backward); -C the same way after the chains.
+
+Several points, any activation (``_construct_generic_gated``; condcheck.theorem5's 1-D machinery for
+layers 1-3).  Layer 1: monotone separators for every gap between consecutive domain values, constant
+neurons, sources; layer 2: steps (a separator, snapped by a chain of rounded sums of succ(2^k) constants
+into the dead tail on one side and far from it on the other), pass neurons P2; layer 3: boosts (L stays
+dead, the on values move far from L), pass neurons P3; layer 4: one gate per point and *pass plan*,
+sigma~(sum beta_j boost_j + a_g P3 + gamma): live on a pass state at its point (its gating steps, the
+down-step below and the up-step above, are dead there, so no gradient enters them), dead at every other
+point (a gating step is on and pushes it into the dead tail).  Then the chains of the point read their
+gate (first chain neuron, weight w_1), so the gate's backward value is the left-to-right sum of the
+point's chain contributions: the paired-indicator sum above, lam g*(x_i, y).  The pass path carries it to
+x: sigma~'(G) = d, a_g, d, a3, d, a2, d, w_s (source T(w_s x + b_s) at a pass state), chosen per |g| among
+*pass plans* (lam, a_g, a3, a2, w_s, n_src, sign) that are exact for that g (``_pass_plans``: for
+sigmoid, small |g| need lam = 4 and weights 4 beside each 1/4, large |g| need two sources carrying g/2
+each, since w_s sigma~'(S) <= 3.75/4 < 1 with |w_s| 64 <= Omega), that keep the gate's backward value
+times its gating weights finite, and whose forward values stay finite on the whole domain (negative
+a2, a3 keep them small: sigma~ is bounded below).  At the other points the gate is dead (sigma~' = 0):
+the chains run on fixed *off* states (the relay biases prefer an off pre-activation in the dead tail,
+which blocks the chain there); their outputs are absorbed as well and their backward sums into the dead
+gate are checked finite.  Values: the boosts are relayed (L stays dead, no gradient ever flows through
+them: at a point its gating relays are dead, elsewhere the value gate is dead) to layer L-3; a value gate
+at L-2 (live only at its point) and V' = sigma~(a V + c) at L-1 mapping L to a zero of sigma~ and the live
+value to a power of two P, output weight f*/P, summed after -C (``_value_branch``: every product of its
+backward chain checked finite at |y| = H_sigma, which decides every smaller |y| since RN is monotone).
+A value whose branch would overflow is split into powers of two (exact partial sums), each part with
+its own relays.  Measured (float8_e4m3, 8 random points, random odd tables): depth 21 (tanh) to 32
+(gelu), bound 47; float8_e5m2 see the tests and README.
+
 Every network is verified exactly, on every listed y, before it is returned.
 """
 from __future__ import annotations
@@ -74,9 +137,11 @@ class TargetError(CondcheckError):
 
 # ---- exact primitives on arrays (every y at once) ------------------------------------------------------
 def rn_mul(a, w, fmt: Format) -> np.ndarray:
-    """RN_F(a * w) elementwise; +-inf where it overflows (never silently)."""
-    r, over = mul_array(np.asarray(a, float), np.asarray(w, float), fmt)
-    return np.where(over, np.copysign(np.inf, np.asarray(a, float) * np.asarray(w, float)), r)
+    """RN_F(a * w) elementwise; +-inf where it overflows (never silently), NaN for inf * 0."""
+    a, w = np.broadcast_arrays(np.asarray(a, float), np.asarray(w, float))
+    with np.errstate(invalid="ignore", over="ignore"):
+        r, over = mul_array(a, w, fmt)
+        return np.where(over, np.copysign(np.inf, a * w), r)
 
 
 def rn_add(a, b, fmt: Format) -> np.ndarray:
@@ -299,42 +364,66 @@ def _decompose(d: float, fmt: Format) -> tuple[float, int]:
 
 
 def construct_theorem7(activation, fmt, points, values, gradient_table_or_callable, upstream=None,
-                       implementation="exact", verify_result=True) -> Theorem7Network:
-    """One ReLU network with f(x) = values and D_(f,x)(y) = g*(x, y) for every listed y (one point, d = 1).
+                       implementation="exact", verify_result=True, generic=None) -> Theorem7Network:
+    """One network with f(x) = values and D_(f,x)(y) = g*(x, y) for every listed y (d = 1).
 
-    ``gradient_table_or_callable``: an array (K,) or (1, K) or (1, K, 1) aligned with ``upstream``, or a
-    callable ``g(x, y)``.  ``upstream`` defaults to every finite value of the format with |y| <= H_sigma
-    (H_sigma = Omega for ReLU).
+    ``gradient_table_or_callable``: an array (N, K) or (N, K, 1) aligned with ``upstream`` (for one point
+    also (K,)), or a callable ``g(x, y)``.  ``upstream`` defaults to every finite value of the format with
+    |y| <= H_sigma (as check_activation reports it: Omega for relu, elu, gelu, swish; 2^(M-1) for
+    sigmoid, 2^(M-2) for tanh).  ``generic``: use the activation-generic construction (the default for
+    every activation but relu; relu has its own, shallower one).
     """
+    from .activations import get_activation
+    from .errors import UnknownNameError
     from .netfile import Claim
 
     F = get_format(fmt)
-    if str(activation).lower() != "relu" or implementation != "exact":
-        raise ConstructionError("the Theorem 7 constructor supports relu (exact implementation) so far; "
-                                f"got {activation!r} ({implementation})")
+    try:
+        name = get_activation(activation).name
+    except UnknownNameError as e:
+        raise ConstructionError(str(e))
+    if generic is None:
+        generic = name != "relu"
     if not F.enumerable or F.bits > 16:
         raise ConstructionError(f"the Theorem 7 constructor enumerates the format; {F.name} is too large")
+    if not generic and implementation != "exact":
+        generic = True
+    act = _Act(name, F, implementation) if generic else None
     X = np.asarray(points, dtype=float)
     if X.ndim == 1:
         X = X.reshape(-1, 1)
     if X.shape[1] != 1:
         raise ConstructionError("the Theorem 7 constructor handles d = 1 so far")
     X = _as_values(X, F, "input point")
-    box = 2.0 ** (F.e_max - 2)
+    box = act.M_sigma if generic else 2.0 ** (F.e_max - 2)
     out = np.flatnonzero(np.abs(X[:, 0]) > box)
     if out.size:
-        raise TargetError(f"input point {X[out[0], 0]!r} is outside the box [-{box}, {box}] (M_sigma = 2^(e_max-2))")
+        raise TargetError(f"input point {X[out[0], 0]!r} is outside the box [-{box}, {box}] (M_sigma of {name})")
     if len(np.unique(X[:, 0])) != len(X):
         raise TargetError("the domain lists a point twice")
     fv = _as_values(np.asarray(values, dtype=float).reshape(-1), F, "target value")
     if fv.shape != (X.shape[0],):
         raise TargetError(f"expected {X.shape[0]} target values, got {fv.shape[0]}")
+    H = act.H if generic else float(F.Omega)
     if upstream is None:
         Y = F.values().astype(float)
+        Y = Y[np.abs(Y) <= H]
     else:
         Y = _as_values(np.asarray(upstream, dtype=float).reshape(-1), F, "upstream value")
+        big = np.flatnonzero(np.abs(Y) > H)
+        if big.size:
+            raise TargetError(f"upstream value y = {Y[big[0]]!r} exceeds H_sigma = {H!r} of {name} on {F.name}")
     G = gradient_table(F, X, Y, gradient_table_or_callable)
     check_odd(X, Y, G)
+    if generic:
+        try:
+            if X.shape[0] == 1:
+                return _construct_generic_one(act, F, X, fv, Y, G, implementation, verify_result)
+            return _construct_generic_gated(act, F, X, fv, Y, G, implementation, verify_result)
+        except (ConstructionError, TargetError):
+            raise
+        except CondcheckError as e:          # theorem5's ConstructionError from the steps and gates
+            raise ConstructionError(str(e)) from e
     if X.shape[0] > 1:
         return _construct_gated(F, X, fv, Y, G, implementation, verify_result)
     x0, f0 = float(X[0, 0]), float(fv[0])
@@ -521,7 +610,7 @@ class _Builder:
             idx = self.add(l, [(idx, 1.0)], 0.0)
         return idx
 
-    def network(self, F: Format, implementation: str) -> Network:
+    def network(self, F: Format, implementation: str, activation: str = "relu") -> Network:
         layers = []
         prev = 1
         for l, neurons in enumerate(self.layers, 1):
@@ -531,7 +620,7 @@ class _Builder:
                     W[i, j] = w
             layers.append(Layer(W.tocsr(), np.array([b for _, b in neurons])))
             prev = len(neurons)
-        return Network(F, "relu", layers, implementation, 1)
+        return Network(F, activation, layers, implementation, 1)
 
 
 def _construct_gated(F: Format, X, fv, Y, G, implementation, verify_result) -> "Theorem7Network":
@@ -665,3 +754,868 @@ def _construct_gated(F: Format, X, fv, Y, G, implementation, verify_result) -> "
     claim = Claim(7, X, fv, Y, G.reshape(N, -1, 1))
     return _finish(net, claim, {"gate": 2, "mantissa": 1, "amplification": A, "padding": pad, "compression": n_comp,
                                 "threshold prefix": R, "value ladder stages": J}, verify_result)
+
+
+# =====================================================================================================
+# Generic activations (everything below reads only the rounded table and Condition 1's dead tail)
+# =====================================================================================================
+def _is_pow2(v: float) -> bool:
+    if v == 0 or not math.isfinite(v):
+        return False
+    return math.frexp(abs(v))[0] == 0.5
+
+
+class _Act:
+    """The rounded activation as the generic construction uses it.
+
+    From the table (every value z of the format: sigma~(z), sigma~'(z)) and Condition 1's witness (the
+    dead tail: sigma~ = L and sigma~' = 0 for every z <= z_dead) only; never the activation's name.
+    ``d`` is the *pass derivative*: the largest power of two in (0, 1] that sigma~' takes at a live state;
+    ``pass_z`` the live states with sigma~' = d, smallest |sigma~| first.
+    """
+
+    def __init__(self, activation, F: Format, implementation: str):
+        from .activations import get_activation
+        from .check import check_activation
+        from .rounded_activation import get_rounded
+
+        act = get_activation(activation)
+        self.name, self.F, self.implementation = act.name, F, implementation
+        res = check_activation(act.name, F, implementation)
+        for k in ("1", "2", "3"):
+            c = res.conditions[k]
+            if c["holds"] is not True:
+                why = c.get("failing_clause") or c.get("reason") or "undecided"
+                raise ConstructionError(f"{act.name} on {F.name} ({implementation}): Condition {k} does not hold "
+                                        f"({why}); the Theorem 7 constructor needs Conditions 1-3")
+        w = res.conditions["1"]["witness"]
+        self.witness = w
+        from fractions import Fraction
+        self.L = float(Fraction(w["L"]["fraction"]))
+        self.z_dead = float(Fraction(w["z_dead"]["fraction"]))
+        H = res.constants.get("H_sigma")
+        Ms = res.constants.get("M_sigma")
+        if H is None or Ms is None:
+            raise ConstructionError(f"the paper states no H_sigma / M_sigma for {act.name}; the Theorem 7 constructor "
+                                    f"needs them (the six paper activations)")
+        self.H, self.M_sigma = float(H), float(Ms)
+        tab = get_rounded(act, F, implementation).table()
+        ok = ~(tab.sigma_overflow | tab.dsigma_overflow) & np.isfinite(tab.sigma) & np.isfinite(tab.dsigma)
+        self.z, self.t, self.dt = tab.points[ok], tab.sigma[ok], tab.dsigma[ok]
+        self._T = dict(zip(self.z.tolist(), self.t.tolist()))
+        self._dT = dict(zip(self.z.tolist(), self.dt.tolist()))
+        live = self.z > self.z_dead
+        cands = sorted({float(v) for v in self.dt[live] if 0 < v <= 1 and _is_pow2(float(v))})
+        if not cands:
+            raise ConstructionError(f"{act.name} on {F.name}: no live state has sigma~' a power of two in (0, 1]")
+        self.d = cands[-1]
+        m = live & (self.dt == self.d)
+        order = np.lexsort((self.z[m], np.abs(self.t[m])))
+        self.pass_z = self.z[m][order]
+        self._pass_set = set(self.pass_z.tolist())
+        self.values = F.values()
+        self._rb = {}
+
+    def T(self, z: float) -> float:
+        return self._T[float(z)]
+
+    def dT(self, z: float) -> float:
+        return self._dT[float(z)]
+
+    def dead(self, z) -> bool:
+        return float(z) <= self.z_dead
+
+    def relay_bias(self, P_on: float, P_off=None):
+        """(b, z_on, z_off): a bias putting the pre-activation RN(P_on + b) on a pass state (sigma~' = d).
+
+        Preferred: the off pre-activation RN(P_off + b) dead (then the neuron blocks every backward value
+        at the points where its input is the off value), then the smallest |sigma~(z_on)| (small forward
+        values keep the next products finite and the chain's output absorbable), then the smallest
+        |sigma~'(z_off)|, then the smallest |b|.
+        """
+        key = (float(P_on), None if P_off is None else float(P_off))
+        if key in self._rb:
+            return self._rb[key]
+        F, B = self.F, self.values
+        Zon = rn_add(np.full_like(B, P_on), B, F)
+        ok = np.isin(Zon, self.pass_z)
+        Zoff = rn_add(np.full_like(B, P_off), B, F) if P_off is not None else np.zeros_like(B)
+        ok &= np.isfinite(Zoff) & np.isin(Zoff, self.z)
+        if not ok.any():
+            raise ConstructionError(f"no bias puts the pre-activation {P_on!r} on a pass state of {self.name}")
+        idx = np.flatnonzero(ok)
+        ton = np.array([abs(self._T[v]) for v in Zon[idx].tolist()])
+        if P_off is not None:
+            alive = np.array([0 if v <= self.z_dead else 1 for v in Zoff[idx].tolist()])
+            doff = np.array([abs(self._dT[v]) for v in Zoff[idx].tolist()])
+            ton = np.maximum(ton, np.array([abs(self._T[v]) for v in Zoff[idx].tolist()]))
+        else:
+            alive = doff = np.zeros(len(idx))
+        k = idx[np.lexsort((np.abs(B[idx]), doff, ton, alive))[0]]
+        r = (float(B[k]), float(Zon[k]), None if P_off is None else float(Zoff[k]))
+        self._rb[key] = r
+        return r
+
+
+def step_chain(y, steps, fmt: Format) -> np.ndarray:
+    """Backward value through composite steps (w, d): u -> RN(RN(u w) d), then a final weight if a float."""
+    u = np.asarray(y, float)
+    for st in steps:
+        if isinstance(st, tuple):
+            w, d = st
+            u = rn_mul(u, w, fmt)
+            if d != 1.0:
+                u = rn_mul(u, d, fmt)
+        else:
+            u = rn_mul(u, st, fmt)
+    return u
+
+
+def step_chain_scalar(y: float, steps, fmt: Format) -> float:
+    """``step_chain`` for one value with the scalar fast path; inf where a product overflows."""
+    u = float(y)
+    for st in steps:
+        for w in (st if isinstance(st, tuple) else (st,)):
+            if w == 1.0:
+                continue
+            u = mul_float(u, w, fmt)
+            if u is None:
+                return math.inf
+    return u
+
+
+@lru_cache(maxsize=None)
+def _generic_prefixes_cached(name: str, d: float, ymax: float, max_len: int, wide: bool) -> tuple:
+    """Breadth-first over chains of composite steps u -> RN(RN(u w) d), on the positive y <= ymax."""
+    fmt = get_format(name)
+    allpos = positive_values(fmt)
+    pos = allpos[allpos <= ymax]
+    n = len(pos)
+    mults = allpos if wide else allpos[allpos <= 1.0 / d]
+    found: dict[int, tuple] = {0: ()}
+    frontier = {pos.tobytes(): (pos, ())}
+    seen = set(frontier)
+    for _ in range(max_len):
+        if len(found) == n or not frontier:
+            break
+        states = np.stack([v[0] for v in frontier.values()])
+        chains = [v[1] for v in frontier.values()]
+        P = rn_mul(states[:, None, :], mults[None, :, None], fmt)
+        if d != 1.0:
+            P = rn_mul(P, d, fmt)
+        ok = np.isfinite(P).all(axis=2) & (P != 0).any(axis=2)
+        new = {}
+        for a, b in zip(*np.nonzero(ok)):
+            row = P[a, b]
+            key = row.tobytes()
+            if key in seen:
+                continue
+            seen.add(key)
+            ch = chains[a] + (float(mults[b]),)
+            new[key] = (row, ch)
+            i = int(np.argmax(row != 0))
+            if i not in found or len(ch) < len(found[i]):
+                found[i] = ch
+        frontier = new
+    return tuple((float(pos[i]), ch) for i, ch in sorted(found.items()))
+
+
+def generic_threshold_prefixes(fmt, d: float, ymax: float, max_len: int = 4) -> dict:
+    """For every positive t <= ymax reachable: weights (w_1, ..., w_r) whose composite chain (each
+    step RN(RN(u w_i) d)) is nonzero exactly for |y| >= t (on |y| <= ymax).  d = 1: ``threshold_prefixes``."""
+    fmt = get_format(fmt)
+    found = dict(_generic_prefixes_cached(fmt.name, float(d), float(ymax), max_len, False))
+    pos = positive_values(fmt)
+    if len(found) < int((pos <= ymax).sum()):
+        for t, ch in _generic_prefixes_cached(fmt.name, float(d), float(ymax), max_len, True):
+            found.setdefault(t, ch)
+    return found
+
+
+@lru_cache(maxsize=None)
+def generic_compression(name: str, d: float, u_max: float) -> tuple:
+    """(weights, c): composite steps u -> RN(RN(u w_i) d) that take every value of (0, u_max] to one
+    value c > 0.  First one weight repeated (the fewest steps, then the smallest c; for d = 1 this is
+    ``compression_weight`` with c = s); where no single weight saturates (d = 1/4 on float8_e4m3: the
+    integer map k -> RN(RN(k w s)/4)/s has no weight fixing 1 and lowering 2), a beam search over
+    sequences of weights, keeping the images with the fewest distinct values."""
+    F = get_format(name)
+    pos = positive_values(F)
+    u0 = pos[pos <= u_max]
+    if not u0.size:
+        return (), float(F.smallest_subnormal)
+    cap = 4 * (F.e_max - F.e_min + F.M + 4)
+    best = None
+    for w in pos.tolist():
+        u = u0
+        for n in range(1, cap + 1):
+            u = step_chain(u, [(w, d)], F)
+            if not np.isfinite(u).all() or (u == 0).any():
+                break
+            if (u == u[0]).all():
+                c = float(u[0])
+                if step_chain(np.array([c]), [(w, d)], F)[0] == c and (best is None or (n, c) < (best[1], best[2])):
+                    best = (w, n, c)
+                break
+            if best is not None and n >= best[1]:
+                break
+    if best is not None:
+        return (best[0],) * best[1], best[2]
+    beam = [(np.unique(u0), ())]
+    seen = {np.unique(u0).tobytes()}
+    for _ in range(cap):
+        cand = []
+        for u, ws in beam:
+            P = rn_mul(u[None, :], pos[:, None], F)
+            if d != 1.0:
+                P = rn_mul(P, d, F)
+            ok = np.isfinite(P).all(axis=1) & (P != 0).all(axis=1)
+            for i in np.flatnonzero(ok):
+                v = np.unique(P[i])
+                key = v.tobytes()
+                if key in seen:
+                    continue
+                seen.add(key)
+                if len(v) == 1:
+                    return ws + (float(pos[i]),), float(v[0])
+                cand.append((len(v), float(v.max()), v, ws + (float(pos[i]),)))
+        if not cand:
+            break
+        cand.sort(key=lambda r: (r[0], r[1]))
+        beam = [(v, ws) for _, _, v, ws in cand[:64]]
+    raise ConstructionError(f"{F.name}: no sequence of weights w makes u -> RN(RN(u w) {d!r}) saturate every value "
+                            f"up to {u_max!r} at one nonzero value")
+
+
+def _absorber(act: "_Act", h_max: float):
+    """(b, w, n, C): n constant neurons sigma~(b) = K (a positive power of two) with weight w each, whose
+    left-to-right sum K w (+) ... (+) K w is C = 2^e_max (n a power of two, every partial sum j K w exact),
+    the fewest n with |w| h_max <= Omega (each neuron's backward product stays finite).  The output row
+    subtracts them again with weights -w: C - K w - ... = 0 exactly."""
+    F = act.F
+    consts = [(float(z), float(t)) for z, t in zip(act.z, act.t) if t > 0 and _is_pow2(float(t))]
+    if not consts:
+        raise ConstructionError(f"{act.name} on {F.name} takes no positive power of two (Condition 1 (c))")
+    consts.sort(key=lambda bt: (abs(math.log2(bt[1])), abs(bt[0])))
+    C = 2.0 ** F.e_max
+    for k in range(0, F.e_max - F.e_min + 1):
+        n = 2 ** k
+        for b, K in consts:
+            w = C / n / K
+            if F.contains(w) and abs(w) * h_max <= float(F.Omega):
+                return b, w, n, C
+    raise ConstructionError(f"no absorbing constant fits upstream values up to {h_max!r} on {F.name}")
+
+
+class _Chains:
+    """Composite-step chains of one activation: thresholds, saturation, amplification (module docstring)."""
+
+    def __init__(self, act: "_Act", ymax: float):
+        self.act, self.F, self.d = act, act.F, act.d
+        self.ymax = ymax
+        self.g = int(round(-math.log2(self.d)))
+        self.prefixes = generic_threshold_prefixes(self.F, self.d, ymax) if ymax > 0 else {}
+        self.ident = 1.0 / self.d                        # RN(RN(u / d) d) = u while |u / d| <= Omega
+        self._checked = set()                            # chains already checked on every y
+
+    def lengths(self, terms):
+        """(R, compression weights, c): the longest threshold prefix, and the saturation of its outputs."""
+        F, d = self.F, self.d
+        R = max([len(self.prefixes[t.threshold]) for t in terms] + [1])
+        top = 0.0
+        for t in terms:
+            top = max(top, abs(step_chain(np.array([self.ymax]), [(w, d) for w in self.prefixes[t.threshold]], F)[0]))
+        comp, c = generic_compression(F.name, d, float(top)) if top > 0 else ((), float(F.smallest_subnormal))
+        return R, list(comp), c
+
+    def amplify(self, tau: float, c: float, a_on: float, a_off=None):
+        """(w_1, amps, biases, z_on list, z_off list): the input weight w_1 > 0 and the amplification relays
+        (forward order) with RN(...RN(RN(c 2^k_A) d)... 2^k_1) d) w_1) = |tau| exactly; the largest
+        amplification first (|w_1| in [1, 2) when c is the smallest subnormal)."""
+        F, d, act = self.F, self.d, self.act
+        Kmax = int(math.floor(math.log2(abs(tau) / c))) if tau else 0
+        err = None
+        for K in range(Kmax, -1, -1):
+            m = abs(tau) / (c * 2.0 ** K)
+            if not F.contains(m):
+                continue
+            w1 = m              # positive: the on value stays above the off value (the sign is in the output weight)
+            try:
+                P = mul_float(w1, a_on, F)
+                Poff = None if a_off is None else mul_float(w1, a_off, F)
+                if P is None or (a_off is not None and Poff is None):
+                    continue
+                b, z, zo = act.relay_bias(P, Poff)
+                amps, biases, zs, zos = [], [b], [z], [zo]
+                cur, curo, rest = act.T(z), None if zo is None else act.T(zo), K
+                while rest > 0:
+                    k = rest + self.g
+                    while k > self.g and (not F.contains(2.0 ** k) or mul_float(2.0 ** k, cur, F) is None
+                                          or (curo is not None and mul_float(2.0 ** k, curo, F) is None)):
+                        k -= 1
+                    if k <= self.g:
+                        raise ConstructionError(f"cannot amplify past forward value {cur!r}")
+                    b, z, zo = act.relay_bias(mul_float(2.0 ** k, cur, F),
+                                              None if curo is None else mul_float(2.0 ** k, curo, F))
+                    amps.append(2.0 ** k)
+                    biases.append(b)
+                    zs.append(z)
+                    zos.append(zo)
+                    cur, curo = act.T(z), None if zo is None else act.T(zo)
+                    rest -= k - self.g
+            except ConstructionError as e:
+                err = e
+                continue
+            back = step_chain(np.array([c]), [(w, d) for w in reversed(amps)] + [w1], F)[0]
+            if back == abs(tau):
+                return w1, amps, biases, zs, zos
+        raise ConstructionError(f"no amplification takes the saturated value {c!r} exactly to {tau!r}"
+                                + (f" ({err})" if err else ""))
+
+    def build(self, t, tau, R, comp, c, w1, amps, biases, zs, zos, A):
+        """Weights (input -> output) and biases of one chain, its forward values on and off."""
+        F, d, act = self.F, self.d, self.act
+        pad = [self.ident] * (A - len(amps))
+        pre = list(self.prefixes[t.threshold]) + [self.ident] * (R - len(self.prefixes[t.threshold]))
+        ws = [w1] + list(amps) + pad + list(reversed(comp)) + list(reversed(pre))
+        ws[-1] = math.copysign(ws[-1], tau)       # RN is odd: the output weight's sign flips the whole chain
+        bs, z_on, z_off = list(biases), list(zs), list(zos)
+        cur = act.T(z_on[-1])
+        curo = None if z_off[-1] is None else act.T(z_off[-1])
+        for w in ws[len(bs) + 0: -1] if len(ws) - 1 > len(bs) else []:
+            P = mul_float(w, cur, F)
+            Po = None if curo is None else mul_float(w, curo, F)
+            if P is None or (curo is not None and Po is None):
+                raise ConstructionError("a relay's forward product overflows")
+            b, z, zo = act.relay_bias(P, Po)
+            bs.append(b)
+            z_on.append(z)
+            z_off.append(zo)
+            cur, curo = act.T(z), None if zo is None else act.T(zo)
+        # the chain, exactly, on every positive y: tau for y >= threshold, 0 below
+        steps = tuple((w, act.dT(z)) for w, z in zip(reversed(ws[1:]), reversed(z_on))) + (ws[0],)
+        key = (steps, t.threshold, tau)
+        if key not in self._checked:
+            # every factor is positive but the output weight, and RN is monotone, so |chain(y)| is
+            # nondecreasing in y > 0: 0 just below t and tau at both t and max|y| decide every y
+            below = float(F.next_down(t.threshold))
+            for y, want in ((below, 0.0), (t.threshold, tau), (self.ymax, tau)):
+                if y <= 0:
+                    continue
+                back = step_chain_scalar(y, steps, F)
+                if back != want:
+                    raise ConstructionError(f"internal: the chain for threshold {t.threshold!r} gives {back!r} "
+                                            f"at y = {y!r}, not {want!r}")
+            if any(not (w > 0 and dd > 0) for w, dd in steps[1:-1]) or steps[-1] <= 0:
+                raise ConstructionError("internal: a chain factor is not positive")       # pragma: no cover
+            self._checked.add(key)
+        return ws, bs, z_on, z_off
+
+
+def _plan_chains(ch: "_Chains", items, c: float, a_on: float, a_off=None) -> list:
+    """[(term, tau, amplification plan)] for items [(term, tau)]; a tau that no amplification reaches (the
+    last product w_1 a_on would overflow, e.g. sigmoid at x = 64 with tau = Omega) becomes two chains
+    carrying tau / 2 each, next to each other: their contributions meet in a left-to-right sum, tau/2
+    (+) tau/2 = tau exactly, and the partial sums of the paired terms stay values of the format."""
+    out = []
+    for t, tau in items:
+        try:
+            out.append((t, tau, ch.amplify(tau, c, a_on, a_off)))
+        except ConstructionError:
+            half = tau / 2
+            if not ch.F.contains(half) or half == 0:
+                raise
+            p = ch.amplify(half, c, a_on, a_off)
+            out += [(t, half, p), (t, half, p)]
+    return out
+
+
+def _construct_generic_one(act: "_Act", F: Format, X, fv, Y, G, implementation, verify_result):
+    """One point: every chain starts at x (input weight w_1) and every hidden neuron sits on a pass state."""
+    from .netfile import Claim
+
+    x0, f0 = float(X[0, 0]), float(fv[0])
+    ymax = float(np.abs(Y).max()) if Y.size else 0.0
+    ch = _Chains(act, ymax)
+    terms = _point_terms(F, Y, G[0], ch.prefixes)
+    R, comp, c = ch.lengths(terms)
+    planned = _plan_chains(ch, [(t, t.sign * t.d) for t in terms], c, x0)
+    A = max([len(p[1]) for _, _, p in planned], default=0)
+    built = [ch.build(t, tau, R, comp, c, *p, A) for t, tau, p in planned]
+    n_hidden = max([len(b[1]) for b in built], default=1)
+    L = n_hidden + 1
+    bC, wC, nC, C = _absorber(act, ymax)
+    quarter = 2.0 ** (math.frexp(C)[1] - 1 - F.M - 2)
+    for ws, bs, zon, _ in built:
+        out = mul_float(ws[-1], act.T(zon[-1]), F)
+        if out is None or abs(out) > quarter:
+            raise ConstructionError(f"a chain's forward output {out!r} is too large to be absorbed by C = {C!r}")
+    B = _Builder(L)
+    cps = [(B.add(L - 1, [], bC), wC) for _ in range(nC)]
+    ends = []
+    for ws, bs, zon, _ in built:
+        cur = B.add(1, [(0, ws[0])], bs[0])
+        for l in range(2, L):
+            cur = B.add(l, [(cur, ws[l - 1])], bs[l - 1])
+        ends.append((cur, ws[-1]))
+    cms = [(B.add(L - 1, [], bC), -wC) for _ in range(nC)]
+    B.add(L, cps + ends + cms, f0)
+    net = B.network(F, implementation, act.name)
+    claim = Claim(7, X, fv, Y, G.reshape(1, -1, 1))
+    return _finish(net, claim, {"pass derivative": act.d, "amplification": A, "compression": len(comp),
+                                "threshold prefix": R}, verify_result)
+
+
+# ---- several points, any activation: steps and gates ------------------------------------------------------
+@lru_cache(maxsize=None)
+def _pass_plans_cached(name: str, implementation: str, fmt_name: str):
+    act = _Act(name, get_format(fmt_name), implementation)
+    return _pass_plans_uncached(act)
+
+
+def _pass_plans(act: "_Act"):
+    return _pass_plans_cached(act.name, act.implementation, act.F.name)
+
+
+def _pass_plans_uncached(act: "_Act"):
+    """Candidate pass paths (lam, a_g, a3, a2, w_s, n_src, sign), preferred first, and for each the positive
+    values g of the format it carries exactly: a gate sum sign lam g (a value of the format) goes through
+    sigma~'(G) = d, a_g, d, a3, d, a2, d, w_s and arrives as g / n_src at each of n_src sources.  Negative
+    a2, a3 first: sigma~ is bounded below, so a negative weight keeps the pass neurons' forward values
+    small at every other point of the domain (their products must stay finite there too)."""
+    F, d = act.F, act.d
+    pos = positive_values(F)
+    Om = float(F.Omega)
+    pw = [2.0 ** k for k in range(0, 5)]
+    spw = [-w for w in pw] + pw
+    ws_ok = [2.0 ** k for k in range(-2, 5) if 2.0 ** k * act.M_sigma <= Om and F.contains(2.0 ** k)]
+    lams = sorted((2.0 ** k for k in range(-4, 5)), key=lambda v: abs(math.log2(v)))
+    # every stage of the chain at once, broadcast over (lam, a_g, a3, a2, w_s, g)
+    lg = rn_mul(np.array(lams)[:, None] * 0 + pos[None, :], np.array(lams)[:, None], F)        # (lam, g)
+    exact_lg = np.isfinite(lg) & (lg == pos[None, :] * np.array(lams)[:, None])
+    u = rn_mul(lg, d, F)[:, None, :] if d != 1.0 else lg[:, None, :]
+    u = rn_mul(u, np.array(pw)[None, :, None], F)                                               # (lam, a_g, g)
+    if d != 1.0:
+        u = rn_mul(u, d, F)
+    u = rn_mul(u[:, :, None, :], np.array(spw)[None, None, :, None], F)                         # (.., a3, g)
+    if d != 1.0:
+        u = rn_mul(u, d, F)
+    u = rn_mul(u[:, :, :, None, :], np.array(spw)[None, None, None, :, None], F)                # (.., a2, g)
+    if d != 1.0:
+        u = rn_mul(u, d, F)
+    u = rn_mul(u[:, :, :, :, None, :], np.array(ws_ok)[None, None, None, None, :, None], F)    # (.., w_s, g)
+    plans, cover = [], []
+    for n_src in (1, 2):
+        for il, lam in enumerate(lams):
+            for ig, a_g in enumerate(pw):
+                for i3, a3 in enumerate(spw):
+                    for i2, a2 in enumerate(spw):
+                        sign = math.copysign(1.0, a3 * a2)
+                        want = sign * pos / n_src
+                        for iw, w_s in enumerate(ws_ok):
+                            ok = exact_lg[il] & (u[il, ig, i3, i2, iw] == want)
+                            if ok.any():
+                                plans.append((lam, a_g, a3, a2, w_s, n_src, sign))
+                                cover.append(ok)
+    return plans, np.array(cover), pos
+
+
+def _value_parts(F: Format, f: float, cap: float):
+    """Signed powers of two, each at most cap, summing to f left to right with every partial sum a value
+    of the format (the binary digits of |f|, the ones above cap split into copies of cap); None if a
+    partial sum is not a value or there would be more than 64 parts."""
+    a, parts = abs(f), []
+    while a > 0:
+        p = 2.0 ** math.floor(math.log2(a))
+        n = int(p // cap) if p > cap else 1
+        parts += [min(p, cap)] * n
+        a -= p
+        if len(parts) > 64:
+            return None
+    acc = 0.0
+    for p in parts:
+        acc += p
+        if not F.contains(acc):
+            return None
+    return [math.copysign(p, f) for p in parts]
+
+
+def _check_value_branch(vctx, br, i: int, ymax: float, F: Format) -> None:
+    """Every product of a value branch's backward chain finite for |y| <= ymax (RN is monotone, so
+    |y| = ymax decides): at its point y A, d4, a, d3, then each gating weight (the relays it reads are
+    dead there); at the other points y A, d0, a (its gate is dead there)."""
+    kit = vctx.kit
+    pre = vctx._gate_row(i, sorted(vctx.gating(i)), br.beta, None, br.gamma)
+    a, c = br.post[0]
+    for k in range(len(pre)):
+        v = float(kit.T(pre[k]))
+        q = float(kit.add(kit.mul(a, v), c))
+        chain_ = [br.out_weight, float(kit.dT(q)), a]
+        if k == i:
+            chain_.append(float(kit.dT(pre[k])))
+        u = step_chain(np.array([ymax]), chain_, F)[0]
+        if not np.isfinite(u) or (k == i and any(not np.isfinite(step_chain(np.array([u]), [b], F)[0])
+                                                 for b in br.beta)):
+            raise ConstructionError(f"point {i + 1}: the value branch's backward value overflows for |y| = {ymax!r}")
+
+
+def _value_branch(vctx, i: int, f: float, ymax: float, F: Format):
+    """A zero-gradient value branch of point i: the gate V = sigma~(sum beta relayed steps + gamma) (live at
+    the point, dead elsewhere; theorem5's gate search), then V' = sigma~(a V + c) mapping the dead value L
+    to a zero of sigma~ and V's live value to a power of two P, output weight A = f / P.  Candidates: a few
+    gate states (far from L first: then a small |a| separates the live value from L), every P with
+    f / P a value (the largest P first: a small A), every weight a (smallest |a| first); the first whose backward chain passes ``_check_value_branch`` exactly is taken."""
+    from types import SimpleNamespace
+    kit, st = vctx.kit, vctx.st
+    z, t, dt = st.z, st.t, st.dt
+    live = (z > st.z_dead) & (t != st.L)
+    zm = (t == 0) & np.isfinite(dt)
+    zeros = list(z[zm][np.lexsort((np.abs(z[zm]), np.abs(dt[zm])))][:4])     # T' = 0 first, then near 0
+    zeros += [q for q in z[zm][np.argsort(np.abs(z[zm]), kind="stable")][:4] if q not in zeros]
+    pows = sorted({float(v) for v in t[live] if v > 0 and _is_pow2(float(v)) and F.contains(f / float(v))},
+                  reverse=True)
+    okt = live & np.isfinite(t)
+    targets = list(z[okt][np.lexsort((np.abs(dt[okt]), -np.abs(t[okt] - st.L)))])
+    A_all = F.values()
+    A_all = A_all[A_all != 0]
+    A_all = A_all[np.argsort(np.abs(A_all), kind="stable")]
+    err = "no gate"
+    for _ in range(16):
+        try:
+            betas, gamma, pre = vctx._gate(i, None, targets, small_first=False)
+        except CondcheckError as e:
+            err = str(e)
+            break
+        targets.remove(float(pre[i]))
+        v = float(kit.T(pre[i]))
+        r_on, o1 = mul_array(A_all, np.full_like(A_all, v), F)
+        r_off, o2 = mul_array(A_all, np.full_like(A_all, st.L), F)
+        for P in pows:
+            for z0 in zeros:
+                c, oc = add_array(np.full_like(r_off, z0), -r_off, F)
+                p_off, o3 = add_array(r_off, c, F)
+                p_on, o4 = add_array(r_on, c, F)
+                good = ~(o1 | o2 | oc | o3 | o4) & (p_off == z0) & np.isin(p_on, z)
+                if good.any():
+                    good[good] = kit.T(p_on[good]) == P
+                for k in np.flatnonzero(good)[:16]:
+                    br = SimpleNamespace(gating=sorted(vctx.gating(i)), beta=betas, gamma=gamma,
+                                         post=[(float(A_all[k]), float(c[k]))], out_weight=f / P)
+                    try:
+                        _check_value_branch(vctx, br, i, ymax, F)
+                    except CondcheckError as e:
+                        err = str(e)
+                        continue
+                    return br
+    raise ConstructionError(f"point {i + 1}: no zero-gradient value branch for {f!r} ({err})")
+
+
+def _value_branches(vctx, i: int, f: float, ymax: float, F: Format) -> list:
+    """The value f* of point i as one or more zero-gradient value branches (theorem5's value gate and V'
+    map on the relayed boosts).  Where the backward gain of one branch, |f / P| and the factors behind it,
+    would overflow for |y| <= ymax, f is split into powers of two of at most half, a quarter, ... of it
+    (their left-to-right sum is exact): each branch then carries a smaller output weight."""
+    err = None
+    cap = float("inf")
+    for _ in range(F.M + 6):
+        parts = _value_parts(F, f, cap)
+        if parts is not None:
+            try:
+                # the gain check with a margin of 2: each product of the backward chain is rounded,
+                # and a rounding up can push a product whose exact value fits just past Omega
+                return [_value_branch(vctx, i, p, ymax, F) for p in parts]
+            except CondcheckError as e:
+                err = e
+        cap = 2.0 ** (math.floor(math.log2(abs(f))) - 1) if cap == float("inf") else cap / 2
+    raise ConstructionError(f"point {i + 1}: no split of the value {f!r} into zero-gradient branches fits upstream "
+                            f"values up to {ymax!r} ({err})")
+
+
+class _Gating:
+    """Layers 1-3 (separators, steps, boosts) built with condcheck.theorem5's 1-D machinery, and gates."""
+
+    def __init__(self, act: "_Act", X, implementation):
+        from .theorem5 import (Kit, _boost, _chain, _Constants, _Ctx, _separator_chooser, find_states)
+        F = act.F
+        self.F, self.act = F, act
+        kit = Kit(act.name, F, implementation)
+        st = find_states(kit, act.witness)
+        self.kit, self.st = kit, st
+        vals = np.unique(X[:, 0])
+        idx = np.searchsorted(vals, X[:, 0])
+        choose = _separator_chooser(kit, vals)
+        from .theorem5 import Step
+        steps, step_pre, step_of = [], [], {}
+        M = F.M
+        for gap in range(1, len(vals)):
+            for up in (True, False):
+                chs = choose(gap, up)
+                if chs is None:
+                    raise ConstructionError(f"distinguishability fails: no neuron sigma~(w x + b) separates the values "
+                                            f"<= {float(vals[gap - 1])!r} from >= {float(vals[gap])!r} monotonically")
+                w, b, sg, kappa = chs
+                n = kit.T(kit.row([(w, vals)], b))
+                v = kit.add(kit.mul(sg, n), kappa)
+                on = v > 0
+                g = float(v[on].min())
+                k0 = max(math.frexp(g)[1] - 1 + M, F.e_min)
+                pre = None
+                for K in list(range(F.e_max - 1, k0 - 1, -1)) + [k0 - 1]:
+                    try:
+                        pre = kit.add(_chain(kit, v, k0, K), st.z_dead)
+                        break
+                    except Exception:
+                        continue
+                if pre is None or not (st.dead(pre[~on]).all() and not st.dead(pre[on]).any()):
+                    raise ConstructionError(f"the step at gap {gap} does not split into dead and live states")
+                tv = kit.T(pre[on]) - st.L
+                if (np.sign(tv) == 0).any() or (np.sign(tv) != np.sign(tv[0])).any():
+                    raise ConstructionError(f"the step at gap {gap}: on values on both sides of {st.L!r}")
+                ba, bc = _boost(kit, st, kit.T(pre[on]))
+                pre = kit.add(kit.mul(ba, kit.T(pre)), bc)
+                tv = kit.T(pre[on]) - st.L
+                step_of[(gap, up)] = len(steps)
+                steps.append(Step(0, gap, up, w, b, sg, kappa, k0, K, float(np.abs(tv).min()),
+                                  float(np.abs(tv).max()), float(np.sign(tv[0])), ba, bc))
+                step_pre.append(pre)
+        self.steps, self.vals, self.idx = steps, vals, idx
+        self.U_X = [kit.T(p)[idx] for p in step_pre]
+
+        def gating(zi):
+            m = idx[zi]
+            out = []
+            if m > 0:
+                out.append(step_of[(m, False)])
+            if m < len(vals) - 1:
+                out.append(step_of[(m + 1, True)])
+            return out
+
+        self.gating = gating
+        self.ctx = _Ctx(kit, st, F, X, steps, self.U_X, gating)
+        cz, ct = st.constants
+        self.const = _Constants(F, cz, ct)
+        self._boost, self._Ctx = _boost, _Ctx
+        self.X = X
+
+    def relayed(self, n: int):
+        """n relay layers after the boosts: each keeps L dead and the on values live, on one side of L
+        (theorem5's boost map).  Returns the (a, c) of every relay and a context over the last values."""
+        import dataclasses
+        kit, st = self.kit, self.st
+        U = list(self.U_X)
+        steps = list(self.steps)
+        maps = []
+        for _ in range(n):
+            layer = []
+            for i, u in enumerate(U):
+                a, c = self._boost(kit, st, u[u != st.L])
+                layer.append((a, c))
+                U[i] = kit.T(kit.row([(a, u)], c))
+                on = U[i][U[i] != st.L] - st.L
+                if (U[i] != st.L).sum() != (u != st.L).sum():
+                    raise ConstructionError("internal: a relay of a step changed its dead points")
+                steps[i] = dataclasses.replace(steps[i], on_min=float(np.abs(on).min()),
+                                               on_max=float(np.abs(on).max()), on_sign=float(np.sign(on[0])))
+            maps.append(layer)
+        return maps, self._Ctx(kit, st, self.F, self.X, steps, U, self.gating)
+
+
+def _construct_generic_gated(act: "_Act", F: Format, X, fv, Y, G, implementation, verify_result):
+    """Several points, any activation (see the module docstring, "Several points, any activation")."""
+    from .netfile import Claim
+
+    N = X.shape[0]
+    xs = X[:, 0].tolist()
+    d = act.d
+    ymax = float(np.abs(Y).max()) if Y.size else 0.0
+    ch = _Chains(act, ymax)
+    per_point = [_point_terms(F, Y, G[i], ch.prefixes) for i in range(N)]
+    all_terms = [t for ts in per_point for t in ts]
+    R, comp, c = ch.lengths(all_terms)
+    gt = _Gating(act, X, implementation)
+    kit = gt.kit
+    plans, cover, pos = _pass_plans(act)
+    col = {v: j for j, v in enumerate(pos.tolist())}
+
+    # gate states: pass states far from L (the first chain neuron then tells the gate's on value from L
+    # with a small weight), |sigma~| <= Omega / 4
+    far = np.abs(np.array([act.T(z) for z in act.pass_z]) - act.L)
+    okg = np.abs(np.array([act.T(z) for z in act.pass_z])) <= float(F.Omega) / 4
+    gate_targets = [float(z) for z in act.pass_z[okg][np.argsort(-far[okg], kind="stable")]]
+
+    # groups: each term goes to the first plan that carries its |d| exactly and keeps the gate's backward
+    # value lam |d| d times the gating weights (probed: the point's gate without its pass input) below
+    # Omega / 4 (at the point the gating steps are dead, but the product must stay finite)
+    lams = np.array([p[0] for p in plans])
+
+    def pass_forward(i, plan):
+        """The pass path of point i under a plan, on every point (None where a value overflows)."""
+        lam, a_g, a3, a2, w_s, n_src, _ = plan
+        xi = xs[i]
+        try:
+            b_s, z_s, _ = act.relay_bias(mul_float(w_s, xi, F))
+            S = kit.T(kit.row([(w_s, X[:, 0])], b_s))
+            c2, z2, _ = act.relay_bias(float(kit.row([(a2, S[i:i + 1])] * n_src, 0.0)[0]))
+            P2 = kit.T(kit.row([(a2, S)] * n_src, c2))
+            c3, z3, _ = act.relay_bias(float(kit.mul(a3, P2[i])))
+            P3 = kit.T(kit.row([(a3, P2)], c3))
+            kit.row([(a_g, P3)], 0.0)
+        except (ConstructionError, CondcheckError):
+            return None
+        return b_s, c2, c3, P3
+
+    groups = []                                    # (point, plan index, [terms], pass forward)
+    for i, ts in enumerate(per_point):
+        try:
+            probe, _, _ = gt.ctx._gate(i, None, gate_targets, small_first=False)
+            bprobe = max([abs(b) for b in probe] + [1.0])
+        except CondcheckError:
+            bprobe = 1.0
+        byplan, fwd = {}, {}
+        for t in ts:
+            cand = np.flatnonzero(cover[:, col[abs(t.d)]] & (lams * abs(t.d) * d * bprobe <= float(F.Omega) / 4))
+            chosen = None
+            for k in cand.tolist():
+                if k not in fwd:
+                    fwd[k] = pass_forward(i, plans[k])
+                if fwd[k] is not None:
+                    chosen = k
+                    break
+            if chosen is None:
+                raise ConstructionError(f"no pass path carries the gradient {t.d!r} exactly without overflow "
+                                        f"({act.name}, point {xs[i]!r}, gating weight {bprobe!r})")
+            byplan.setdefault(chosen, []).append(t)
+        for k in sorted(byplan):
+            groups.append((i, k, byplan[k], fwd[k]))
+
+    # pass paths and gates
+    gates = []
+    for i, k, ts, (b_s, c2, c3, P3) in groups:
+        lam, a_g, a3, a2, w_s, n_src, psign = plans[k]
+        xi = xs[i]
+        betas, gamma, preG = gt.ctx._gate(i, (a_g, P3), gate_targets, small_first=False)
+        if float(preG[i]) not in act._pass_set:
+            raise ConstructionError("internal: the gate is not on a pass state")   # pragma: no cover
+        gmax = max(abs(t.d) for t in ts) * lam * d
+        bmax = max([abs(b) for b in betas] + [0.0])
+        if gmax * bmax > float(F.Omega):
+            raise ConstructionError(f"point {xi!r}: the gate's backward value {gmax!r} times its gating weight "
+                                    f"{bmax!r} overflows")
+        gates.append(dict(i=i, plan=plans[k], terms=ts, b_s=b_s, c2=c2, c3=c3, betas=betas, gamma=gamma,
+                          Gz=float(kit.T(preG[i]))))
+
+    # chains after each gate
+    chains = []
+    for gi, g in enumerate(gates):
+        lam, psign = g["plan"][0], g["plan"][6]
+        items = [(t, t.sign * t.d * lam * psign) for t in g["terms"]]
+        chains += [[gi, t, tau, p] for t, tau, p in _plan_chains(ch, items, c, g["Gz"], act.L)]
+    A = max([len(p[3][1]) for p in chains], default=0)
+    built = []
+    for gi, t, tau, p in chains:
+        ws, bs, zon, zoff = ch.build(t, tau, R, comp, c, *p, A)
+        built.append((gi, ws, bs, zon, zoff))
+    n_chain = max([len(b[2]) for b in built], default=1)
+    L = 4 + n_chain + 1
+    L = max(L, 7)
+    bC, wC, nC, C = _absorber(act, ymax)
+    quarter = 2.0 ** (math.frexp(C)[1] - 1 - F.M - 2)
+    # at the other points every chain runs on its off states: finite, absorbed, and the backward sum
+    # that reaches the (dead) gate finite
+    off_sum = {}
+    for gi, ws, bs, zon, zoff in built:
+        for z in (zon[-1], zoff[-1]):
+            out = mul_float(ws[-1], act.T(z), F)
+            if out is None or abs(out) > quarter:
+                raise ConstructionError(f"a chain's forward output {out!r} is too large to be absorbed by C = {C!r}")
+        back = step_chain_scalar(ymax, [(w, act.dT(z)) for w, z in zip(reversed(ws[1:]), reversed(zoff))]
+                                 + [ws[0]], F)
+        if not math.isfinite(back):
+            raise ConstructionError("a chain's backward value overflows at the points where its gate is dead")
+        off_sum[gi] = off_sum.get(gi, 0.0) + abs(back)
+    if off_sum and max(off_sum.values()) > float(F.Omega):
+        raise ConstructionError("the backward sum at a dead gate may overflow")
+    if any(len(b[2]) != L - 5 for b in built):
+        raise ConstructionError("internal: a chain does not end in layer L-1")             # pragma: no cover
+
+    # values: relayed boosts, value gates at L-2, V' at L-1
+    n_rel = (L - 3) - 3
+    maps, vctx = gt.relayed(n_rel)
+    vbr = []                                       # (branch, first of its point?)
+    for i in range(N):
+        if fv[i] != 0:
+            vbr += [(br, j == 0) for j, br in enumerate(_value_branches(vctx, i, float(fv[i]), ymax, F))]
+
+    # ---- assemble -----------------------------------------------------------------------------------------
+    B = _Builder(L)
+    const, st = gt.const, gt.st
+    sep = [B.add(1, [(0, s.w)], s.b) for s in gt.steps]
+    kap_col = {}
+    for s in gt.steps:
+        b, _ = const.pick(s.kappa)
+        if b not in kap_col:
+            kap_col[b] = B.add(1, [], b)
+    levels = sorted({k for s in gt.steps for k in range(s.k0, s.K + 1)})
+    chain_col = {}
+    for k in levels:
+        b, K = const.pick(math.ldexp(1 + 2.0 ** -F.M, k))
+        chain_col[k] = (B.add(1, [], b), B.add(1, [], b), K)
+    src = []
+    for g in gates:
+        w_s, n_src = g["plan"][4], g["plan"][5]
+        src.append([B.add(1, [(0, w_s)], g["b_s"]) for _ in range(n_src)])
+    # layer 2: steps (separator, kappa, chain constants in increasing k, bias z_dead), P2
+    stp = []
+    for i, s in enumerate(gt.steps):
+        b, K = const.pick(s.kappa)
+        ins = [(sep[i], s.s), (kap_col[b], s.kappa / K)]
+        for k in range(s.k0, s.K + 1):
+            cc = math.ldexp(1 + 2.0 ** -F.M, k)
+            ins += [(chain_col[k][0], cc / chain_col[k][2]), (chain_col[k][1], -cc / chain_col[k][2])]
+        stp.append(B.add(2, ins, st.z_dead))
+    p2 = [B.add(2, [(j, g["plan"][3]) for j in src[gi]], g["c2"]) for gi, g in enumerate(gates)]
+    # layer 3: boosts, P3
+    bst = [B.add(3, [(stp[i], s.boost_a)], s.boost_c) for i, s in enumerate(gt.steps)]
+    p3 = [B.add(3, [(p2[gi], g["plan"][2])], g["c3"]) for gi, g in enumerate(gates)]
+    # layer 4: gates
+    gcol = []
+    for gi, g in enumerate(gates):
+        ins = [(bst[k], b) for k, b in zip(sorted(gt.gating(g["i"])), g["betas"])] + [(p3[gi], g["plan"][1])]
+        gcol.append(B.add(4, ins, g["gamma"]))
+    # the output row sums layer L-1 in index order: +C neurons, chain ends, -C neurons, value outputs
+    cps = [(B.add(L - 1, [], bC), wC) for _ in range(nC)]
+    # chains: first neuron in layer 5, reading its gate
+    ends = []
+    for gi, ws, bs, zon, zoff in built:
+        cur = B.add(5, [(gcol[gi], ws[0])], bs[0])
+        for l in range(6, 5 + len(bs)):
+            cur = B.add(l, [(cur, ws[l - 5])], bs[l - 5])
+        ends.append((cur, ws[-1]))
+    # relayed boosts: layers 4 .. L-3
+    rel = list(bst)
+    for r, layer in enumerate(maps):
+        rel = [B.add(4 + r, [(rel[i], a)], cc) for i, (a, cc) in enumerate(layer)]
+    cms = [(B.add(L - 1, [], bC), -wC) for _ in range(nC)]
+    vends = []
+    for br, first in vbr:
+        if first:
+            src_rel = {k: rel[k] for k in br.gating}
+        else:
+            # a further part of the same value reads its own copies of the relays: at its point the
+            # relays are dead and their backward sums would otherwise add up the parts' values
+            src_rel = {}
+            for k in br.gating:
+                cur = bst[k]
+                for r, layer in enumerate(maps):
+                    a, cc = layer[k]
+                    cur = B.add(4 + r, [(cur, a)], cc)
+                src_rel[k] = cur
+        v = B.add(L - 2, [(src_rel[k], b) for k, b in zip(br.gating, br.beta)], br.gamma)
+        a, cc = br.post[0]
+        v = B.add(L - 1, [(v, a)], cc)
+        vends.append((v, br.out_weight))
+    B.add(L, cps + ends + cms + vends, 0.0)
+    net = B.network(F, implementation, act.name)
+    claim = Claim(7, X, fv, Y, G.reshape(N, -1, 1))
+    return _finish(net, claim, {"pass derivative": d, "separator-step-boost": 3, "gate": 1, "amplification": A,
+                                "compression": len(comp), "threshold prefix": R, "gates": len(gates)}, verify_result)

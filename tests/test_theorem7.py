@@ -289,8 +289,8 @@ def test_domain_errors():
         construct_theorem7("relu", F, [[8.0]], [0.0], np.zeros(len(Y)))
     with pytest.raises(TargetError, match="twice"):
         construct_theorem7("relu", F, [[1.0], [1.0]], [0.0, 0.0], np.zeros((2, len(Y))))
-    with pytest.raises(ConstructionError, match="relu"):
-        construct_theorem7("gelu", F, [[1.0]], [0.0], np.zeros(len(Y)))
+    with pytest.raises(ConstructionError, match="Condition 1"):
+        construct_theorem7("leaky_relu", "float8_e4m3", [[1.0]], [0.0], np.zeros(len(get_format("float8_e4m3").values())))
 
 
 def test_float4_every_odd_table_is_reachable_with_sums():
@@ -332,3 +332,211 @@ def test_float4_every_odd_table_is_reachable_with_sums():
             r, o = mul_array(arr[:, None], np.abs(C)[None, :], F)
             reach |= set(np.abs(r[~o]).tolist())
         assert reach - {0.0} == set(pos.tolist()), pos[k]
+
+
+# ---- any activation (the generic construction) ------------------------------------------------------------
+GENERIC = ["gelu", "swish", "elu", "tanh", "sigmoid"]
+
+
+def _H(act, F):
+    from condcheck.check import check_activation
+    c = check_activation(act, F).constants
+    return float(c["H_sigma"]), float(c["M_sigma"])
+
+
+def _odd_upto(F, H, fn):
+    """Every y with |y| <= H and an odd table from fn on the positive ones."""
+    Y, G = _odd(F, fn)
+    keep = np.abs(Y) <= H
+    return Y[keep], G[keep]
+
+
+def _rn_mul_exact(F, u, w):
+    """RN_F(u w) by exact rational arithmetic (independent of the fast array path)."""
+    return float(round_fraction(Fraction(u) * Fraction(w), F))
+
+
+@pytest.mark.parametrize("act", GENERIC + ["relu"])
+def test_pass_derivative_is_a_power_of_two_taken_on_live_states(act):
+    from condcheck.theorem7 import _Act
+    F = get_format("float8_e4m3")
+    a = _Act(act, F, "exact")
+    assert 0 < a.d <= 1 and np.log2(a.d) == np.round(np.log2(a.d))
+    assert len(a.pass_z) > 0 and all(z > a.z_dead for z in a.pass_z)
+    assert all(a.dT(z) == a.d for z in a.pass_z)
+    # sigmoid' <= 1/4 everywhere, so its rounded derivative never reaches 1; the others reach 1
+    assert a.d == (0.25 if act == "sigmoid" else 1.0)
+
+
+@pytest.mark.parametrize("name, d, ymax", [("float8_e4m3", 1.0, 240.0), ("float8_e4m3", 0.25, 4.0),
+                                           ("float8_e5m2", 0.25, 2.0)])
+def test_generic_thresholds_and_saturation_exact_rationals(name, d, ymax):
+    """Every threshold chain and the saturation, recomputed step by step with exact rationals."""
+    from condcheck.theorem7 import generic_compression, generic_threshold_prefixes
+    F = get_format(name)
+    pos = positive_values(F)
+    ys = pos[pos <= ymax]
+    pref = generic_threshold_prefixes(F, d, ymax)
+    assert set(pref) == set(ys.tolist())                     # every threshold up to ymax is reachable
+    top = 0.0
+    for t, ch in pref.items():
+        out = []
+        for y in ys.tolist():
+            u = y
+            for w in ch:
+                u = _rn_mul_exact(F, _rn_mul_exact(F, u, w), d)
+            out.append(u)
+        out = np.array(out)
+        assert ((out != 0) == (ys >= t)).all(), (t, ch)
+        top = max(top, float(out.max()))
+    ws, c = generic_compression(F.name, d, top)
+    assert c > 0
+    for u0 in pos[pos <= top].tolist():
+        u = u0
+        for w in ws:
+            u = _rn_mul_exact(F, _rn_mul_exact(F, u, w), d)
+        assert u == c, (u0, u)
+
+
+def _check_generic(act, F, X, fv, Y, G):
+    res = construct_theorem7(act, F, np.asarray(X, float).reshape(-1, 1), fv, G, upstream=Y)
+    again = verify(res.network, res.claim)
+    assert again.ok, again.summary()
+    assert again.gradient_checks == len(X) * len(Y)
+    assert res.network.activation == act
+    assert res.depth <= res.paper_bound
+    return res
+
+
+@pytest.mark.parametrize("act", GENERIC)
+def test_generic_one_point_linear_and_random(act):
+    F = get_format("float8_e4m3")
+    H, Ms = _H(act, F)
+    Y, G = _odd_upto(F, H, lambda v: _rn_clip(F, 1.5 * v))
+    _check_generic(act, F, [1.5], [2.0], Y, G)
+    rng = np.random.default_rng(0)
+    V = F.values()
+    Y, G = _odd_upto(F, H, lambda v: rng.choice(V, len(v)))
+    _check_generic(act, F, [-Ms], [float(F.Omega)], Y, G)          # the box edge, the largest value
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("act", GENERIC)
+def test_generic_one_point_every_target_family(act):
+    F = get_format("float8_e4m3")
+    H, Ms = _H(act, F)
+    V = F.values()
+    s, Om = float(F.smallest_subnormal), float(F.Omega)
+    fams = [lambda v: _rn_clip(F, -0.75 * v), lambda v: _rn_clip(F, 0.5 * _rn_clip(F, v * v)),
+            lambda v: np.full_like(v, -Om), lambda v: np.where(v >= 1.0, 3.0, s)]
+    fams += [(lambda r: (lambda v: r.choice(V, len(v))))(np.random.default_rng(seed)) for seed in (0, 1, 2)]
+    for i, fn in enumerate(fams):
+        for x in (Ms, -Ms, 0.0, s):
+            Y, G = _odd_upto(F, H, fn)
+            _check_generic(act, F, [x], [V[(i * 7 + 3) % len(V)]], Y, G)
+
+
+def _random_points(F, act, n, seed):
+    H, Ms = _H(act, F)
+    V = F.values()
+    rng = np.random.default_rng(seed)
+    X = np.sort(rng.choice(V[np.abs(V) <= Ms], n, replace=False))
+    Y = V[np.abs(V) <= H]
+    from condcheck.targets import random_odd_tables
+    fv, G = random_odd_tables(F, X.reshape(-1, 1), Y, seed)
+    return X, fv, Y, G
+
+
+@pytest.mark.parametrize("act", GENERIC)
+def test_generic_three_points_random_tables(act):
+    F = get_format("float8_e4m3")
+    X, fv, Y, G = _random_points(F, act, 3, 0)
+    _check_generic(act, F, X, fv, Y, G)
+
+
+def test_generic_adjacent_points_exact_interpreter():
+    """tanh, two adjacent values near 0 and a far one, checked by the exact rational interpreter."""
+    F = get_format("float8_e4m3")
+    s = float(F.smallest_subnormal)
+    X = np.array([-5.0, s, 2 * s])
+    rng = np.random.default_rng(4)
+    V = F.values()
+    Y = np.array([-2.0, -0.25, -s, 0.0, s, 0.25, 2.0])
+    G = rng.choice(V, (3, 4))
+    G = np.concatenate([-G[:, :0:-1], np.zeros((3, 1)), G[:, 1:]], axis=1)        # odd in y
+    res = construct_theorem7("tanh", F, X.reshape(-1, 1), rng.choice(V, 3), G, upstream=Y)
+    again = verify(res.network, res.claim, method="exact")
+    assert again.ok and again.gradient_checks == 21, again.summary()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("act", GENERIC)
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_generic_eight_points_random_tables(act, seed):
+    F = get_format("float8_e4m3")
+    X, fv, Y, G = _random_points(F, act, 8, seed)
+    _check_generic(act, F, X, fv, Y, G)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("act", GENERIC)
+def test_generic_eight_points_target_families(act):
+    F = get_format("float8_e4m3")
+    H, Ms = _H(act, F)
+    X, fv, Y, _ = _random_points(F, act, 8, 7)
+    s, Om = float(F.smallest_subnormal), float(F.Omega)
+    ks = _rn_clip(F, np.linspace(-2, 2, 8))
+    for fn in (lambda v, k: _rn_clip(F, k * v), lambda v, k: _rn_clip(F, k * _rn_clip(F, v * v)),
+               lambda v, k: np.full_like(v, k if k else s), lambda v, k: np.where(v >= 0.5, k, -Om)):
+        G = np.array([_odd_upto(F, H, lambda v: fn(v, k))[1] for k in ks.tolist()])
+        _check_generic(act, F, X, fv, Y, G)
+
+
+def test_generic_upstream_beyond_H_sigma_is_refused():
+    F = get_format("float8_e4m3")
+    Y = np.array([-8.0, 0.0, 8.0])
+    with pytest.raises(TargetError, match="H_sigma"):
+        construct_theorem7("sigmoid", F, [[1.0]], [0.0], np.array([1.0, 0.0, -1.0]), upstream=Y)
+    with pytest.raises(TargetError, match="outside the box"):
+        construct_theorem7("gelu", F, [[64.0]], [0.0], np.array([1.0, 0.0, -1.0]), upstream=np.array([-1.0, 0, 1]))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("act", GENERIC + ["relu"])
+def test_float8_e5m2_one_point_and_three_points(act):
+    F = get_format("float8_e5m2")
+    H, Ms = _H(act, F)
+    rng = np.random.default_rng(1)
+    V = F.values()
+    Y, G = _odd_upto(F, H, lambda v: rng.choice(V, len(v)))
+    _check_generic(act, F, [-Ms], [float(F.Omega)], Y, G)
+    X, fv, Y, G = _random_points(F, act, 3, 1)
+    _check_generic(act, F, X, fv, Y, G)
+
+
+def test_relu_through_the_generic_construction():
+    """The generic construction does not depend on the activation's name: relu goes through it too."""
+    F = get_format("float8_e4m3")
+    X = np.array([-32.0, 0.0, float(F.smallest_subnormal), 5.0])
+    from condcheck.targets import random_odd_tables
+    V = F.values()
+    fv, G = random_odd_tables(F, X.reshape(-1, 1), V, 3)
+    res = construct_theorem7("relu", F, X.reshape(-1, 1), fv, G, upstream=V, generic=True)
+    assert "pass derivative" in res.layers and res.layers["pass derivative"] == 1.0
+    again = verify(res.network, res.claim)
+    assert again.ok and again.gradient_checks == 4 * len(V)
+    assert res.depth <= res.paper_bound
+
+
+@pytest.mark.parametrize("act", ["tanh", "sigmoid"])
+def test_generic_zero_tables_and_zero_values(act):
+    """No chain at all (g* = 0 everywhere), and points whose value is 0: still exact networks."""
+    F = get_format("float8_e4m3")
+    V = F.values()
+    Y = V[np.abs(V) <= 2]
+    X = np.array([[1.0], [-3.0], [0.0]])
+    _check_generic(act, F, [1.0], [0.0], Y, np.zeros(len(Y)))
+    _check_generic(act, F, X, [0.0, 5.0, 0.0], Y, np.zeros((3, len(Y))))
+    G = np.zeros((3, len(Y)))
+    G[1] = np.sign(Y) * 0.5
+    _check_generic(act, F, X, [0.0, 0.0, 0.0], Y, G)

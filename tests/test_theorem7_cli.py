@@ -87,7 +87,7 @@ def test_a_tampered_file_fails_verify(tmp_path):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["gelu", "float6_e3m2fn"], "supports relu"),
+    (["nosuchact", "float6_e3m2fn"], "nosuchact"),
     (["relu", "float6_e3m2fn", "--dim", "2"], "d = 1"),
     (["relu", "float6_e3m2fn", "--targets", "random:x"], "integer seed"),
     (["relu", "nosuchformat"], "format"),
@@ -178,3 +178,19 @@ def test_equal_seeds_force_equal_gradients_and_a_zero_seed_forces_zero():
     t = odd_table(F, [0.5, -0.5, 0.0], [1.0, -1.0, 0.0])
     Y = F.values()
     assert t[Y == 0.5][0] == 1.0 and t[Y == -0.5][0] == -1.0 and (t[np.abs(Y) != 0.5] == 0).all()
+
+
+def test_construct_theorem7_generic_activation_covers_every_y_up_to_H_sigma(tmp_path):
+    """sigmoid on float8_e4m3: the random targets cover every |y| <= H_sigma = 2^(M-1) = 4."""
+    out = tmp_path / "sig7.json"
+    dom = _points(tmp_path, [-64.0, 0.0, 0.375])
+    r = _run("construct", "theorem7", "sigmoid", "float8_e4m3", "--domain", dom, "--targets", "random:2",
+             "--out", str(out), "--json")
+    assert r.exit_code == 0, r.output
+    s = json.loads(r.output)
+    Y = get_format("float8_e4m3").values()
+    assert s["verified"] and s["activation"] == "sigmoid" and s["upstream_values"] == int((np.abs(Y) <= 4).sum())
+    assert s["depth"] <= s["paper_depth_bounds"]["openreview"]
+    net, claim = load_network(out)
+    assert net.activation == "sigmoid" and verify(net, claim).ok
+    assert _run("verify", str(out)).exit_code == 0
