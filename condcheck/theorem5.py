@@ -346,6 +346,27 @@ def _separator_chooser(kit: Kit, vals):
     return lambda gap, up: found.get((gap, up))
 
 
+def _quantize(kit: Kit, st: States, v, on, why: str):
+    """((pre, k0, K), why): the longest quantizer chain c_k0 .. c_K that fits and leaves the on side
+    (v >= g > 0) live, on one side of L, and the dead side (v <= 0) dead; pre = chain(v) (+) z_d.
+    (None, reason) when no chain does."""
+    F, L = kit.fmt, st.L
+    k0 = max(math.frexp(float(v[on].min()))[1] - 1 + F.M, F.e_min)
+    for K in list(range(F.e_max - 1, k0 - 1, -1)) + [k0 - 1]:
+        try:
+            pre = kit.add(_chain(kit, v, k0, K), st.z_dead)        # K = k0 - 1: no chain at all
+            sign = np.sign(kit.T(pre[on]) - L)
+        except ConstructionError:
+            continue
+        if not (st.dead(pre[~on]).all() and not st.dead(pre[on]).any()):
+            why = "quantized pre-activations do not split into dead and live states"
+        elif (sign == 0).any() or (sign != sign[0]).any():
+            why = f"on-side values are not all on one side of the dead value {L!r}"
+        else:
+            return (pre, k0, K), why
+    return None, why
+
+
 def _chain(kit: Kit, v, k0: int, K: int):
     F = kit.fmt
     for k in range(k0, K + 1):
@@ -483,7 +504,6 @@ def construct_theorem5(activation, fmt, points, values, upstream, gradients, imp
     _require_enumerable(F)
     st = find_states(kit, _require_conditions(kit, F, implementation))
     L = st.L
-    M = F.M
 
     # constants: constant neurons whose values are positive powers of two
     cz, ct = st.constants
@@ -509,31 +529,27 @@ def construct_theorem5(activation, fmt, points, values, upstream, gradients, imp
                     raise ConstructionError(
                         f"distinguishability fails: no neuron T(w x_{j + 1} + b) separates coordinate values "
                         f"<= {float(vals[gap - 1])!r} from >= {float(vals[gap])!r} monotonically")
-                w, b, s, kappa = ch
+                w, b, s0, kappa0 = ch
                 n = kit.T(kit.row([(w, vals)], b))
-                v = kit.add(kit.mul(s, n), kappa)
-                on = v > 0
-                g = float(v[on].min())
-                k0 = max(math.frexp(g)[1] - 1 + M, F.e_min)
-                pre, why = None, "no quantizer chain fits (every chain overflows)"
-                for K in list(range(F.e_max - 1, k0 - 1, -1)) + [k0 - 1]:
-                    # the longest chain that fits and leaves the on side live, on one side of L
+                found, why = None, "no quantizer chain fits (every chain overflows)"
+                # the separator as it is, else scaled by 2^-k (large separator values can make every
+                # chain long enough to leave the dead tail overflow); the split is checked exactly
+                for scale in [1.0] + [2.0 ** -k for k in range(2, 17, 2)]:
+                    s, kappa = s0 * scale, kappa0 * scale
+                    if not (_in(F, s) and _in(F, kappa)):
+                        continue
                     try:
-                        q = _chain(kit, v, k0, K)        # K = k0 - 1: no chain at all
-                        cand = kit.add(q, st.z_dead)
-                        tv = kit.T(cand[on]) - L
+                        v = kit.add(kit.mul(s, n), kappa)
                     except ConstructionError:
                         continue
-                    sign = np.sign(tv)
-                    if not (st.dead(cand[~on]).all() and not st.dead(cand[on]).any()):
-                        why = "quantized pre-activations do not split into dead and live states"
-                    elif (sign == 0).any() or (sign != sign[0]).any():
-                        why = f"on-side values are not all on one side of the dead value {L!r}"
-                    else:
-                        pre = cand
+                    on = v > 0
+                    if on.any():
+                        found, why = _quantize(kit, st, v, on, why)
+                    if found is not None:
                         break
-                if pre is None:
+                if found is None:
                     raise ConstructionError(f"step at coordinate {j + 1} gap {gap}: {why}")
+                pre, k0, K = found
                 ba, bc = _boost(kit, st, kit.T(pre[on]))
                 pre = kit.add(kit.mul(ba, kit.T(pre)), bc)
                 tv = kit.T(pre[on]) - L
