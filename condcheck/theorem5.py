@@ -352,7 +352,10 @@ def _quantize(kit: Kit, st: States, v, on, why: str):
     (None, reason) when no chain does."""
     F, L = kit.fmt, st.L
     k0 = max(math.frexp(float(v[on].min()))[1] - 1 + F.M, F.e_min)
-    for K in list(range(F.e_max - 1, k0 - 1, -1)) + [k0 - 1]:
+    # (K = e_max last: c_K = succ(2^e_max) exists in most formats but leaves little room below Omega)
+    for K in list(range(F.e_max - 1, k0 - 1, -1)) + [k0 - 1, F.e_max]:
+        if not _in(F, math.ldexp(1 + 2.0 ** -F.M, K)):
+            continue
         try:
             pre = kit.add(_chain(kit, v, k0, K), st.z_dead)        # K = k0 - 1: no chain at all
             sign = np.sign(kit.T(pre[on]) - L)
