@@ -941,7 +941,10 @@ class _Ctx:
                 d0 = abs(float(kit.dT(kit.add(kit.mul(a, st.L), c))))
                 A = f / P
                 bmax = max((abs(b) for b in betas), default=1.0)
-                gain = abs(A) * max(1.0, d4 * abs(a) * max(1.0, d3 * bmax * self.share), d0 * abs(a))
+                # every prefix of the backward chain y A T'(q4) a T'(q3) beta (at the point) and
+                # y A T'(z0) a (elsewhere) must stay finite: the gain is the largest prefix product
+                gain = abs(A) * max(1.0, d4, d4 * abs(a), d4 * abs(a) * d3, d4 * abs(a) * d3 * bmax * self.share,
+                                    d0, d0 * abs(a))
                 post = [(a, c)]
                 for _ in range(n_post - 1):
                     r = self._map_two(0.0, P, "zero", P)
@@ -950,7 +953,7 @@ class _Ctx:
                     ra, rc = r
                     don = abs(float(kit.dT(kit.add(kit.mul(ra, P), rc))))
                     doff = abs(float(kit.dT(rc)))
-                    gain *= max(1.0, abs(ra) * max(don, doff))
+                    gain *= max(1.0, don, doff, abs(ra) * max(don, doff))
                     post.append((ra, rc))
                 if len(post) < n_post:
                     continue
