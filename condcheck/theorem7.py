@@ -207,9 +207,16 @@ def saturating_indicator(y, prefix, n_comp: int, fmt: Format) -> np.ndarray:
 def _threshold_prefixes_cached(name: str, max_len: int, wide: bool) -> tuple:
     fmt = get_format(name)
     pos = positive_values(fmt)
-    n = len(pos)
     mults = pos if wide else pos[pos <= 1]
-    found: dict[int, tuple] = {0: ()}                 # threshold s: the empty chain (nonzero iff y != 0)
+    return tuple(sorted(_chain_bfs(fmt, pos, mults, 1.0, max_len).items()))
+
+
+def _chain_bfs(fmt: Format, pos: np.ndarray, mults: np.ndarray, d: float, max_len: int) -> dict[int, tuple]:
+    """Breadth-first over chains of steps u -> RN(RN(u w) d) (w in mults) applied to every y in pos:
+    {index i: the shortest chain found whose image is nonzero exactly from pos[i] on} (i = 0: the empty
+    chain, nonzero iff y != 0).  Rows already seen are not expanded again."""
+    n = len(pos)
+    found: dict[int, tuple] = {0: ()}
     frontier = {pos.tobytes(): (pos, ())}
     seen = set(frontier)
     for _ in range(max_len):
@@ -218,6 +225,8 @@ def _threshold_prefixes_cached(name: str, max_len: int, wide: bool) -> tuple:
         states = np.stack([v[0] for v in frontier.values()])
         chains = [v[1] for v in frontier.values()]
         P = rn_mul(states[:, None, :], mults[None, :, None], fmt)       # (state, multiplier, y)
+        if d != 1.0:
+            P = rn_mul(P, d, fmt)
         ok = np.isfinite(P).all(axis=2) & (P != 0).any(axis=2)
         new = {}
         for a, b in zip(*np.nonzero(ok)):
@@ -232,7 +241,7 @@ def _threshold_prefixes_cached(name: str, max_len: int, wide: bool) -> tuple:
             if i not in found or len(ch) < len(found[i]):
                 found[i] = ch
         frontier = new
-    return tuple(sorted(found.items()))
+    return found
 
 
 def threshold_prefixes(fmt, max_len: int = 4) -> dict[float, tuple]:
@@ -890,33 +899,8 @@ def _generic_prefixes_cached(name: str, d: float, ymax: float, max_len: int, wid
     fmt = get_format(name)
     allpos = positive_values(fmt)
     pos = allpos[allpos <= ymax]
-    n = len(pos)
     mults = allpos if wide else allpos[allpos <= 1.0 / d]
-    found: dict[int, tuple] = {0: ()}
-    frontier = {pos.tobytes(): (pos, ())}
-    seen = set(frontier)
-    for _ in range(max_len):
-        if len(found) == n or not frontier:
-            break
-        states = np.stack([v[0] for v in frontier.values()])
-        chains = [v[1] for v in frontier.values()]
-        P = rn_mul(states[:, None, :], mults[None, :, None], fmt)
-        if d != 1.0:
-            P = rn_mul(P, d, fmt)
-        ok = np.isfinite(P).all(axis=2) & (P != 0).any(axis=2)
-        new = {}
-        for a, b in zip(*np.nonzero(ok)):
-            row = P[a, b]
-            key = row.tobytes()
-            if key in seen:
-                continue
-            seen.add(key)
-            ch = chains[a] + (float(mults[b]),)
-            new[key] = (row, ch)
-            i = int(np.argmax(row != 0))
-            if i not in found or len(ch) < len(found[i]):
-                found[i] = ch
-        frontier = new
+    found = _chain_bfs(fmt, pos, mults, d, max_len)
     return tuple((float(pos[i]), ch) for i, ch in sorted(found.items()))
 
 
@@ -1074,7 +1058,7 @@ class _Chains:
 
     def build(self, t, tau, R, comp, c, w1, amps, biases, zs, zos, A):
         """Weights (input -> output) and biases of one chain, its forward values on and off."""
-        F, d, act = self.F, self.d, self.act
+        F, act = self.F, self.act
         pad = [self.ident] * (A - len(amps))
         pre = list(self.prefixes[t.threshold]) + [self.ident] * (R - len(self.prefixes[t.threshold]))
         ws = [w1] + list(amps) + pad + list(reversed(comp)) + list(reversed(pre))
