@@ -488,7 +488,7 @@ def _solve_affine(kit: Kit, x_at: float, target: float):
 
 
 def construct_theorem5(activation, fmt, points, values, upstream, gradients, implementation="exact",
-                       verify_result=True, max_post=5, progress=None):
+                       verify_result=True, max_post=None, progress=None):
     """Build a network f with f(x) = values and D_(f,x)(upstream) = gradients on every point.
 
     ``progress(done, total)`` is called once per point for the gradient branches, then the values."""
@@ -623,6 +623,20 @@ def construct_theorem5(activation, fmt, points, values, upstream, gradients, imp
     return net, claim
 
 
+def _post_limit(F: Format, y: float, g: float, max_post) -> int:
+    """The most layers after a gradient gate to try: max_post if given, else enough for the ratio g/y.
+
+    A blocker layer's forward value is at least about an ulp of its a v (relu: T(p) = p), so one layer
+    separates its backward gain from its forward value by about 2^(M+1) only; a ratio |g/y| = 2^r needs
+    about r / (M+1) layers beyond the first (measured: relu on the float8_e5m2 box with g*/h* = 2^28.5
+    needs 10).  At least 5, at most 40.
+    """
+    if max_post is not None:
+        return max_post
+    r = math.log2(abs(g / y)) if y and g else 0.0
+    return int(min(40, max(5, math.ceil(max(r, 0.0) / (F.M + 1)) + 2)))
+
+
 def _gradient_branches(ctx, zi, j, y, g, h_max, C, max_post, n_min=1):
     """The branches that carry g*_j at point zi: one, or two carrying g/2 each.
 
@@ -640,7 +654,7 @@ def _gradient_branches(ctx, zi, j, y, g, h_max, C, max_post, n_min=1):
         part = g / parts
         if not _in(F, part):
             break
-        for n_post in range(n_min, max_post + 1):      # the fewest pass layers that work
+        for n_post in range(n_min, max(n_min, _post_limit(F, y, part, max_post)) + 1):   # the fewest that work
             try:
                 return [ctx.gradient_branch(zi, j, y, part, h_max, C, n_post) for _ in range(parts)]
             except ConstructionError as e:
