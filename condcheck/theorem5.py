@@ -705,9 +705,8 @@ class _Ctx:
             # (the transfer's preimage sets handle any T')
             ok = (z > st.z_dead) & (dt != 0) & (np.abs(t - st.L) >= 2 * abs(st.z_dead) / float(F.max_float))
             ok &= np.abs(dt) * 4 >= np.max(np.abs(dt[ok])) if ok.any() else ok
-            more = z[ok & ~np.isin(z, self.pass_z)]
-            more = more[np.argsort(-np.abs(dt[ok & ~np.isin(z, self.pass_z)]), kind="stable")]
-            self.gate_targets += list(more)
+            ok &= ~np.isin(z, self.pass_z)
+            self.gate_targets += list(z[ok][np.argsort(-np.abs(dt[ok]), kind="stable")])
         self.nonzero_values = V[V != 0]
         # blocker layers: weights (every nonzero value, or the values with one or two significant bits
         # when the format is large) and target states (live, T' != 0; at most 4,096, evenly spread)
@@ -754,7 +753,7 @@ class _Ctx:
         biases gamma are tried: every value of the format (small formats), else the values near
         target - sum (``_near``; the exact test decides).  The sum is monotone in gamma and in each
         term, so the largest sum over the other points decides deadness: computed on every point for
-        small domains, else bounded by ``_others_bound``.  ``small_first``: take the smallest weights
+        small domains, else bounded (see ``_gate_sums``).  ``small_first``: take the smallest weights
         that reach any target (a gradient gate's weights multiply its backward value, which must stay
         finite); otherwise the best-ranked target, then the smallest weights.
         """
@@ -835,7 +834,7 @@ class _Ctx:
         if n <= EXACT_GATE_POINTS:
             allx, bad = rowsum(cols)
             allx = np.where(bad[:, None], 0.0, allx)
-            others = np.delete(allx, zi, axis=1) if n > 1 else np.full((R, 1), -self.F.max_float)
+            others = np.delete(allx, zi, axis=1) if n > 1 else np.full((R, 1), -F.max_float)
             return allx[:, zi], others.max(axis=1), others.min(axis=1), bad
         at_z, bad = rowsum([(w, v[:, zi:zi + 1]) for w, v in cols])
         at_z = at_z[:, 0]

@@ -287,3 +287,19 @@ def test_the_layers_tried_after_a_gradient_gate_grow_with_the_ratio_g_over_h():
     assert _post_limit(F, -7.62939453125e-05, -28672.0, None) >= 10
     assert _post_limit(F, 2.0 ** -16, 2.0 ** 15, None) <= 40
     assert _post_limit(F, -7.62939453125e-05, -28672.0, 3) == 3      # an explicit max_post wins
+
+
+def test_cli_domain_sample_builds_on_distinct_box_points_and_rejects_a_bad_spec(tmp_path):
+    from click.testing import CliRunner
+
+    from condcheck.cli import main
+    from condcheck.netfile import load_network
+    out = tmp_path / "net.json"
+    r = CliRunner().invoke(main, ["construct", "theorem5", "relu", "float8_e4m3", "--domain", "sample:12:3",
+                                  "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    _, claim = load_network(str(out))
+    assert claim.points.shape == (12, 1) and len(np.unique(claim.points)) == 12
+    bad = CliRunner().invoke(main, ["construct", "theorem5", "relu", "float8_e4m3", "--domain", "sample:x",
+                                    "--out", str(out)])
+    assert bad.exit_code == 2 and "--domain" in bad.output
