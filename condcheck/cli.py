@@ -257,6 +257,14 @@ def _domain_points(act, fmt, domain, dim):
     return X.reshape(len(X), -1)
 
 
+def _network_summary(out, fmt, act, X, net, seconds, bounds, extra=None) -> dict:
+    """The summary `construct` prints (or --json) for a built and verified network; extra keys follow dim."""
+    return {"file": out, "format": fmt.name, "activation": act, "points": int(X.shape[0]), "dim": int(X.shape[1]),
+            **(extra or {}), "depth": net.depth, "widths": net.widths, "parameters": net.parameter_count,
+            "nonzero_parameters": net.nonzero_parameters, "seconds": round(seconds, 2), "verified": True,
+            "paper_depth_bounds": bounds}
+
+
 @main.group()
 def construct():
     """Build a network realizing a theorem of the paper, verified exactly before it is written.
@@ -318,10 +326,7 @@ def construct_theorem5_cmd(activation, format, domain, dim, targets, upstream_ma
         sys.exit(1)
     seconds = time.perf_counter() - t0
     save_network(out, net, claim)
-    summary = {"file": out, "format": fmt.name, "activation": act, "points": int(X.shape[0]), "dim": int(X.shape[1]),
-               "depth": net.depth, "widths": net.widths, "parameters": net.parameter_count,
-               "nonzero_parameters": net.nonzero_parameters, "seconds": round(seconds, 2),
-               "verified": True, "paper_depth_bounds": {"openreview": 7, "arxiv_v2": 9}}
+    summary = _network_summary(out, fmt, act, X, net, seconds, {"openreview": 7, "arxiv_v2": 9})
     if as_json:
         click.echo(json.dumps(summary, indent=1))
     else:
@@ -398,11 +403,8 @@ def construct_theorem7_cmd(activation, format, domain, dim, targets, implementat
     net = res.network
     save_network(out, net, res.claim)
     bounds = {"openreview": 2 ** (fmt.E + 1) + 2 * fmt.M + 9, "arxiv_v2": 2 ** (fmt.E + 1) + 2 * fmt.M + 11}
-    summary = {"file": out, "format": fmt.name, "activation": act, "points": int(X.shape[0]), "dim": 1,
-               "upstream_values": int(len(Y)), "checks": int(X.shape[0] * len(Y)),
-               "depth": net.depth, "widths": net.widths, "parameters": net.parameter_count,
-               "nonzero_parameters": net.nonzero_parameters, "seconds": round(seconds, 2),
-               "verified": True, "paper_depth_bounds": bounds}
+    summary = _network_summary(out, fmt, act, X, net, seconds, bounds,
+                               {"upstream_values": int(len(Y)), "checks": int(X.shape[0] * len(Y))})
     if as_json:
         click.echo(json.dumps(summary, indent=1))
     else:

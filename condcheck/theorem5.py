@@ -555,9 +555,9 @@ def construct_theorem5(activation, fmt, points, values, upstream, gradients, imp
                 pre, k0, K = found
                 ba, bc = _boost(kit, st, kit.T(pre[on]))
                 pre = kit.add(kit.mul(ba, kit.T(pre)), bc)
-                tv = kit.T(pre[on]) - L
-                sign = np.sign(tv)
                 on_t = kit.T(pre[on])
+                tv = on_t - L
+                sign = np.sign(tv)
                 step = Step(j, gap, up, w, b, s, kappa, k0, K, float(np.abs(tv).min()), float(np.abs(tv).max()),
                             float(sign[0]), ba, bc, float(on_t.min()), float(on_t.max()))
                 step_of[(j, gap, up)] = len(steps)
@@ -699,7 +699,8 @@ class _Ctx:
         strong = np.abs(self.pass_d) * 4 >= np.max(np.abs(self.pass_d)) if len(self.pass_d) else far
         self.gate_targets = list(self.pass_z[far & strong])
         V = F.values()
-        if len(V) > 4096:
+        self.small_format = len(V) <= 4096       # searches may try every value of the format
+        if not self.small_format:
             # large formats: a gate's sum at its point can be coarse (RN(at_z + gamma) lands only on
             # multiples of at_z's spacing), so strong states whose T' is not a power of two come next
             # (the transfer's preimage sets handle any T')
@@ -718,10 +719,10 @@ class _Ctx:
             self.block_weights = m[(frac == 1.0) | (frac == 1.5)]
         tgt = (z > st.z_dead) & (dt != 0) & np.isfinite(t) & np.isfinite(dt)
         idx = np.nonzero(tgt)[0]
-        n_tgt = 4096 if len(V) <= 4096 else 1024
+        n_tgt = 4096 if self.small_format else 1024
         if len(idx) > n_tgt:
             idx = idx[np.linspace(0, len(idx) - 1, n_tgt).astype(int)]
-        if len(V) > 4096:       # and the strongest states (largest |T'|): the most gain per weight
+        if not self.small_format:       # and the strongest states (largest |T'|): the most gain per weight
             idx = np.union1d(idx, np.nonzero(tgt)[0][np.argsort(-np.abs(dt[tgt]), kind="stable")[:256]])
         self.block_targets, self.block_t, self.block_d = z[idx], t[idx], dt[idx]
         self.push_min = 2 * abs(st.z_dead) / float(F.max_float)
@@ -730,7 +731,6 @@ class _Ctx:
         # that point's gating steps: their backward contributions beta (x) delta meet in one sum there,
         # so each is kept below Omega / share
         self.share = 1 + 2 * X.shape[1]
-        self.small_format = len(V) <= 4096       # searches may try every value of the format
 
     def _betas(self, gating, shift_exp):
         out = []
@@ -1244,7 +1244,7 @@ class _Ctx:
         a, c, p, t, d = self._blockers(v_on)
         if len(a) == 0:
             return None
-        small = len(V) <= 4096
+        small = self.small_format
 
         def candidates(chunk):
             """(A values, RN(y A)) to try with the blockers of chunk: every value (small formats), else
