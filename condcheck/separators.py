@@ -73,8 +73,16 @@ class _Act:
         idx = _table_index(self.F, self.pts, flat)
         return self.sig[idx].reshape(z.shape), self.over[idx].reshape(z.shape)
 
-    def index(self, z):
-        return _table_index(self.F, self.pts, np.asarray(z, float).ravel()).reshape(np.shape(z))
+    def offset(self, z, offsets):
+        """The values k places above (k > 0) or below z in F, for each k of offsets (new last axis)."""
+        j = _table_index(self.F, self.pts, np.asarray(z, float).ravel()).reshape(np.shape(z))[..., None]
+        return self.pts[np.clip(j + np.asarray(offsets), 0, len(self.pts) - 1)]
+
+    def top_weights(self, vmax: float, n: int) -> np.ndarray:
+        """The n largest positive values w of F with RN(w vmax) finite."""
+        V = self.pts[self.pts > 0]
+        _, o = mul_array(V, np.full_like(V, vmax), self.F)
+        return V[~o][-n:]
 
     def anchors(self, level: int) -> np.ndarray:
         """States around the jumps of T: level 0 a few (extreme jumps, the jumps nearest 0, 0),
@@ -97,6 +105,67 @@ class _Act:
             sel = J[np.unique(np.linspace(0, len(J) - 1, 24).astype(int))]
         sel = np.asarray(sel)
         return np.unique(np.concatenate([p[sel], p[sel + 1], [0.0]]))
+
+
+class _SampledAct(_Act):
+    """T on formats too large to tabulate (float32, float64): evaluated on demand (certified rounding),
+    with anchors from the sampled states of theorem5's ``find_states``.  Its shape is not known, so every
+    screened candidate is evaluated on all values (``_targeted`` with shape None): exact, only slower."""
+
+    def __init__(self, kit, states):
+        F = self.F = kit.fmt
+        self.R = kit.R
+        self.pts = states.z
+        self.sig = states.t
+        self.shape, self.monotone = None, False
+        self.jumps = np.nonzero(self.sig[:-1] != self.sig[1:])[0]
+        self.p2 = np.array([2.0 ** k for k in range(F.e_min - F.M, F.e_max + 1)])
+
+    def T(self, z):
+        return self.R.value_array(z)
+
+    def offset(self, z, offsets):
+        z = np.asarray(z, float)
+        out = []
+        for k in np.asarray(offsets).tolist():
+            v = z.copy()
+            for _ in range(abs(k)):
+                v = _step(self.F, v, 1 if k > 0 else -1)
+            out.append(v)
+        return np.stack(out, axis=-1)
+
+    def top_weights(self, vmax: float, n: int) -> np.ndarray:
+        F = self.F
+        w = np.array([_floor_value(F, float(F.max_float) / vmax)])
+        out = []
+        while len(out) < n and w[0] > 0:
+            _, o = mul_array(w, np.full_like(w, vmax), F)
+            if not o[0]:
+                out.append(float(w[0]))
+            w = _step(F, w, -1)
+        return np.array(out[::-1])
+
+
+def _step(F, z, direction: int):
+    """The neighbour of each value z of F one place up (direction 1) or down (-1); Omega stays Omega."""
+    z = np.asarray(z, float)
+    a = np.abs(z)
+    e = np.floor(np.log2(np.where(a == 0, 1.0, a)))
+    u = np.exp2(np.maximum(e, F.e_min) - F.M)                     # the spacing above |z|
+    below = np.where((a == np.exp2(e)) & (e > F.e_min), u / 2, u)  # the spacing below |z|
+    away = np.sign(z) == direction                                 # moving away from 0
+    sub = F.smallest_subnormal
+    step = np.where(z == 0, float(sub), np.where(away, u, below))
+    r = z + direction * step
+    return np.where(np.abs(r) > F.max_float, z, r)
+
+
+def _floor_value(F, x: float) -> float:
+    from .rounding import round_float
+    r = round_float(x, F)
+    if r is None:
+        return float(F.max_float)
+    return r if r <= x else float(_step(F, np.array([r]), -1)[0])
 
 
 def _shape(s: np.ndarray):
@@ -274,8 +343,7 @@ def _targeted(act: _Act, vals, best: _Best, anchors, offsets, kmax, kmin, w_top,
         Bz, ob = add_array(np.broadcast_to(Z[None, None, :, None], U.shape), -U, F)
         bad = ou | ob
         Bz[bad] = 0.0
-        j = act.index(Bz)[..., None] + offsets                               # (..., nOff)
-        B = act.pts[np.clip(j, 0, len(act.pts) - 1)]
+        B = act.offset(Bz, offsets)                                          # (..., nOff)
         W = np.where(bad, 0.0, W)[..., None] * np.ones(len(offsets))
         W, B = W.reshape(E, -1), B.reshape(E, -1)
         sp = _four_point(act, vals, gs, dd[sl], W, B)
@@ -335,7 +403,7 @@ def _verify(act: _Act, vals, best: _Best):
 
 # ---- the public function -----------------------------------------------------------------------------------
 def find_separators(kit, vals, stats: dict | None = None, full_search_limit: float = 2e8,
-                    budget: float = 1e7, optimize: bool | None = None, n_top: int = 8):
+                    budget: float = 1e7, optimize: bool | None = None, n_top: int = 8, states=None):
     """Monotone separators for every gap of the sorted distinct values ``vals`` and both directions.
 
     Returns {(gap, up): (w, b, s, kappa)} (see the module docstring); entries that are missing were not
@@ -348,12 +416,13 @@ def find_separators(kit, vals, stats: dict | None = None, full_search_limit: flo
     the rounds skipped).  ``optimize``: run the first targeted round for every entry too (smaller
     spreads), within the budget; None (default): only when the full search would be affordable too
     (8-bit formats), since it costs a few seconds on 16-bit formats.  ``n_top``: how many of the largest admissible weights (of each sign)
-    the targeted rounds try besides the powers of two.
+    the targeted rounds try besides the powers of two.  ``states`` (theorem5.States, for formats too
+    large to tabulate): T is evaluated on demand and its anchors come from these sampled states.
     """
     vals = np.asarray(vals, float)
     if vals.ndim != 1 or len(vals) < 2 or (np.diff(vals) <= 0).any():
         raise ValueError("vals must be at least two strictly increasing values")
-    act = _Act(kit)
+    act = _Act(kit) if states is None else _SampledAct(kit, states)
     F = act.F
     n = len(vals)
     best = _Best(n)
@@ -366,9 +435,7 @@ def find_separators(kit, vals, stats: dict | None = None, full_search_limit: flo
     P = np.ldexp(1.0, ks)
     Wg = np.concatenate([P, -P])
     # the largest admissible weights (not only powers of two: their rounding resolves the finest gaps)
-    V = act.pts[act.pts > 0]
-    _, o = mul_array(V, np.full_like(V, vmax), F)
-    top = V[~o][-n_top:]
+    top = act.top_weights(vmax, n_top)
     w_top = np.concatenate([top, -top])
 
     # global round: +-2^k with b = 0 and the anchor states
@@ -392,7 +459,7 @@ def find_separators(kit, vals, stats: dict | None = None, full_search_limit: flo
         _targeted(act, vals, best, Z, offsets, kmax, kmin, w_top)
         rounds.append((name, cost, int(best.open().sum())))
     if optimize is None:
-        optimize = len(act.pts) ** 2 * n <= _SMALL
+        optimize = F.count_finite() ** 2 * n <= _SMALL
     if optimize:
         # smaller spreads: the first targeted round for every entry (within the budget)
         for level, offsets in ((0, (0,)), (1, (-1, 0, 1))):
@@ -407,7 +474,7 @@ def find_separators(kit, vals, stats: dict | None = None, full_search_limit: flo
     res = _verify(act, vals, best)
     full = False
     open_entries = [(g, up) for up in (False, True) for g in range(1, n) if (g, up) not in res]
-    if open_entries and len(F.values()) ** 2 * n <= full_search_limit:
+    if open_entries and F.count_finite() ** 2 * n <= full_search_limit:
         from .theorem5 import _choose_step, _extremes, _separator_table
         full = True
         ext = _extremes(_separator_table(kit, vals, None))

@@ -9,11 +9,13 @@ zeros, the largest values and subnormals all occur), upstream values from the fo
 from __future__ import annotations
 
 import json
+from fractions import Fraction
 
 import numpy as np
 
 from .errors import CondcheckError
 from .formats import Format, get_format
+from .rounding import round_fraction
 
 
 def box_bound(activation: str, fmt: Format) -> float:
@@ -40,31 +42,79 @@ def full_box(activation: str, fmt, dim: int) -> np.ndarray:
 
 def box_sample(activation: str, fmt, dim: int, n: int, seed: int = 0) -> np.ndarray:
     """n distinct points of the box [-M_sigma, M_sigma]^dim drawn with a seed (sorted rows): a domain for
-    formats whose full box is too large to construct on (16-bit formats have about 60,000 values in it)."""
+    formats whose full box is too large to construct on (16-bit formats have about 60,000 values in it,
+    float32 and float64 billions: their points are drawn by bit pattern, see ``random_values``)."""
     fmt = get_format(fmt)
     if dim != 1:
         raise CondcheckError(f"sampled domains support --dim 1 so far, got {dim}")
-    if not fmt.enumerable or fmt.bits > 16:
-        raise CondcheckError(f"sampling the box enumerates the format; {fmt.name} has {fmt.bits} bits")
-    V = fmt.values()
-    c = V[np.abs(V) <= box_bound(activation, fmt)]
-    if not 1 <= n <= len(c):
-        raise CondcheckError(f"the sample size must be between 1 and the {len(c)} values of the box, got {n}")
+    bound = box_bound(activation, fmt)
+    size = _count_upto(fmt, bound)
+    if not 1 <= n <= size:
+        raise CondcheckError(f"the sample size must be between 1 and the {size} values of the box, got {n}")
     rng = np.random.default_rng(seed)
-    return np.sort(rng.choice(c, n, replace=False)).reshape(-1, 1)
+    if _small(fmt):
+        V = fmt.values()
+        return np.sort(rng.choice(V[np.abs(V) <= bound], n, replace=False)).reshape(-1, 1)
+    out = np.unique(random_values(fmt, rng, 2 * n, bound))
+    while len(out) < n:
+        out = np.unique(np.concatenate([out, random_values(fmt, rng, n, bound)]))
+    return np.sort(rng.choice(out, n, replace=False)).reshape(-1, 1)
+
+
+def _small(fmt: Format) -> bool:
+    return fmt.enumerable and fmt.bits <= 16
+
+
+def _pattern_of(fmt: Format, v: float) -> int:
+    """The index of the nonnegative value v among the nonnegative values of fmt (0 -> 0), ascending."""
+    sign, m, e = fmt.decompose(v)
+    if m == 0:
+        return 0
+    if m < 2 ** fmt.M:
+        return int(m)
+    return int(((e - fmt.e_min + 1) << fmt.M) | (m - 2 ** fmt.M))
+
+
+def _floor_value(fmt: Format, x: float) -> float:
+    """The largest value of fmt at most x (x >= 0, at most Omega)."""
+    r = float(round_fraction(Fraction(x), fmt))
+    return r if r <= x else float(fmt.next_down(r))
+
+
+def _count_upto(fmt: Format, bound: float) -> int:
+    """Number of values v of fmt with |v| <= bound (bound a value of fmt; one zero)."""
+    return 2 * _pattern_of(fmt, _floor_value(fmt, bound)) + 1
+
+
+def random_values(fmt, rng, n: int, bound: float | None = None) -> np.ndarray:
+    """n values of fmt drawn uniformly (with repetition) from its values v with |v| <= bound (default:
+    every finite value), without enumerating the format: a value is an index into the ascending
+    nonnegative values (biased exponent and fraction, as in IEEE 754) and a sign, so float32 and
+    float64 are sampled as evenly as the small formats (zeros, subnormals and the largest values occur
+    in proportion to their count)."""
+    fmt = get_format(fmt)
+    bound = float(fmt.max) if bound is None else float(bound)
+    if _small(fmt):
+        V = fmt.values()
+        return rng.choice(V[np.abs(V) <= bound], n)
+    top = _pattern_of(fmt, _floor_value(fmt, min(bound, float(fmt.max))))
+    k = rng.integers(-top, top + 1, size=n, dtype=np.int64)       # -0 and +0 collapse: one zero
+    a = np.abs(k)
+    biased, frac = a >> fmt.M, (a & ((1 << fmt.M) - 1)).astype(float)
+    mag = np.where(biased == 0, np.ldexp(frac, fmt.e_min - fmt.M),
+                   np.ldexp(frac + 2.0 ** fmt.M, (np.maximum(biased, 1) - 1 + fmt.e_min - fmt.M).astype(np.int64)))
+    return np.where(k < 0, -mag, mag)
 
 
 def random_targets(fmt, points: np.ndarray, seed: int, h_max: float, zero_share: float = 0.05):
     """(values, upstream, gradients) drawn with a seed; see the module docstring."""
     fmt = get_format(fmt)
     rng = np.random.default_rng(seed)
-    V = fmt.values()
     n, d = points.shape
-    f = rng.choice(V, n)
-    H = V[np.abs(V) <= h_max]
-    h = rng.choice(H, n)
+    f = random_values(fmt, rng, n)
+    h = random_values(fmt, rng, n, h_max)
     h[rng.random(n) < zero_share] = 0.0
-    g = rng.choice(V, (n, d))
+    g = random_values(fmt, rng, n * d).reshape(n, d)
     g[h == 0] = 0.0
     return f, h, g
 

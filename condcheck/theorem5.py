@@ -234,20 +234,43 @@ class States:
         return self.z[m], self.t[m]
 
 
-def _require_enumerable(fmt: Format) -> None:
-    if not fmt.enumerable or fmt.bits > 16:
-        raise ConstructionError(f"the constructor enumerates the states of the activation; {fmt.name} has "
-                                f"{fmt.bits} bits and only formats of at most 16 bits are supported so far")
+def _enumerable(fmt: Format) -> bool:
+    """Formats whose activation table (every value) the construction reads; larger ones use candidates."""
+    return fmt.enumerable and fmt.bits <= 16
+
+
+def _state_candidates(F: Format, z_dead: float) -> np.ndarray:
+    """Pre-activations whose states stand for the activation on formats too large to enumerate.
+
+    The values +-m 2^e with a short significand m (1, 1.25, 1.5, 1.75; 1 and 1.5 for float64-sized
+    formats, whose certified evaluations are slow), every exponent for formats up to float32's size and
+    |e| <= 96 beyond, plus 0, z_d and the values next to z_d.  Every search of the construction keeps
+    only what its exact test accepts, so a coarse set can make a search fail but never make it wrong.
+    """
+    wide = F.e_max > 255
+    mants = np.array([1.0, 1.5] if wide else [1.0, 1.25, 1.5, 1.75])
+    lo, hi = (max(F.e_min - F.M, -96), min(F.e_max, 96)) if wide else (F.e_min - F.M, F.e_max)
+    e = np.arange(lo, hi + 1)
+    m = np.ldexp(mants[None, :], e[:, None]).ravel()
+    z = np.concatenate([m, -m, [0.0], _near(F, np.array([z_dead]), 2), [z_dead]])
+    r, over = round_array(z, F)
+    return np.unique(r[~over])
 
 
 def find_states(kit: Kit, tail: dict) -> States:
-    """The states of T on every value of the format; the dead tail is Condition 1's witness ``tail``."""
-    _require_enumerable(kit.fmt)
-    tab = kit.R.table()
-    ok = ~(tab.sigma_overflow | tab.dsigma_overflow)
-    z, t, dt = tab.points[ok], tab.sigma[ok], tab.dsigma[ok]
+    """The states of T on every value of the format (at most 16 bits), else on ``_state_candidates``;
+    the dead tail is Condition 1's witness ``tail``."""
     z_dead = float(Fraction(tail["z_dead"]["fraction"]))
-    return States(z, t, dt, float(Fraction(tail["L"]["fraction"])), z_dead, int(np.count_nonzero(z <= z_dead)))
+    L = float(Fraction(tail["L"]["fraction"]))
+    if _enumerable(kit.fmt):
+        tab = kit.R.table()
+        z, t, dt, o1, o2 = tab.points, tab.sigma, tab.dsigma, tab.sigma_overflow, tab.dsigma_overflow
+    else:
+        z = _state_candidates(kit.fmt, z_dead)
+        (t, o1), (dt, o2) = kit.R.value_array(z), kit.R.derivative_array(z)
+    ok = ~(o1 | o2)
+    z, t, dt = z[ok], t[ok], dt[ok]
+    return States(z, t, dt, L, z_dead, int(np.count_nonzero(z <= z_dead)))
 
 
 # ---- step layer ----------------------------------------------------------------------------------------
@@ -334,15 +357,15 @@ def _choose_step(kit: Kit, vals, gap, up, ext):
     return float(W[i]), float(B[i]), s, -edge
 
 
-def _separator_chooser(kit: Kit, vals):
+def _separator_chooser(kit: Kit, vals, states=None):
     """choose(gap, up) -> (w, b, s, kappa) or None.  Every (w, b) in F x F when that is small (8-bit
     formats: the smallest spread), else the restricted search of condcheck.separators (16-bit formats;
     its "not found" is not a proof of inseparability, and the error says distinguishability fails)."""
-    if len(kit.fmt.values()) ** 2 * len(vals) <= 2e8:
+    if kit.fmt.count_finite() ** 2 * len(vals) <= 2e8:
         table = _extremes(_separator_table(kit, vals, None))
         return lambda gap, up: _choose_step(kit, vals, gap, up, table)
     from .separators import find_separators
-    found = find_separators(kit, vals)
+    found = find_separators(kit, vals, states=None if _enumerable(kit.fmt) else states)
     return lambda gap, up: found.get((gap, up))
 
 
@@ -438,7 +461,7 @@ def _boost_search(kit: Kit, st: States, on_vals):
     F, L = kit.fmt, st.L
     on = np.unique(np.asarray(on_vals, float))
     sg = float(np.sign(on[0] - L))
-    G = F.values()
+    G = F.values() if _enumerable(F) else None
     best = None
     for k, a_sign in ((k, a_sign) for k in range(F.e_max, F.e_min - 1, -1) for a_sign in (sg, -sg)):
         a = math.ldexp(a_sign, k)
@@ -446,11 +469,14 @@ def _boost_search(kit: Kit, st: States, on_vals):
         m_dead, o2 = mul_array(np.array([a]), np.array([L]), F)
         if o1.any() or o2.any():
             continue
-        q, oq = add_array(np.full_like(G, m_dead[0]), G, F)
+        # the biases tried: every value, or (large formats) the values within a few ulps of z_d - a L,
+        # where the largest bias keeping L dead lies (RN is monotone)
+        cand = G if G is not None else np.union1d(_near(F, np.array([st.z_dead - m_dead[0]]), 3), [0.0])
+        q, oq = add_array(np.full_like(cand, m_dead[0]), cand, F)
         ok = ~oq & st.dead(q)
         if not ok.any():
             continue
-        c = float(G[ok].max())                 # the largest bias keeping L dead (RN is monotone)
+        c = float(cand[ok].max())                 # the largest bias keeping L dead
         p, op = add_array(m_on, np.full_like(m_on, c), F)
         if op.any():
             continue
@@ -504,7 +530,6 @@ def construct_theorem5(activation, fmt, points, values, upstream, gradients, imp
         X = X.reshape(-1, 1)
     X, fv, hv, gv = validate(F, kit.act.name, X, values, upstream, gradients)
     N, d = X.shape
-    _require_enumerable(F)
     st = find_states(kit, _require_conditions(kit, F, implementation))
     L = st.L
 
@@ -524,7 +549,7 @@ def construct_theorem5(activation, fmt, points, values, upstream, gradients, imp
         vals = coord_vals[j]
         if len(vals) < 2:
             continue
-        choose = _separator_chooser(kit, vals)
+        choose = _separator_chooser(kit, vals, st)
         for gap in range(1, len(vals)):
             for up in (True, False):
                 ch = choose(gap, up)
@@ -654,7 +679,16 @@ def _gradient_branches(ctx, zi, j, y, g, h_max, C, max_post, n_min=1):
         part = g / parts
         if not _in(F, part):
             break
-        for n_post in range(n_min, max(n_min, _post_limit(F, y, part, max_post)) + 1):   # the fewest that work
+        top = max(n_min, _post_limit(F, y, part, max_post))
+        if ctx.nonzero_values is None:
+            # formats too large to enumerate: each (source, pass, gate) tries every depth up to the limit
+            # before the next is tried (a full sweep per depth costs ~150 transfers)
+            try:
+                return [ctx.gradient_branch(zi, j, y, part, h_max, C, n_min, top) for _ in range(parts)]
+            except ConstructionError as e:
+                err = e
+            continue
+        for n_post in range(n_min, top + 1):   # the fewest that work
             try:
                 return [ctx.gradient_branch(zi, j, y, part, h_max, C, n_post) for _ in range(parts)]
             except ConstructionError as e:
@@ -698,8 +732,7 @@ class _Ctx:
         far = np.abs(self.pass_t - st.L) >= 2 * abs(st.z_dead) / float(F.max_float)
         strong = np.abs(self.pass_d) * 4 >= np.max(np.abs(self.pass_d)) if len(self.pass_d) else far
         self.gate_targets = list(self.pass_z[far & strong])
-        V = F.values()
-        self.small_format = len(V) <= 4096       # searches may try every value of the format
+        self.small_format = F.enumerable and F.count_finite() <= 4096   # searches may try every value
         if not self.small_format:
             # large formats: a gate's sum at its point can be coarse (RN(at_z + gamma) lands only on
             # multiples of at_z's spacing), so strong states whose T' is not a power of two come next
@@ -708,15 +741,18 @@ class _Ctx:
             ok &= np.abs(dt) * 4 >= np.max(np.abs(dt[ok])) if ok.any() else ok
             ok &= ~np.isin(z, self.pass_z)
             self.gate_targets += list(z[ok][np.argsort(-np.abs(dt[ok]), kind="stable")])
-        self.nonzero_values = V[V != 0]
+        # every nonzero value where the format is enumerated (None beyond: candidates instead)
+        V = F.values() if _enumerable(F) else None
+        self.nonzero_values = None if V is None else V[V != 0]
         # blocker layers: weights (every nonzero value, or the values with one or two significant bits
         # when the format is large) and target states (live, T' != 0; at most 4,096, evenly spread)
-        if len(V) <= 2048:
+        if V is not None and len(V) <= 2048:
             self.block_weights = self.nonzero_values
         else:
-            m = self.nonzero_values
-            frac = np.abs(m) / np.exp2(np.floor(np.log2(np.abs(m))))
-            self.block_weights = m[(frac == 1.0) | (frac == 1.5)]
+            m = np.ldexp(np.array([1.0, 1.5])[None, :], np.arange(F.e_min - F.M, F.e_max + 1)[:, None]).ravel()
+            r, over = round_array(m, F)
+            m = np.unique(r[~over & (r == m)])
+            self.block_weights = np.concatenate([-m[::-1], m])
         tgt = (z > st.z_dead) & (dt != 0) & np.isfinite(t) & np.isfinite(dt)
         idx = np.nonzero(tgt)[0]
         n_tgt = 4096 if self.small_format else 1024
@@ -1014,8 +1050,9 @@ class _Ctx:
         except ConstructionError:
             return None
 
-    def gradient_branch(self, zi, j, y, g, h_max, C, n_post=1):
-        """Source, pass, gate, n_post passes, absorbed output weight: AD gradient g at z, 0 elsewhere."""
+    def gradient_branch(self, zi, j, y, g, h_max, C, n_post=1, n_top=None):
+        """Source, pass, gate, n_post passes, absorbed output weight: AD gradient g at z, 0 elsewhere.
+        With n_top: n_post .. n_top passes (the fewest that work) for each source, pass and gate."""
         kit, F = self.kit, self.F
         X = self.X
         xz = float(X[zi, j])
@@ -1057,8 +1094,11 @@ class _Ctx:
                     continue
                 Gz = float(kit.T(preG[zi]))
                 d3 = float(kit.dT(preG[zi]))
-                r = self._transfer(y, g, Gz, d3, [d3, a3, d2b, a2b, d2, a2, d1, w_g], betas, h_max, quarter,
-                                   n_post)
+                for n in range(n_post, (n_top or n_post) + 1):
+                    r = self._transfer(y, g, Gz, d3, [d3, a3, d2b, a2b, d2, a2, d1, w_g], betas, h_max,
+                                       quarter, n)
+                    if r is not None:
+                        break
                 if r is None:
                     last_err = f"no transfer pair (a, A) maps upstream {y!r} to gradient {g!r}"
                     continue
@@ -1195,6 +1235,15 @@ class _Ctx:
         ia, ip, q, k = ia[first], ip[first], q[first], k[first]
         return A[ia], c[ia, ip], q, st.t[k], st.dt[k]
 
+    def _weights_for(self, share: float):
+        """Blocker weights for a layer meant to carry the gain 2^share: all of them on enumerated
+        formats; on larger ones only |a| within 2^-12 .. 2^40 of it (|T'| is rarely far below 2^-40,
+        and the layer is ranked by how near |a T'| comes to the share: far weights are never chosen)."""
+        if self.nonzero_values is not None:
+            return None
+        e = np.log2(np.abs(self.block_weights))
+        return self.block_weights[(e >= share - 12) & (e <= share + 40)]
+
     def _transfer(self, y, g, Gz, d3, tail_factors, betas, h_max, quarter, n_post):
         """(post, A, ends): n_post blocker layers after the gate and the output weight A, with the
         backward chain at the point exactly equal to g, and the output term absorbed (or exactly 0).
@@ -1208,10 +1257,10 @@ class _Ctx:
         carry an even share of the gain g / y; the last layer and A are searched together.
         """
         st, F = self.st, self.F
-        V = self.nonzero_values
         L = st.L
         bmax = max(abs(b) for b in betas) if betas else 1.0
         # S_0, with the gradient entering the gate's inputs (beta (x) delta) below Omega / share
+        V = self._candidates_for(np.array([g]), tail_factors)
         after_gate = self._rn_chain(V, [d3])
         S = V[(self._rn_chain(V, tail_factors) == g) & (np.abs(after_gate) * bmax * self.share <= F.max_float)]
         if len(S) == 0:
@@ -1222,12 +1271,12 @@ class _Ctx:
         for k in range(n_post - 1):
             if v_on == L:
                 return None
-            a, c, p, t, d = self._blockers(v_on)
+            share = need / (n_post - k)          # what this layer should carry, A ~ 1 for the rest
+            a, c, p, t, d = self._blockers(v_on, weights=self._weights_for(share))
             keep = (t != L) & (np.abs(t - L) >= self.push_min)
             a, c, p, t, d = a[keep], c[keep], p[keep], t[keep], d[keep]
             if len(a) == 0:
                 return None
-            share = need / (n_post - k)          # what this layer should carry, A ~ 1 for the rest
             gain = np.log2(np.abs(a * d))
             # a power-of-two gain maps the target set one to one; a small forward value leaves the next
             # layer the most room for its weight
@@ -1249,7 +1298,7 @@ class _Ctx:
         def candidates(chunk):
             """(A values, RN(y A)) to try with the blockers of chunk: every value (small formats), else
             the values near s / (y d a) for s in S (the exact test in _last_layer decides)."""
-            As = V if small else _near(F, _sample(S, 16)[:, None] / (y * d[chunk] * a[chunk])[None, :], 2)
+            As = self.nonzero_values if small else _near(F, _sample(S, 16)[:, None] / (y * d[chunk] * a[chunk])[None, :], 2)
             As = As[np.abs(As) * h_max <= F.max_float]
             t1, o = mul_array(np.full(len(As), y), As, F)
             return As, np.where(o, np.nan, t1)
@@ -1302,9 +1351,22 @@ class _Ctx:
         r2, o2 = mul_array(r, np.broadcast_to(a[None, :], T.shape), F)
         return np.where(o | o2 | np.isnan(T), np.nan, r2)
 
+    def _candidates_for(self, S, factors):
+        """Values t that the chain of factors may map into the set S: every nonzero value of an
+        enumerated format, else the values within a few ulps of s / prod(factors) for s in S (RN is
+        monotone, so t's that reach s lie around that quotient; the caller's exact test decides)."""
+        if self.nonzero_values is not None:
+            return self.nonzero_values
+        q = np.asarray(S, float)
+        with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
+            for f in reversed(factors):           # the backward values between the factors, last first
+                q = q / float(f)
+        q = q[np.isfinite(q) & (q != 0)]
+        return _near(self.F, q, 4) if len(q) else np.zeros(0)
+
     def _preimage(self, S, d, a):
-        """The values t of the format with RN(RN(t d) a) in S."""
-        V = self.nonzero_values
+        """The values t of the format with RN(RN(t d) a) in S (among ``_candidates_for``)."""
+        V = self._candidates_for(S, [d, a])
         return V[np.isin(self._rn_chain(V, [d, a]), S)]
 
 
