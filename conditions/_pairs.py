@@ -302,13 +302,25 @@ def scan_pairs(rounded, stage: int, check_pair, *, max_intervals: int = 40000, t
             break
         grow = [i for i in sorted(hot) if items[i][2] != "p"]
         if not grow:
-            if hot:     # only single values left, and no pair of them passes the exact check
-                out.reason = "internal: compatible single values without an exact witness"
-                raise AssertionError(out.reason)
-            out.status = "refuted"
-            break
+            if not hot:
+                out.status = "refuted"
+                break
+            # only single values are compatible: every compatible pair of them, exactly
+            for k, (P, B) in comp.items():
+                w = _point_pair(rounded, fmt, stage, k, items, P, B, check_pair)
+                if w is not None:
+                    out.status, out.witness = "witness", w
+                    break
+            if out.status == "witness":
+                break
+            raise AssertionError("internal: compatible single values without an exact witness "
+                                 "(the certain evaluation and check_pair disagree)")
         new = []
         gi = set(grow)
+        if out.intervals + 6 * len(grow) > max_intervals:            # a round costs at most 6 per interval
+            out.reason = (f"cap reached ({out.intervals} interval evaluations, {len(items)} intervals, "
+                          f"{len(grow)} of them still to refine; limit {max_intervals})")
+            break
         for i, it in enumerate(items):
             if i not in gi:
                 new.append(it)
@@ -401,4 +413,27 @@ class _Diver:
                 w, fail = self.check_pair(self.r, d0, d1)
                 if w is not None or self.rank[fail[0]] > stage:
                     return d0, d1
+            if self.counter.intervals + self.counter.points - spent > self.budget:
+                self.tried.discard((k, i1))         # cut by the budget: not fully searched
+                return None
         return None
+
+
+def _point_pair(rounded, fmt, stage, k, items, P, B, check_pair):
+    """A pair of single values (shrinking from B, pass from P) that passes the exact check of the clauses
+    of the stage (``check_pair`` finds no failing clause, or only one after them), or None."""
+    T, lo, hi = stage_bounds(fmt, stage, k)
+    rank = {"(i)": 1, "(ii)": 2, "(iii)": 3, "(iv)": 4}
+    pp = [i for i in P if items[i][2] == "p"]
+    bp = [i for i in B if items[i][2] == "p"]
+    for i1 in pp:
+        s1 = items[i1][3][0]
+        for i0 in bp:
+            s0 = items[i0][3][0]
+            if s0 == s1 or abs(s0 - s1) > T or not (lo <= max(abs(s0), abs(s1)) <= hi):
+                continue
+            d0, d1 = value_at(fmt, items[i0][0]), value_at(fmt, items[i1][0])
+            w, fail = check_pair(rounded, d0, d1)
+            if w is not None or rank[fail[0]] > stage:
+                return d0, d1
+    return None

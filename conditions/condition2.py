@@ -600,10 +600,11 @@ def _decide_pairs(rounded, evidence, t0, evaluated, *, max_intervals: int = 4000
     failing = scans[-2]
     stage = failing.stage
     d0, d1 = last.witness
+    known_pass = None
     if stage == 2:
-        known_pass = any(abs(s) <= T and (k := power_of_two_exponent(d)) is not None and -fmt.M <= k <= 0
-                         for _, s, d in evaluated)
-        if not known_pass:
+        known_pass = next((q for q, s, d in evaluated if abs(s) <= T and (k := power_of_two_exponent(d)) is not None
+                           and -fmt.M <= k <= 0), None)
+        if known_pass is None:
             return ("the certified pair scan refuted (i)-(ii) together, but no evaluated value is a pass state "
                     "with |sigma~| <= 2^e_max, so the exhaustive wording of (ii) is not decided")
     text = _stage_text(fmt, stage)
@@ -620,6 +621,8 @@ def _decide_pairs(rounded, evidence, t0, evaluated, *, max_intervals: int = 4000
                        f"below satisfies {before}"),
                "refutation": ref, f"pair_for_{before}": _pair_report(fmt, d0, d1, s0, s1, ds0, ds1),
                "pair_fails": why[1] if why else None}
+    if known_pass is not None:
+        counter["pass_state"] = exact_value(known_pass, fmt)
     return Verdict(method="symbolic", holds=False, failing_clause=text, counterexample=counter,
                    seconds=time.perf_counter() - t0,
                    evidence=(f"{evidence}; clauses (i)..{_STAGE_CLAUSE[stage]} refuted over every pair by the "
