@@ -281,7 +281,7 @@ def scan_pairs(rounded, stage: int, check_pair, *, max_intervals: int = 40000, t
         return [lo_i, hi_i, how, s, d, how != "e" or not smooth]       # last: monotonicity tried
 
     items = [make(value_index(fmt, -om), value_index(fmt, om))]
-    diver = _Diver(rounded, stage, check_pair, out, prec, smooth, dive_budget)
+    diver = _Diver(rounded, stage, check_pair, out, prec, smooth, dive_budget, t0 + time_limit)
     while True:
         out.rounds += 1
         if out.intervals >= max_intervals or time.perf_counter() - t0 > time_limit:
@@ -293,7 +293,7 @@ def scan_pairs(rounded, stage: int, check_pair, *, max_intervals: int = 40000, t
         for k, (P, B) in comp.items():
             hot.update(P)
             hot.update(B)
-            if P and B:
+            if P and B and time.perf_counter() - t0 <= time_limit:
                 w = diver.dive(k, [items[i] for i in P], [items[i] for i in B])
                 if w is not None:
                     out.status, out.witness = "witness", w
@@ -349,13 +349,17 @@ class _Diver:
     ``budget`` interval and point evaluations (the breadth-first refinement of :func:`scan_pairs` is
     what refutes; this only finds witnesses sooner)."""
 
-    def __init__(self, rounded, stage, check_pair, counter, prec, smooth, budget):
+    def __init__(self, rounded, stage, check_pair, counter, prec, smooth, budget, deadline):
         self.r, self.fmt, self.stage = rounded, rounded.format, stage
         self.check_pair, self.counter, self.prec = check_pair, counter, prec
-        self.smooth, self.budget = smooth, budget
+        self.smooth, self.budget, self.deadline = smooth, budget, deadline
         self.memo = {}
         self.rank = {"(i)": 1, "(ii)": 2, "(iii)": 3, "(iv)": 4}
         self.tried = set()
+
+    def out_of_budget(self, spent) -> bool:
+        return (self.counter.intervals + self.counter.points - spent > self.budget
+                or time.perf_counter() > self.deadline)
 
     def ranges(self, lo_i, hi_i, pred):
         """The (s, d) ranges of [lo_i, hi_i] (monotonicity tried when the enclosure does not exclude)."""
@@ -377,7 +381,7 @@ class _Diver:
         """Values in the root intervals whose exact ranges satisfy ``pred``, depth first."""
         stack = [(it[0], it[1]) for it in sorted(roots, key=lambda it: it[1] - it[0], reverse=True)]
         while stack:
-            if self.counter.intervals + self.counter.points - spent > self.budget:
+            if self.out_of_budget(spent):
                 return
             lo_i, hi_i = stack.pop()
             s, d = self.ranges(lo_i, hi_i, pred)
@@ -413,7 +417,7 @@ class _Diver:
                 w, fail = self.check_pair(self.r, d0, d1)
                 if w is not None or self.rank[fail[0]] > stage:
                     return d0, d1
-            if self.counter.intervals + self.counter.points - spent > self.budget:
+            if self.out_of_budget(spent):
                 self.tried.discard((k, i1))         # cut by the budget: not fully searched
                 return None
         return None
