@@ -20,7 +20,10 @@ Condition 1's clause (a) at its counterexample point (not dead, and at most -Ome
 clauses (b)-(e), Condition 2's "no delta_1 with sigma~'(delta_1) = +-2^k, 2^-M <= 2^k <= 1" (clause (ii);
 with also -k <= e_max and k <= -e_min + M, clause (iii)) and
 Condition 3's route (b) "|sigma~'| < 2^-M everywhere" (route (a) at the point 0) from the certificate's
-refutation cover (``counterexample.refutation.cover``, see ``conditions._exists``):
+refutation cover; Condition 2's pair refutations (no pair satisfies clauses (i)..(s), s = (ii), (iii) or
+(iv), ``refutation.kind == "pairs"``) from their pair cover, every range recomputed and the
+compatibility of every possible pass interval with every possible shrinking interval decided again
+(:func:`_pair_cover`), and the pair given for the clauses before (s) checked clause by clause (``counterexample.refutation.cover``, see ``conditions._exists``):
 its intervals must follow each other value by value from -Omega to Omega, and each must exclude the
 kind of value the clause asks for: ``p`` a single value by certain rounding, ``e`` the interval enclosure
 of sigma (or sigma') with both ends rounded by ``RN_F``, ``m`` monotonicity (the expression is smooth,

@@ -32,7 +32,14 @@ Checkers:
   nowhere +-2^k with 2^-M <= 2^k <= 1 (e.g. sigmoid on float4_e2m1fn, where sigma~' = 0 everywhere)
   makes (ii) fail for every delta_1, a proof that it is nowhere such a value with also -k <= e_max and
   k <= -e_min + M (sigmoid on formats with e_max = 1) makes (iii) fail: holds=False, with the refutation
-  cover as certificate.  Failures of (iv) (a property of pairs) are not refuted: undecided.
+  cover as certificate.  When neither decides, the pair clauses are decided over every pair of values by
+  the certified pair scan (:mod:`conditions._pairs`, :func:`_decide_pairs`): interval covers of F with
+  certified ranges of sigma~ and sigma~' prove that no possible pass state has a compatible shrinking
+  partner (holds=False at the first clause so refuted, (ii)-(iv), worded as the exhaustive checker
+  words it and re-proved by ``condcheck recheck``), or a depth-first search finds a witness pair
+  (holds=True, re-checked exactly).  E.g. GELU, GELU-tanh and Mish on b3_2 .. b13_2 fail (iv), and Swish
+  on b5_2 holds only by pairs off the candidate points.  A scan that hits its caps leaves the verdict
+  undecided, with the reason in the evidence.
 
 Best witness (both checkers, over the pairs each examines): the largest eta_0, an unbounded eta_0
 (sigma~'(delta_0) = 0, reported as ``eta_0=None, eta_0_unbounded=True``) first; then the smallest
@@ -429,7 +436,9 @@ def check_symbolic(rounded, fmt=None) -> Verdict:
     :func:`conditions._search.candidate_points`; if none passes, also points where sigma~' is exactly a
     power of two found by bisection near sign changes of sigma~' -+ 2^k).  Returns holds=True with a
     witness re-checked exactly, or holds=None (undecided); holds=False only when no value of F is a pass
-    state of (ii), or of (ii) and (iii), proved by :func:`_refute_pass_state`."""
+    state of (ii), or of (ii) and (iii), proved by :func:`_refute_pass_state`, or when no pair of values
+    satisfies the clauses up to the failing one, proved by :func:`_decide_pairs` (which may also find a
+    witness pair off the candidate points)."""
     t0 = time.perf_counter()
     fmt = resolve_format(rounded, fmt)
     pts = candidate_points(fmt)

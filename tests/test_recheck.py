@@ -161,3 +161,17 @@ def test_a_tampered_pair_refutation_is_rejected():
     other = copy.deepcopy(cert)
     other["activation"] = "elu"                                   # ELU holds Condition 2 on b3_2
     assert recheck_certificate(other)["conditions"]["2"]["problems"]
+
+
+def test_a_pair_refutation_of_clause_ii_rechecks_with_its_pass_state():
+    # the identity: sigma~' = 1 everywhere, so no shrinking state exists for any pass state (clause (ii))
+    from _condition_controls import control
+    cert = json.loads(json.dumps(check_activation(control("test_identity"), "float8_e4m3", method="symbolic")
+                                 .to_certificate()))
+    v = cert["conditions"]["2"]
+    assert v["holds"] is False and v["failing_clause"].startswith("(ii) no delta_0")
+    assert v["counterexample"]["refutation"]["stage"] == 2
+    assert recheck_certificate(cert)["conditions"]["2"] == {"verdict": "fails", "rechecked": True, "problems": []}
+    bad = copy.deepcopy(cert)
+    del bad["conditions"]["2"]["counterexample"]["pass_state"]
+    assert "pass state" in recheck_certificate(bad)["conditions"]["2"]["problems"][0]
