@@ -20,7 +20,10 @@ Condition 1's clause (a) at its counterexample point (not dead, and at most -Ome
 clauses (b)-(e), Condition 2's "no delta_1 with sigma~'(delta_1) = +-2^k, 2^-M <= 2^k <= 1" (clause (ii);
 with also -k <= e_max and k <= -e_min + M, clause (iii)) and
 Condition 3's route (b) "|sigma~'| < 2^-M everywhere" (route (a) at the point 0) from the certificate's
-refutation cover (``counterexample.refutation.cover``, see ``conditions._exists``):
+refutation cover; Condition 2's pair refutations (no pair satisfies clauses (i)..(s), s = (ii), (iii) or
+(iv), ``refutation.kind == "pairs"``) from their pair cover, every range recomputed and the
+compatibility of every possible pass interval with every possible shrinking interval decided again
+(:func:`_pair_cover`), and the pair given for the clauses before (s) checked clause by clause (``counterexample.refutation.cover``, see ``conditions._exists``):
 its intervals must follow each other value by value from -Omega to Omega, and each must exclude the
 kind of value the clause asks for: ``p`` a single value by certain rounding, ``e`` the interval enclosure
 of sigma (or sigma') with both ends rounded by ``RN_F``, ``m`` monotonicity (the expression is smooth,
@@ -252,15 +255,191 @@ def _condition1_refutation(c: _Ctx, v) -> list[str]:
 
 def _condition2_refutation(c: _Ctx, v) -> list[str]:
     """Condition 2 fails when no value is a pass state: sigma~' = +-2^k with 2^-M <= 2^k <= 1 nowhere
-    (clause (ii)), or nowhere with also -k <= e_max and k <= -e_min + M (clause (iii))."""
-    ref = (v.get("counterexample") or {}).get("refutation")
+    (clause (ii)), or nowhere with also -k <= e_max and k <= -e_min + M (clause (iii)); or when no *pair*
+    satisfies clauses (i)..(s) (s = (ii), (iii), (iv): a pair refutation cover, see :func:`_pair_cover`)
+    while a given pair satisfies the clauses before (s)."""
+    cx = v.get("counterexample") or {}
+    ref = cx.get("refutation")
     clause = v.get("failing_clause") or ""
+    if isinstance(ref, dict) and ref.get("kind") == "pairs":
+        stage = {"(iv) no pair satisfying (i)-(iii)": 4, "(iii) for every pass candidate": 3,
+                 "(ii) no delta_0 with 2^eta_0": 2}
+        s = next((n for head, n in stage.items() if clause.startswith(head)), None)
+        if s is None:
+            return [f"a pair refutation of Condition 2 is re-checked for clauses (ii)-(iv) only, not {clause!r}"]
+        if ref.get("stage") != s or ref.get("clause") != ("(ii)", "(iii)", "(iv)")[s - 2]:
+            return [f"the pair refutation is about stage {ref.get('stage')!r} / {ref.get('clause')!r}, "
+                    f"not the failing clause {clause[:5]!r}"]
+        before = {4: "(i)-(iii)", 3: "(i)-(ii)", 2: "(i)"}[s]
+        pair = cx.get(f"pair_for_{before}")
+        if not isinstance(pair, dict):
+            return [f"a pair refutation of {clause[:5]} needs a pair satisfying {before} (pair_for_{before})"]
+        got = _c2_stages(c, c.num(pair, "delta_0"), c.num(pair, "delta_1"))
+        if got < s - 1:
+            return [f"the pair given for {before} satisfies only the first {got} clause(s)"]
+        if s == 2:
+            return ["a pair refutation of (ii) is worded 'no delta_0' only when a pass state exists; "
+                    "the certificate does not show one"] if not _c2_has_pass(c, cx) else _pair_cover(c, ref, s)
+        return _pair_cover(c, ref, s)
     if clause.startswith("(ii) no delta_1"):
         return _refutation_cover(c, ref, "(ii)", "derivative", "pass_pow2")
     if clause.startswith("(iii) for every pass candidate"):
         return _refutation_cover(c, ref, "(iii)", "derivative", "pass_pow2_iii")
-    return [f"a symbolic refutation of Condition 2 is re-checked for clauses (ii) and (iii) (no delta_1) only, "
-            f"not {clause!r}"]
+    return [f"a symbolic refutation of Condition 2 is re-checked for clauses (ii) and (iii) (no delta_1) and "
+            f"for pair refutations only, not {clause!r}"]
+
+
+def _c2_stages(c: _Ctx, d0: Fraction, d1: Fraction) -> int:
+    """How many of Condition 2's clauses (i), (ii), (iii), (iv), in order, hold at (delta_0, delta_1)
+    (with the weakest eta_1 = -k, eta_2 = k)."""
+    fmt = c.fmt
+    s0, s1, g0, g1 = c.val(d0), c.val(d1), c.der(d0), c.der(d1)
+    if None in (s0, s1, g0, g1) or s0 == s1 or max(abs(s0), abs(s1), abs(s0 - s1)) > c.T:
+        return 0
+    if not (_pow2(g1) and Fraction(1, 2 ** fmt.M) <= abs(g1) <= 1):
+        return 1
+    k = abs(g1).numerator.bit_length() - abs(g1).denominator.bit_length()     # |g1| = 2^k
+    if not 2 * abs(g0) <= abs(g1):                                              # eta_0 >= 1
+        return 1
+    if not (-k <= fmt.e_max and k <= -fmt.e_min + fmt.M):
+        return 2
+    if not Fraction(2) ** (fmt.e_min + k) <= max(abs(s0), abs(s1)) <= Fraction(2) ** (fmt.e_max + k):
+        return 3
+    return 4
+
+
+def _c2_has_pass(c: _Ctx, cx) -> bool:
+    """Does the certificate name a value with sigma~' = +-2^k, 2^-M <= 2^k <= 1, sigma~ finite and at
+    most 2^e_max (a pass state of (ii) on its own)?"""
+    q = cx.get("pass_state")
+    if not isinstance(q, dict):
+        return False
+    z = c.num({"z": q}, "z")
+    s, g = c.val(z), c.der(z)
+    return s is not None and g is not None and abs(s) <= c.T and _pow2(g) and Fraction(1, 2 ** c.fmt.M) <= abs(g) <= 1
+
+
+def _pair_ranges(c: _Ctx, how: str, a: Fraction, b: Fraction, slopes, prec):
+    """The ranges of sigma~ and sigma~' over the values of [a, b]: at a single value by certain rounding
+    (``p``), else between RN_F of the ends of the interval enclosure (``e``), intersected (``m``) for each
+    function with the range between its certain roundings at a and b when its derivative's enclosure
+    over [a, b] is finite and of one sign."""
+    import mpmath.libmp as M
+
+    from conditions._tail import enclose_interval
+    from .rounded_activation import _round_end, exact_point
+    act, fmt = c.r.activation, c.fmt
+    out = []
+    for deriv, g in ((False, act.expr), (True, act.derivative)):
+        if how == "p":
+            q = exact_point(act, deriv, a, fmt)
+            out.append((q, q))
+            continue
+        lo, hi = enclose_interval(g, a, b, prec)
+        try:
+            r = (_round_end(lo, fmt), _round_end(hi, fmt))
+        except CondcheckError:
+            r = (float("-inf"), float("inf"))
+        if how == "m":
+            for d in slopes[deriv]:
+                dlo, dhi = enclose_interval(d, a, b, prec)
+                if all(t not in (M.finf, M.fninf, M.fnan) for t in (dlo, dhi)) and (
+                        M.mpf_ge(dlo, M.fzero) or M.mpf_le(dhi, M.fzero)):
+                    qa, qb = exact_point(act, deriv, a, fmt), exact_point(act, deriv, b, fmt)
+                    r = (max(r[0], min(qa, qb)), min(r[1], max(qa, qb)))
+                    break
+        out.append(r)
+    return out
+
+
+def _pair_cover(c: _Ctx, ref, stage: int) -> list[str]:
+    """A pair refutation of Condition 2's clauses (i)..(stage), re-proved from its cover.
+
+    The cover's intervals must follow each other value by value from -Omega to Omega.  For each, the
+    ranges of sigma~ and sigma~' over its values are computed again (:func:`_pair_ranges`).  Then for every
+    exponent k a pass state +-2^k may have at this stage, no interval whose sigma~' range contains +-2^k
+    (a possible delta_1) may be *compatible* with an interval whose sigma~' range meets
+    [-2^(k-1), 2^(k-1)] (a possible delta_0, eta_0 >= 1): some reals s_1, s_0 in their sigma~ ranges clipped
+    to [-2^e_max, 2^e_max] with s_0 != s_1, |s_0 - s_1| <= 2^e_max and, at stage (iv),
+    2^(e_min+k) <= max(|s_0|, |s_1|) <= 2^(e_max+k).  The values of F are among those reals, so no pair of
+    F x F satisfies the clauses."""
+    import sympy
+
+    from .activations import x as X
+    fmt, act = c.fmt, c.r.activation
+    if act.expr is None or c.r.implementation != "exact":
+        return ["a pair refutation is re-checked for the correctly rounded implementation of an expression only"]
+    slopes = {}
+    for deriv, g in ((False, act.expr), (True, act.derivative)):
+        slopes[deriv] = []
+        if _smooth(g):
+            d = sympy.diff(g, X)
+            slopes[deriv].append(d)
+            try:
+                f = sympy.factor(d)
+                if _smooth(f):
+                    slopes[deriv].append(f)
+            except Exception:
+                pass
+    prec = max(64, 2 * (fmt.M + 1) + 24)
+    om = Fraction(fmt.max)
+    items = re.findall(r"([epm])\[\s*([^,\]\s]+)\s*,\s*([^\]\s]+)\s*\]", ref.get("cover") or "")
+    if not items:
+        return ["the pair refutation cover has no intervals"]
+    ranges, expect = [], -om
+    for how, ta, tb in items:
+        a, b = _hex_value(ta), _hex_value(tb)
+        if a != expect or b < a or not fmt.contains(a) or not fmt.contains(b) or (how == "p") != (a == b):
+            return [f"pair cover interval {how}[{float(a)!r}, {float(b)!r}] does not continue the cover "
+                    f"(expected it to start at {float(expect)!r})"]
+        ranges.append(_pair_ranges(c, how, a, b, slopes, prec))
+        if b == om:
+            break
+        expect = fmt.next_up(b)
+    else:
+        return ["the pair refutation cover ends before Omega"]
+    if len(ranges) != len(items):
+        return ["the pair refutation cover goes on after Omega"]
+    T = c.T
+    ks = range(-fmt.M, 1)
+    if stage >= 3:
+        ks = [k for k in ks if -k <= fmt.e_max and k <= -fmt.e_min + fmt.M]
+    for k in ks:
+        p, h = Fraction(2) ** k, Fraction(2) ** (k - 1)
+        lo = Fraction(2) ** (fmt.e_min + k) if stage >= 4 else Fraction(0)
+        hi = min(T, Fraction(2) ** (fmt.e_max + k)) if stage >= 4 else T
+        P, B = [], []
+        for (s, d) in ranges:
+            sl, sh = max(s[0], -hi), min(s[1], hi)
+            dl, dh = max(d[0], -om), min(d[1], om)
+            if sl > sh or dl > dh:
+                continue
+            if dl <= p <= dh or dl <= -p <= dh:
+                P.append((Fraction(sl), Fraction(sh)))
+            if dl <= h and dh >= -h:
+                B.append((Fraction(sl), Fraction(sh)))
+        for r1 in set(P):
+            for r0 in set(B):
+                if _c2_compatible(r0, r1, T, lo, hi):
+                    return [f"the pair cover does not exclude k = {k}: a possible delta_1 with sigma~ in "
+                            f"[{float(r1[0])!r}, {float(r1[1])!r}] and a possible delta_0 with sigma~ in "
+                            f"[{float(r0[0])!r}, {float(r0[1])!r}] are compatible"]
+    return []
+
+
+def _c2_compatible(r0, r1, T, lo, hi) -> bool:
+    """Reals s_0 in r0, s_1 in r1 (both within [-hi, hi]) with s_0 != s_1, |s_0 - s_1| <= T and
+    max(|s_0|, |s_1|) >= lo?  (Either s_0 or s_1 has |s| >= lo.)"""
+    def pieces(r):          # the parts of r with |s| >= lo
+        out = []
+        for a, b in ((max(r[0], lo), r[1]), (r[0], min(r[1], -lo))):
+            if a <= b:
+                out.append((a, b))
+        return out
+
+    def close(u, v):        # s in u, t in v, s != t, |s - t| <= T
+        return max(u[0] - v[1], v[0] - u[1]) <= T and not (u[0] == u[1] == v[0] == v[1])
+    return any(close(u, r1) for u in pieces(r0)) or any(close(r0, v) for v in pieces(r1))
 
 
 def _condition3_refutation(c: _Ctx, v) -> list[str]:

@@ -32,7 +32,14 @@ Checkers:
   nowhere +-2^k with 2^-M <= 2^k <= 1 (e.g. sigmoid on float4_e2m1fn, where sigma~' = 0 everywhere)
   makes (ii) fail for every delta_1, a proof that it is nowhere such a value with also -k <= e_max and
   k <= -e_min + M (sigmoid on formats with e_max = 1) makes (iii) fail: holds=False, with the refutation
-  cover as certificate.  Failures of (iv) (a property of pairs) are not refuted: undecided.
+  cover as certificate.  When neither decides, the pair clauses are decided over every pair of values by
+  the certified pair scan (:mod:`conditions._pairs`, :func:`_decide_pairs`): interval covers of F with
+  certified ranges of sigma~ and sigma~' prove that no possible pass state has a compatible shrinking
+  partner (holds=False at the first clause so refuted, (ii)-(iv), worded as the exhaustive checker
+  words it and re-proved by ``condcheck recheck``), or a depth-first search finds a witness pair
+  (holds=True, re-checked exactly).  E.g. GELU, GELU-tanh and Mish on b3_2 .. b13_2 fail (iv), and Swish
+  on b5_2 holds only by pairs off the candidate points.  A scan that hits its caps leaves the verdict
+  undecided, with the reason in the evidence.
 
 Best witness (both checkers, over the pairs each examines): the largest eta_0, an unbounded eta_0
 (sigma~'(delta_0) = 0, reported as ``eta_0=None, eta_0_unbounded=True``) first; then the smallest
@@ -429,7 +436,9 @@ def check_symbolic(rounded, fmt=None) -> Verdict:
     :func:`conditions._search.candidate_points`; if none passes, also points where sigma~' is exactly a
     power of two found by bisection near sign changes of sigma~' -+ 2^k).  Returns holds=True with a
     witness re-checked exactly, or holds=None (undecided); holds=False only when no value of F is a pass
-    state of (ii), or of (ii) and (iii), proved by :func:`_refute_pass_state`."""
+    state of (ii), or of (ii) and (iii), proved by :func:`_refute_pass_state`, or when no pair of values
+    satisfies the clauses up to the failing one, proved by :func:`_decide_pairs` (which may also find a
+    witness pair off the candidate points)."""
     t0 = time.perf_counter()
     fmt = resolve_format(rounded, fmt)
     pts = candidate_points(fmt)
@@ -457,6 +466,14 @@ def check_symbolic(rounded, fmt=None) -> Verdict:
         return refuted
     if refuted:
         evidence += f"; {refuted}"
+    decided = _decide_pairs(rounded, evidence, t0, evaluated)
+    if isinstance(decided, Verdict):
+        return decided
+    if decided:
+        evidence += f"; {decided}"
+        reason = ("no candidate pair satisfies (i)-(iv), and the certified pair scan of every value did not "
+                  "decide the condition (see the evidence); the condition is existential, so this does not "
+                  "show it fails")
     if n_pass == 0:
         reason = (f"no candidate delta_1 has sigma~'(delta_1) = +-2^k with -{fmt.M} <= k <= 0; " + reason)
     return Verdict(method="symbolic", holds=None, reason=reason, evidence=evidence,
@@ -530,3 +547,94 @@ def _refute_pass_state(rounded, evidence, t0, evaluated, *, max_intervals: int =
     else:
         notes.append(f"the certified scan for a pass value of (ii)-(iii) did not finish: {ex.reason}")
     return "; ".join(notes)
+
+
+#: the exhaustive checker's wording of each first failing clause, by stage (see check_exhaustive)
+_STAGE_CLAUSE = {1: "(i)", 2: "(ii)", 3: "(iii)", 4: "(iv)"}
+
+
+def _stage_text(fmt, stage: int) -> str:
+    if stage == 4:
+        return ("(iv) no pair satisfying (i)-(iii) has 2^(e_min + eta_2) <= max(|sigma~(delta_0)|, "
+                "|sigma~(delta_1)|) <= 2^(e_max - eta_1), even with eta_1 = -k, eta_2 = k")
+    if stage == 3:
+        return (f"(iii) for every pass candidate sigma~'(delta_1) = +-2^k, -k > e_max = {fmt.e_max} or "
+                f"k > -e_min + M = {-fmt.e_min + fmt.M}")
+    return ("(ii) no delta_0 with 2^eta_0 |sigma~'(delta_0)| <= |sigma~'(delta_1)| for an eta_0 >= 1 "
+            "(together with (i))")
+
+
+def _decide_pairs(rounded, evidence, t0, evaluated, *, max_intervals: int = 40000, time_limit: float = 20.0):
+    """No candidate pair and no refutation of a pass state: decide the pair clauses over every pair of
+    values of F by the certified branch and bound of :mod:`conditions._pairs`.
+
+    Stage 4 (all clauses): a witness pair proves "holds" (re-checked by :func:`check_pair`); a
+    refutation proves that no pair satisfies (i)-(iv).  The failing clause is then the first stage whose
+    scan refutes while the stage before it has a witness pair (which shows the clauses before hold
+    together, as the exhaustive checker's wording says): (iv), (iii) or (ii) ("no delta_0 ...", worded
+    so only when some evaluated value is a pass state of (ii) with sigma~ finite and at most 2^e_max,
+    as the exhaustive checker words it).  The refutation cover is the certificate, re-proved by
+    ``condcheck recheck``.  Returns that Verdict, or a note (str) for the evidence ("" when the scan does
+    not apply: callable activations, implementations other than "exact")."""
+    act = rounded.activation
+    if act.is_callable or act.expr is None or rounded.implementation != "exact":
+        return ""
+    from ._pairs import scan_pairs                 # here: conditions._pairs imports condcheck
+    fmt = rounded.format
+    T = Fraction(2) ** fmt.e_max
+    scans = []
+    for stage in (4, 3, 2, 1):
+        sc = scan_pairs(rounded, stage, check_pair, max_intervals=max_intervals, time_limit=time_limit)
+        scans.append(sc)
+        if sc.status != "refuted":
+            break
+    last = scans[-1]
+    if scans[0].status == "witness":
+        w, fail = check_pair(rounded, *last.witness)
+        if w is None:
+            raise AssertionError(f"internal: pair-scan witness {last.witness} fails the exact re-check: {fail}")
+        return Verdict(method="symbolic", holds=True, witness=w, seconds=time.perf_counter() - t0,
+                       evidence=(f"{evidence}; the certified pair scan (interval covers of every value of "
+                                 f"{fmt.name}, depth-first search) found the witness pair in "
+                                 f"{last.seconds:.2f} s ({last.intervals} interval and {last.points} point "
+                                 f"evaluations)"), **verdict_names(CONDITION, rounded))
+    if last.status == "undecided":
+        if len(scans) == 1:
+            return f"the certified pair scan of (i)-(iv) did not finish: {last.reason}"
+        return (f"the certified pair scan refuted clauses (i)..{_STAGE_CLAUSE[scans[-2].stage]} together but did not "
+                f"finish (i)..{_STAGE_CLAUSE[last.stage]}: {last.reason}")
+    if last.status == "refuted":
+        return "the certified pair scan refuted every stage down to (i) alone; not worded as the exhaustive checker words (i)"
+    # scans[-2] refuted stage s, scans[-1] has a witness of stage s - 1
+    failing = scans[-2]
+    stage = failing.stage
+    d0, d1 = last.witness
+    known_pass = None
+    if stage == 2:
+        known_pass = next((q for q, s, d in evaluated if abs(s) <= T and (k := power_of_two_exponent(d)) is not None
+                           and -fmt.M <= k <= 0), None)
+        if known_pass is None:
+            return ("the certified pair scan refuted (i)-(ii) together, but no evaluated value is a pass state "
+                    "with |sigma~| <= 2^e_max, so the exhaustive wording of (ii) is not decided")
+    text = _stage_text(fmt, stage)
+    before = {4: "(i)-(iii)", 3: "(i)-(ii)", 2: "(i)"}[stage]
+    s0, s1 = rounded.value(d0), rounded.value(d1)
+    ds0, ds1 = rounded.derivative(d0), rounded.derivative(d1)
+    _, why = check_pair(rounded, d0, d1)
+    ref = {"clause": _STAGE_CLAUSE[stage], "kind": "pairs", "stage": stage,
+           "excludes": f"every pair (delta_0, delta_1) of values satisfying clauses (i)..{_STAGE_CLAUSE[stage]}",
+           "range": "every finite value of the format, from -Omega to Omega, for delta_0 and for delta_1",
+           "cover": failing.cover_text()}
+    counter = {"why": (f"no pair of values of {fmt.name} satisfies clauses (i)..{_STAGE_CLAUSE[stage]} (proved by "
+                       f"the refutation cover: no pass interval has a compatible shrinking partner), while the pair "
+                       f"below satisfies {before}"),
+               "refutation": ref, f"pair_for_{before}": _pair_report(fmt, d0, d1, s0, s1, ds0, ds1),
+               "pair_fails": why[1] if why else None}
+    if known_pass is not None:
+        counter["pass_state"] = exact_value(known_pass, fmt)
+    return Verdict(method="symbolic", holds=False, failing_clause=text, counterexample=counter,
+                   seconds=time.perf_counter() - t0,
+                   evidence=(f"{evidence}; clauses (i)..{_STAGE_CLAUSE[stage]} refuted over every pair by the "
+                             f"certified pair scan: {failing.summary()}; {before} hold at "
+                             f"(delta_0, delta_1) = ({num_text(d0)}, {num_text(d1)})"),
+                   **verdict_names(CONDITION, rounded))

@@ -6,7 +6,9 @@ A :class:`Verdict` is what ``check_exhaustive`` and ``check_symbolic`` return:
   ``False`` (from an exhaustive check: every candidate of the format was examined and none
   satisfies the condition; or from a symbolic check with a certified counterexample, e.g. Condition 1's
   value at -Omega that is not dead, or a refutation cover (``counterexample["refutation"]``,
-  :mod:`conditions._exists`) showing that no value of the format satisfies an existence clause), or
+  :mod:`conditions._exists`) showing that no value of the format satisfies an existence clause, or a
+  pair cover (:mod:`conditions._pairs`) showing that no pair of values satisfies Condition 2's
+  clauses up to the failing one), or
   ``None`` (undecided: the symbolic search found no witness and could not refute the clause, which
   proves nothing, since the conditions are existential).
 * ``method``: ``"exhaustive"`` or ``"symbolic"``.

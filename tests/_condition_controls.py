@@ -11,12 +11,25 @@ import sympy
 
 from condcheck.activations import get_activation, register_activation, x
 from condcheck.errors import FormatOverflowError, UnknownNameError
-from condcheck.formats import all_formats
+from condcheck.formats import all_formats, get_format
 from condcheck.recheck import _even_last_bit      # the definition, written from the statement
 from condcheck.rounding import round_fraction
 
 SMALL_FORMATS = [f for f in all_formats() if f.bits <= 8]
 SIXTEEN_BIT_FORMATS = [f for f in all_formats() if 8 < f.bits <= 16]
+
+
+def custom_formats(max_bits: int, min_bits: int = 0, max_E: int = 9):
+    """The custom IEEE-like formats bM_E with min_bits < M + E + 1 <= max_bits and 2 <= E <= max_E
+    (E <= 9: wider exponent ranges do not fit float64, and the exhaustive checkers refuse them)."""
+    return [get_format(f"b{M}_{E}") for E in range(2, max_E + 1) for M in range(1, max_bits - E)
+            if min_bits < M + E + 1]
+
+
+#: every custom format of at most 8 bits (b1_2 .. b5_2, b1_3 .. b4_3, ..., b1_6): the default suite
+CUSTOM_SMALL_FORMATS = custom_formats(8)
+#: the custom formats of 9 to 16 bits with E <= 9 (the slow suite)
+CUSTOM_16_BIT_FORMATS = custom_formats(16, min_bits=8)
 
 CONTROLS = {
     "test_identity": sympy.Integer(1) * x,

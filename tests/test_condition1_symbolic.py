@@ -20,7 +20,7 @@ from conditions._search import candidate_points
 from conditions._tail import enclose_interval, rounding_set, scan_dead_tail
 from conditions.verdict import exact_value
 
-from _condition_controls import control
+from _condition_controls import CUSTOM_16_BIT_FORMATS, CUSTOM_SMALL_FORMATS, control
 
 SMALL = [f for f in MATRIX_FORMATS if get_format(f).bits <= 16]
 
@@ -39,6 +39,17 @@ def test_symbolic_and_exhaustive_agree_on_every_builtin_and_small_format(fmt):
             assert "clause (a) proved by interval arithmetic" in sy.evidence
         else:
             assert sy.failing_clause == ex.failing_clause, act
+
+
+@pytest.mark.parametrize("fmt", [f.name for f in CUSTOM_SMALL_FORMATS])
+def test_symbolic_and_exhaustive_agree_on_every_builtin_and_custom_format(fmt):
+    test_symbolic_and_exhaustive_agree_on_every_builtin_and_small_format(fmt)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fmt", [f.name for f in CUSTOM_16_BIT_FORMATS])
+def test_symbolic_and_exhaustive_agree_on_every_builtin_and_16_bit_custom_format(fmt):
+    test_symbolic_and_exhaustive_agree_on_every_builtin_and_small_format(fmt)
 
 
 @pytest.mark.parametrize("fmt", ["float8_e4m3", "float16", "float6_e2m3fn", "float4_e2m1fn"])

@@ -8,7 +8,8 @@ from condcheck.rounded_activation import get_rounded
 from conditions import condition2
 from conditions.verdict import Verdict
 
-from _condition_controls import SIXTEEN_BIT_FORMATS, SMALL_FORMATS, agree, control, recheck_condition2
+from _condition_controls import (CUSTOM_16_BIT_FORMATS, CUSTOM_SMALL_FORMATS, SIXTEEN_BIT_FORMATS, SMALL_FORMATS,
+                                agree, control, recheck_condition2)
 
 BUILTINS = [a for a in list_activations() if not a.startswith("test_")]
 
@@ -35,6 +36,46 @@ def test_exhaustive_and_symbolic_agree_on_16_bit_formats_for_other_activations(a
     _agree(act, fmt)
 
 
+@pytest.mark.parametrize("fmt", CUSTOM_SMALL_FORMATS, ids=lambda f: f.name)
+def test_exhaustive_and_symbolic_agree_on_custom_formats(fmt):
+    # every built-in on every bM_E of at most 8 bits: the same verdict and the same first failing clause.
+    # On E = 2 (e_max = 1, so k in {-1, 0}) GELU, GELU-tanh and Mish fail (iv) and Swish holds on b5_2 only
+    # by pairs off the candidate points: decided by the certified pair scan (conditions._pairs).
+    for act in BUILTINS:
+        _agree(act, fmt)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fmt", CUSTOM_16_BIT_FORMATS, ids=lambda f: f.name)
+def test_exhaustive_and_symbolic_agree_on_16_bit_custom_formats(fmt):
+    for act in BUILTINS:
+        _agree(act, fmt)
+
+
+@pytest.mark.parametrize("fmt, act, clause", [("b3_2", "gelu", "(iv)"), ("b4_2", "mish", "(iv)"),
+                                              ("b5_2", "gelu_tanh", "(iv)"), ("b5_2", "swish", None)])
+def test_e2_pair_clauses_are_decided_by_the_certified_pair_scan(fmt, act, clause):
+    r = get_rounded(act, fmt)
+    ex, sy = condition2.check_exhaustive(r), condition2.check_symbolic(r)
+    assert "certified pair scan" in sy.evidence
+    if clause is None:
+        assert ex.holds is sy.holds is True and recheck_condition2(r, sy.witness) == []
+        return
+    assert ex.holds is sy.holds is False and sy.failing_clause == ex.failing_clause
+    assert sy.failing_clause.startswith(clause)
+    ref = sy.counterexample["refutation"]
+    assert ref["kind"] == "pairs" and ref["stage"] == 4 and ref["cover"]
+    # the pair shown for (i)-(iii) fails only (iv)
+    from fractions import Fraction
+    pair = sy.counterexample["pair_for_(i)-(iii)"]
+    _, why = condition2.check_pair(r, Fraction(pair["delta_0"]["fraction"]), Fraction(pair["delta_1"]["fraction"]))
+    assert why[0] == "(iv)"
+    from condcheck.check import check_activation
+    from condcheck.recheck import recheck_certificate
+    cert = check_activation(act, fmt, method="symbolic").to_certificate()
+    assert recheck_certificate(cert)["conditions"]["2"] == {"verdict": "fails", "rechecked": True, "problems": []}
+
+
 def test_sigmoid_fails_in_float4_because_its_derivative_never_reaches_2_to_minus_M():
     # sigma'(x) <= 1/4 < 2^-1 = 2^-M in float4_e2m1fn, so no pass state exists.
     r = get_rounded("sigmoid", "float4_e2m1fn")
@@ -48,7 +89,11 @@ def test_identity_fails_clause_ii_because_it_cannot_suppress_gradients(fmt):
     assert v.holds is False
     assert v.failing_clause.startswith("(ii)") and "eta_0" in v.failing_clause
     assert v.counterexample["largest_eta_0"] == 0          # 2^0 * 1 <= 1 is the best it can do
-    assert condition2.check_symbolic(get_rounded("test_identity", fmt)).holds is None
+    # the symbolic checker proves it too: sigma~' = 1 at every value, so the pair scan finds no shrinking
+    # state delta_0 (|sigma~'(delta_0)| <= 1/2) for any pass state
+    sy = condition2.check_symbolic(get_rounded("test_identity", fmt))
+    assert sy.holds is False and sy.failing_clause == v.failing_clause
+    assert sy.counterexample["refutation"]["kind"] == "pairs"
 
 
 @pytest.mark.parametrize("fmt", ["float8_e4m3", "bfloat16"])

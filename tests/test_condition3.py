@@ -7,7 +7,8 @@ from condcheck.activations import PAPER_ACTIVATIONS, list_activations
 from condcheck.rounded_activation import get_rounded
 from conditions import condition3
 
-from _condition_controls import SIXTEEN_BIT_FORMATS, SMALL_FORMATS, agree, control, recheck_condition3
+from _condition_controls import (CUSTOM_16_BIT_FORMATS, CUSTOM_SMALL_FORMATS, SIXTEEN_BIT_FORMATS, SMALL_FORMATS,
+                                agree, control, recheck_condition3)
 
 BUILTINS = [a for a in list_activations() if not a.startswith("test_")]
 
@@ -24,6 +25,19 @@ def _agree(act, fmt):
 @pytest.mark.parametrize("act", BUILTINS)
 def test_exhaustive_and_symbolic_agree_on_small_formats(act, fmt):
     _agree(act, fmt)
+
+
+@pytest.mark.parametrize("fmt", CUSTOM_SMALL_FORMATS, ids=lambda f: f.name)
+def test_exhaustive_and_symbolic_agree_on_custom_formats(fmt):
+    for act in BUILTINS:
+        _agree(act, fmt)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fmt", CUSTOM_16_BIT_FORMATS, ids=lambda f: f.name)
+def test_exhaustive_and_symbolic_agree_on_16_bit_custom_formats(fmt):
+    for act in BUILTINS:
+        _agree(act, fmt)
 
 
 @pytest.mark.parametrize("fmt", SIXTEEN_BIT_FORMATS, ids=lambda f: f.name)

@@ -116,3 +116,62 @@ def test_cli_check_method_symbolic_on_a_small_format():
     assert r.exit_code == 1 and "(exact, symbolic): fails; failing clause (e)" in r.output
     r = CliRunner().invoke(main, ["check", "gelu", "float32", "--method", "exhaustive"])
     assert r.exit_code == 2 and "at most 16 bits" in r.output
+
+
+def _pair_cert():
+    cert = check_activation("gelu", "b3_2", method="symbolic").to_certificate()
+    v = cert["conditions"]["2"]
+    assert v["holds"] is False and v["counterexample"]["refutation"]["kind"] == "pairs"
+    return json.loads(json.dumps(cert))
+
+
+def test_a_condition2_pair_refutation_rechecks():
+    # GELU on b3_2 fails clause (iv) of Condition 2: no pair of values, proved by a cover of the format
+    res = recheck_certificate(_pair_cert())
+    assert res["ok"] and res["conditions"]["2"] == {"verdict": "fails", "rechecked": True, "problems": []}
+
+
+def test_a_tampered_pair_refutation_is_rejected():
+    cert = _pair_cert()
+    ref = cert["conditions"]["2"]["counterexample"]["refutation"]
+    items = ref["cover"].split(" ")
+    cases = []
+    # 1) a gap, and a cover that stops before Omega
+    cases.append(("cover", " ".join(items[:3] + items[4:]), "does not continue the cover"))
+    cases.append(("cover", " ".join(items[:-2]), "ends before Omega"))
+    # 2) one interval over the whole format: its enclosure admits a compatible pair
+    om = "0x1.e000000000000p+1"
+    cases.append(("cover", f"e[-{om}, {om}]", "does not exclude k"))
+    # 3) a single-value tag on an interval of several values
+    cases.append(("cover", f"p[-{om}, {om}]", "does not continue the cover"))
+    for field, value, why in cases:
+        bad = copy.deepcopy(cert)
+        bad["conditions"]["2"]["counterexample"]["refutation"][field] = value
+        res = recheck_certificate(bad)
+        assert not res["ok"] and why in res["conditions"]["2"]["problems"][0], (field, value, res["conditions"]["2"])
+    # 4) the refutation claimed for another clause (stage), and a pair for (i)-(iii) that fails (i)
+    bad = copy.deepcopy(cert)
+    bad["conditions"]["2"]["counterexample"]["refutation"]["stage"] = 3
+    assert "pair refutation is about stage" in recheck_certificate(bad)["conditions"]["2"]["problems"][0]
+    bad = copy.deepcopy(cert)
+    pair = bad["conditions"]["2"]["counterexample"]["pair_for_(i)-(iii)"]
+    pair["delta_1"] = pair["delta_0"]                             # sigma~(delta_0) = sigma~(delta_1)
+    assert "satisfies only" in recheck_certificate(bad)["conditions"]["2"]["problems"][0]
+    # 5) the same certificate claimed for another activation: the cover is re-proved for that one
+    other = copy.deepcopy(cert)
+    other["activation"] = "elu"                                   # ELU holds Condition 2 on b3_2
+    assert recheck_certificate(other)["conditions"]["2"]["problems"]
+
+
+def test_a_pair_refutation_of_clause_ii_rechecks_with_its_pass_state():
+    # the identity: sigma~' = 1 everywhere, so no shrinking state exists for any pass state (clause (ii))
+    from _condition_controls import control
+    cert = json.loads(json.dumps(check_activation(control("test_identity"), "float8_e4m3", method="symbolic")
+                                 .to_certificate()))
+    v = cert["conditions"]["2"]
+    assert v["holds"] is False and v["failing_clause"].startswith("(ii) no delta_0")
+    assert v["counterexample"]["refutation"]["stage"] == 2
+    assert recheck_certificate(cert)["conditions"]["2"] == {"verdict": "fails", "rechecked": True, "problems": []}
+    bad = copy.deepcopy(cert)
+    del bad["conditions"]["2"]["counterexample"]["pass_state"]
+    assert "pass state" in recheck_certificate(bad)["conditions"]["2"]["problems"][0]
