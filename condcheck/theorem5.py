@@ -199,6 +199,12 @@ def _sample(S, n: int) -> np.ndarray:
     return S if len(S) <= n else S[np.unique(np.linspace(0, len(S) - 1, n).astype(int))]
 
 
+def _lg(x) -> float:
+    """log2 |x| of a nonzero float (subnormals included); sums of these replace products and quotients
+    that would overflow or underflow float64 when the format is float64 itself."""
+    return math.log2(abs(float(x)))
+
+
 def _pow2(x: float) -> bool:
     if x == 0 or not math.isfinite(x):
         return False
@@ -244,7 +250,7 @@ def _state_candidates(F: Format, z_dead: float) -> np.ndarray:
 
     The values +-m 2^e with a short significand m (1, 1.25, 1.5, 1.75; 1 and 1.5 for float64-sized
     formats, whose certified evaluations are slow), every exponent for formats up to float32's size and
-    |e| <= 96 beyond, plus 0, z_d and the values next to z_d.  Every search of the construction keeps
+    |e| <= 96 beyond (with the powers of two of every exponent), plus 0, z_d and the values next to z_d.  Every search of the construction keeps
     only what its exact test accepts, so a coarse set can make a search fail but never make it wrong.
     """
     wide = F.e_max > 255
@@ -252,6 +258,8 @@ def _state_candidates(F: Format, z_dead: float) -> np.ndarray:
     lo, hi = (max(F.e_min - F.M, -96), min(F.e_max, 96)) if wide else (F.e_min - F.M, F.e_max)
     e = np.arange(lo, hi + 1)
     m = np.ldexp(mants[None, :], e[:, None]).ravel()
+    if wide:       # powers of two of every exponent: sources and passes must meet huge and tiny inputs
+        m = np.concatenate([m, np.ldexp(1.0, np.arange(F.e_min - F.M, F.e_max + 1))])
     z = np.concatenate([m, -m, [0.0], _near(F, np.array([z_dead]), 2), [z_dead]])
     r, over = round_array(z, F)
     return np.unique(r[~over])
@@ -658,7 +666,7 @@ def _post_limit(F: Format, y: float, g: float, max_post) -> int:
     """
     if max_post is not None:
         return max_post
-    r = math.log2(abs(g / y)) if y and g else 0.0
+    r = _lg(g) - _lg(y) if y and g else 0.0
     return int(min(40, max(5, math.ceil(max(r, 0.0) / (F.M + 1)) + 2)))
 
 
@@ -682,11 +690,16 @@ def _gradient_branches(ctx, zi, j, y, g, h_max, C, max_post, n_min=1):
         top = max(n_min, _post_limit(F, y, part, max_post))
         if ctx.nonzero_values is None:
             # formats too large to enumerate: each (source, pass, gate) tries every depth up to the limit
-            # before the next is tried (a full sweep per depth costs ~150 transfers)
-            try:
-                return [ctx.gradient_branch(zi, j, y, part, h_max, C, n_min, top) for _ in range(parts)]
-            except ConstructionError as e:
-                err = e
+            # before the next is tried (a full sweep per depth costs ~150 transfers); then the depths
+            # below n_min (the caller pads a shorter branch with exact relays: a branch whose ratio
+            # shrinks can not take many blocker layers, each of which needs a weight that crosses the tail)
+            for lo, hi in ((n_min, top), (1, n_min - 1)):
+                if lo > hi:
+                    continue
+                try:
+                    return [ctx.gradient_branch(zi, j, y, part, h_max, C, lo, hi) for _ in range(parts)]
+                except ConstructionError as e:
+                    err = e
             continue
         for n_post in range(n_min, top + 1):   # the fewest that work
             try:
@@ -967,7 +980,7 @@ class _Ctx:
             raise ConstructionError(f"point {zi + 1}: no power of two P with f*/P exact for f* = {f!r}")
         best = None
         # live states for V: prefer values near each candidate P and small derivatives
-        keys = [np.abs(cand_d), np.abs(lt - math.log2(abs(f)))]                # |T(q3)| near |f*|: a_v near 1
+        keys = [np.abs(cand_d), np.abs(lt - _lg(f))]                # |T(q3)| near |f*|: a_v near 1
         if not self.small_format:   # few weights are tried: a power-of-two T(q3) maps onto P exactly
             keys.append(not_pow2)
         order = np.lexsort(keys)
@@ -980,7 +993,7 @@ class _Ctx:
             prefs.remove(float(pre[zi]))
             Pv = float(kit.T(pre[zi]))
             d3 = abs(float(kit.dT(pre[zi])))
-            for P in sorted(pows, key=lambda P: (abs(f / P) > 1, abs(math.log2(abs(f / P)))))[:6]:
+            for P in sorted(pows, key=lambda P: (abs(f) > P, abs(_lg(f) - _lg(P))))[:6]:
                 m = self._map_two(st.L, Pv, "zero", P)
                 if m is None:
                     continue
@@ -1169,7 +1182,7 @@ class _Ctx:
         (S >= min T), so the gate needs only a small push.
         """
         F = self.F
-        want = math.log2(4 * bmax * abs(g) / float(F.max_float)) - math.log2(abs(w_g * d1)) + 3 if g and d1 else 0.0
+        want = (_lg(4 * bmax) + _lg(g) - _lg(F.max_float) - _lg(w_g) - _lg(d1) + 3) if g and d1 else 0.0
         floor = abs(g) / float(F.max_float)           # every suffix product of the backward chain reaches this
         base = abs(w_g * d1)
         pairs = []
@@ -1237,12 +1250,14 @@ class _Ctx:
 
     def _weights_for(self, share: float):
         """Blocker weights for a layer meant to carry the gain 2^share: all of them on enumerated
-        formats; on larger ones only |a| within 2^-12 .. 2^40 of it (|T'| is rarely far below 2^-40,
-        and the layer is ranked by how near |a T'| comes to the share: far weights are never chosen)."""
+        formats; on larger ones |a| from 2^-12 below the share (or below 1) to 2^40 above it (or above
+        1): |T'| is rarely far below 2^-40, a blocker needs |a| (v_on - L) large enough to cross from the
+        dead tail to a live state whatever the share, and the layer is ranked by how near |a T'| comes
+        to the share."""
         if self.nonzero_values is not None:
             return None
         e = np.log2(np.abs(self.block_weights))
-        return self.block_weights[(e >= share - 12) & (e <= share + 40)]
+        return self.block_weights[(e >= min(share, 0.0) - 12) & (e <= max(share, 0.0) + 40)]
 
     def _transfer(self, y, g, Gz, d3, tail_factors, betas, h_max, quarter, n_post):
         """(post, A, ends): n_post blocker layers after the gate and the output weight A, with the
@@ -1265,8 +1280,8 @@ class _Ctx:
         S = V[(self._rn_chain(V, tail_factors) == g) & (np.abs(after_gate) * bmax * self.share <= F.max_float)]
         if len(S) == 0:
             return None
-        fixed = abs(math.prod(tail_factors))
-        need = math.log2(abs(g) / (abs(y) * fixed)) if y and fixed else 0.0
+        fixed = all(tail_factors)
+        need = (_lg(g) - _lg(y) - sum(_lg(f) for f in tail_factors)) if y and fixed else 0.0
         post, v_on = [], Gz
         for k in range(n_post - 1):
             if v_on == L:
@@ -1277,7 +1292,7 @@ class _Ctx:
             a, c, p, t, d = a[keep], c[keep], p[keep], t[keep], d[keep]
             if len(a) == 0:
                 return None
-            gain = np.log2(np.abs(a * d))
+            gain = np.log2(np.abs(a)) + np.log2(np.abs(d))
             # a power-of-two gain maps the target set one to one; a small forward value leaves the next
             # layer the most room for its weight
             inexact = (np.abs(np.frexp(a * d)[0]) != 0.5).astype(float)
@@ -1298,12 +1313,16 @@ class _Ctx:
         def candidates(chunk):
             """(A values, RN(y A)) to try with the blockers of chunk: every value (small formats), else
             the values near s / (y d a) for s in S (the exact test in _last_layer decides)."""
-            As = self.nonzero_values if small else _near(F, _sample(S, 16)[:, None] / (y * d[chunk] * a[chunk])[None, :], 2)
+            if small:
+                As = self.nonzero_values
+            else:
+                with np.errstate(over="ignore", under="ignore"):
+                    As = _near(F, _sample(S, 16)[:, None] / y / d[chunk][None, :] / a[chunk][None, :], 2)
             As = As[np.abs(As) * h_max <= F.max_float]
             t1, o = mul_array(np.full(len(As), y), As, F)
             return As, np.where(o, np.nan, t1)
 
-        order = np.argsort(np.abs(np.log2(np.abs(a * d)) - need), kind="stable")
+        order = np.argsort(np.abs(np.log2(np.abs(a)) + np.log2(np.abs(d)) - need), kind="stable")
         r = self._last_layer((a, c, t, d), order, candidates, S, quarter)
         if r is not None or small:
             return None if r is None else (post + [r[0]], r[1], r[2])
