@@ -150,9 +150,9 @@ def _step(F, z, direction: int):
     """The neighbour of each value z of F one place up (direction 1) or down (-1); Omega stays Omega."""
     z = np.asarray(z, float)
     a = np.abs(z)
-    e = np.floor(np.log2(np.where(a == 0, 1.0, a)))
-    u = np.exp2(np.maximum(e, F.e_min) - F.M)                     # the spacing above |z|
-    below = np.where((a == np.exp2(e)) & (e > F.e_min), u / 2, u)  # the spacing below |z|
+    e = np.frexp(np.where(a == 0, 1.0, a))[1] - 1                  # exact: |z| in [2^e, 2^(e+1))
+    u = np.ldexp(1.0, np.maximum(e, F.e_min) - F.M)               # the spacing above |z|
+    below = np.where((a == np.ldexp(1.0, e)) & (e > F.e_min), u / 2, u)  # the spacing below |z|
     away = np.sign(z) == direction                                 # moving away from 0
     sub = F.smallest_subnormal
     step = np.where(z == 0, float(sub), np.where(away, u, below))

@@ -975,7 +975,8 @@ class _Ctx:
         """
         kit, st, F = self.kit, self.st, self.F
         cand_z, cand_t, cand_d, lt, not_pow2 = self._value_states()
-        pows = [P for P in self.pow2_values if _in(F, f / P)]
+        with np.errstate(over="ignore", under="ignore"):
+            pows = [P for P in self.pow2_values if _in(F, f / P)]
         if not pows:
             raise ConstructionError(f"point {zi + 1}: no power of two P with f*/P exact for f* = {f!r}")
         best = None

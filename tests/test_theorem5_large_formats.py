@@ -1,0 +1,102 @@
+"""Theorem 5 on formats too large to enumerate (float32, float64): sampled states, separators evaluated on
+demand, random values drawn by bit pattern."""
+import numpy as np
+import pytest
+
+from condcheck.formats import get_format
+from condcheck.separators import _floor_value, _step
+from condcheck.targets import box_bound, box_sample, random_targets, random_values
+from condcheck.theorem5 import ConstructionError, construct_theorem5
+from condcheck.verify import verify
+
+
+def _build(act, fmt, n, seed=0):
+    X = box_sample(act, fmt, 1, n, seed)
+    f, h, g = random_targets(fmt, X, seed, 0.25)
+    return construct_theorem5(act, fmt, X, f, h, g)
+
+
+@pytest.mark.parametrize("fmt, dtype", [("float32", np.float32), ("float64", np.float64)])
+def test_the_neighbour_step_matches_nextafter_on_every_kind_of_value(fmt, dtype):
+    F = get_format(fmt)
+    fi = np.finfo(dtype)
+    z = np.array([0.0, fi.smallest_subnormal, fi.smallest_normal, 1.0, 1.5, 2.0 ** 20, float(fi.max) / 2,
+                  3.0, 2.0 ** -3, float(fi.smallest_normal) * 2], dtype=dtype)
+    z = np.concatenate([z, -z])
+    for direction, towards in ((1, np.inf), (-1, -np.inf)):
+        want = np.nextafter(z, dtype(towards)).astype(float)
+        want = np.where(np.isinf(want), z.astype(float), want)          # Omega stays Omega
+        got = _step(F, z.astype(float), direction)
+        assert np.array_equal(got, want), (direction, z[got != want], got[got != want], want[got != want])
+
+
+def test_floor_value_is_the_largest_value_not_above_x():
+    F = get_format("float32")
+    for x in (0.1, 1.0, 3.4e38, 1e-45, 7.3e-39):
+        v = _floor_value(F, x)
+        assert v <= x and float(np.float32(v)) == v
+        assert float(np.nextafter(np.float32(v), np.float32(np.inf))) > x
+
+
+@pytest.mark.parametrize("fmt, dtype", [("float32", np.float32), ("float64", np.float64)])
+def test_random_values_are_values_of_the_format_within_the_bound_and_reach_every_binade(fmt, dtype):
+    F = get_format(fmt)
+    v = random_values(F, np.random.default_rng(0), 20000, 0.25)
+    assert np.array_equal(v.astype(dtype).astype(float), v)
+    assert np.abs(v).max() <= 0.25 and (v < 0).any() and (v > 0).any()
+    # uniform over values: about half of them are below 2^-(|e_min| / 2) in magnitude, and subnormals occur
+    # in proportion 2^M / (count of values up to 1/4)
+    e = np.frexp(np.abs(v[v != 0]))[1] - 1
+    assert np.median(e) < (F.e_min - 2) / 2 + 10
+    assert (np.abs(v) < float(F.smallest_normal)).any() or F.M > 30
+
+
+def test_random_values_of_a_small_format_are_drawn_as_before_from_its_value_list():
+    F = get_format("float8_e4m3")
+    V = F.values()
+    a = random_values(F, np.random.default_rng(5), 50, 2.0)
+    b = np.random.default_rng(5).choice(V[np.abs(V) <= 2.0], 50)
+    assert np.array_equal(a, b)
+
+
+def test_box_samples_of_float32_are_distinct_sorted_points_of_the_box():
+    X = box_sample("gelu", "float32", 1, 300, 4).ravel()
+    assert len(np.unique(X)) == 300 and np.all(np.diff(X) > 0)
+    assert np.abs(X).max() <= box_bound("gelu", get_format("float32"))
+    assert np.array_equal(X.astype(np.float32).astype(float), X)
+
+
+@pytest.mark.parametrize("act", ["relu", "elu", "tanh"])
+def test_values_and_gradients_on_a_float32_sample_of_the_box(act):
+    net, claim = _build(act, "float32", 16)
+    res = verify(net, claim)
+    assert res.ok and res.points == 16, res.summary()
+    assert (claim.gradients != 0).sum() >= 8
+    # the random targets span the format: tiny and huge magnitudes both occur
+    mags = np.abs(np.concatenate([claim.values, claim.gradients.ravel()]))
+    assert mags[mags > 0].min() < 1e-20 and mags.max() > 1e20
+
+
+def test_sigmoid_on_a_float32_sample_is_refused_naming_the_gap_no_separator_was_found_for():
+    with pytest.raises(ConstructionError, match="distinguishability fails"):
+        _build("sigmoid", "float32", 16)
+
+
+def test_values_and_gradients_on_a_float64_sample_for_relu():
+    net, claim = _build("relu", "float64", 4)
+    assert verify(net, claim).ok
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("act", ["relu", "gelu", "elu", "swish", "tanh"])
+def test_values_and_gradients_on_256_float32_points_of_the_box(act):
+    net, claim = _build(act, "float32", 256)
+    res = verify(net, claim)
+    assert res.ok and res.points == 256, res.summary()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("act", ["relu", "tanh"])
+def test_values_and_gradients_on_float64_samples(act):
+    net, claim = _build(act, "float64", 16)
+    assert verify(net, claim).ok
