@@ -79,6 +79,13 @@ for _fmt in ("float16", "bfloat16"):
             case(f"theorem5-{_act}-{_fmt}-sample{_n}", "construct and verify 16-bit box samples (issue 4: 4,096 points)")(
                 lambda f=_fmt, a=_act, n=_n: _construct_sample(a, f, n))
 
+for _fmt in ("float32", "float64"):
+    for _act in ("relu", "elu", "gelu", "swish", "sigmoid", "tanh"):
+        for _n in (16, 256):
+            case(f"theorem5-{_act}-{_fmt}-sample{_n}",
+                 "construct and verify float32/float64 box samples (issue 4: 256 points)")(
+                lambda f=_fmt, a=_act, n=_n: _construct_sample(a, f, n))
+
 
 def _theorem7(act, fmt_name, n_points, seed=0):
     """Theorem 7 on n_points points of the box (0: the full box), random odd tables on every |y| <= H_sigma."""

@@ -93,8 +93,10 @@ def _finish(r, fmt: Format, what: str):
     return r
 
 
-def _certain(comp, q: Fraction, fmt: Format, what: str):
-    """RN_F of the compiled expression at q; returns a Fraction or +-inf (overflow)."""
+def _certain(comp, q: Fraction, fmt: Format, what):
+    """RN_F of the compiled expression at q; returns a Fraction or +-inf (overflow).  ``what`` names the
+    evaluation in the error: a string, or a function giving it (printing a sympy expression costs as
+    much as a certified evaluation, so the many-point callers format it only on failure)."""
     prec = START_PRECISION
     tried_exact = False
     while prec <= MAX_PRECISION:
@@ -111,6 +113,7 @@ def _certain(comp, q: Fraction, fmt: Format, what: str):
                 except FormatOverflowError:
                     return _POS_OVER if val > 0 else _NEG_OVER
         prec *= 2
+    what = what() if callable(what) else what
     raise CondcheckError(f"could not decide the rounding of {what} to {fmt.name} at x = {q} "
                          f"(still undecided at {MAX_PRECISION} bits, and sympy gives no rational value)")
 
@@ -304,7 +307,7 @@ def _exact_fast(expr, pts: np.ndarray, fmt: Format):
     over = ol.copy()
     bad = np.flatnonzero(~ok)
     for i in bad:
-        r = _certain(comp, Fraction(float(pts[i])), fmt, f"{expr} at x = {float(pts[i])!r}")
+        r = _certain(comp, Fraction(float(pts[i])), fmt, lambda i=i: f"{expr} at x = {float(pts[i])!r}")
         if isinstance(r, float):
             vals[i], over[i] = r, True
         else:
