@@ -136,7 +136,7 @@ class _SampledAct(_Act):
 
     def top_weights(self, vmax: float, n: int) -> np.ndarray:
         F = self.F
-        w = np.array([_floor_value(F, float(F.max_float) / vmax)])
+        w = np.array([_floor_value(F, float(F.max_float) / float(vmax))])     # inf -> Omega
         out = []
         while len(out) < n and w[0] > 0:
             _, o = mul_array(w, np.full_like(w, vmax), F)

@@ -646,7 +646,7 @@ def construct_theorem5(activation, fmt, points, values, upstream, gradients, imp
         if progress:
             progress(N + zi + 1, 2 * N)
         if fv[zi] != 0:
-            values_part.append(ctx.value_branch(zi, fv[zi], h_max, n_final))
+            values_part.append(ctx.value_branch(zi, fv[zi], h_max, n_final, float(hv[zi])))
     net = _assemble(kit, st, F, d, steps, values_part, grad_part, consts, C, activation, implementation)
     claim = Claim(5, X, fv, hv, gv)
     if verify_result:
@@ -680,7 +680,7 @@ def _gradient_branches(ctx, zi, j, y, g, h_max, C, max_post, n_min=1):
     """
     F = ctx.F
     xmax = float(np.max(np.abs(ctx.X[:, j])))
-    w_max = 2.0 ** math.floor(math.log2(F.max_float / xmax)) if xmax else F.max_float
+    w_max = math.ldexp(1.0, min(math.floor(_lg(F.max_float) - _lg(xmax)), F.e_max)) if xmax else F.max_float
     one_fits = abs(g) / (w_max * float(np.max(np.abs(ctx.pass_d)))) <= F.max_float
     err = ConstructionError(f"point {zi + 1}: the gradient {g!r} needs more than two branches")
     for parts in ((1, 2) if one_fits else (2,)):
@@ -949,8 +949,14 @@ class _Ctx:
             t_on, ov = kit.R.value_array(p_on[good])
             hit = (~ov) & (t_on == on_target)
             if hit.any():
-                k = int(np.nonzero(hit)[0][0])
-                return float(A[good][k]), float(c[good][k])
+                k = np.nonzero(hit)[0]
+                if not self.small_format:
+                    # a flat on state (T' = 0, e.g. tanh saturated at 1) first: the backward value that
+                    # reaches it stops there, so a large output weight costs no gain behind it
+                    d_on, od = kit.R.derivative_array(p_on[good][k])
+                    flat = k[(d_on == 0) & ~od]
+                    k = flat if len(flat) else k
+                return float(A[good][k[0]]), float(c[good][k[0]])
         return None
 
     def _value_states(self):
@@ -966,14 +972,16 @@ class _Ctx:
             self._vstates = (st.z[live], t, st.dt[live], lt, not_pow2)
         return self._vstates
 
-    def value_branch(self, zi, f, y_max, n_post=1):
+    def value_branch(self, zi, f, y_max, n_post=1, y_at=None):
         """V_z (live at z, dead elsewhere), V'_z (zero of T elsewhere, a power of two P at z), then
         n_post - 1 relays that keep 0 -> a zero of T and P -> P (padding to the gradient branches' depth).
 
-        Among the candidate live states and output scalings, the one with the smallest backward gain
-        |A| |T'(q4)| |a_v| |T'(q3)| max|beta| is kept: y (x) gain must stay finite for |y| <= y_max.
+        Among the candidate live states and output scalings, one whose backward values stay finite
+        (y_at = |h*(z)| at the point, default y_max; |y| <= y_max elsewhere) with the smallest backward
+        gain |A| |T'(q4)| |a_v| |T'(q3)| max|beta| is kept.
         """
         kit, st, F = self.kit, self.st, self.F
+        y_at = y_max if y_at is None else abs(y_at)
         cand_z, cand_t, cand_d, lt, not_pow2 = self._value_states()
         with np.errstate(over="ignore", under="ignore"):
             pows = [P for P in self.pow2_values if _in(F, f / P)]
@@ -985,7 +993,12 @@ class _Ctx:
         if not self.small_format:   # few weights are tried: a power-of-two T(q3) maps onto P exactly
             keys.append(not_pow2)
         order = np.lexsort(keys)
-        prefs = list(cand_z[order] if self.small_format else cand_z[order][:2048])
+        if self.small_format:
+            prefs = list(cand_z[order])
+        else:   # 1,024 by that order and 1,024 with |T(q3)| near 1 (a gate can not land on a value much
+                # finer than its sum's spacing, e.g. tanh~(q) = q = 2^-587 for a tiny f* on float64)
+            near1 = np.lexsort([np.abs(cand_d), np.abs(lt), not_pow2])
+            prefs = list(dict.fromkeys(np.concatenate([cand_z[order][:1024], cand_z[near1][:1024]]).tolist()))
         for attempt in range(4):
             try:
                 betas, gamma, pre = self._gate(zi, None, prefs)
@@ -1004,10 +1017,11 @@ class _Ctx:
                 d0 = abs(float(kit.dT(kit.add(kit.mul(a, st.L), c))))
                 A = f / P
                 bmax = max((abs(b) for b in betas), default=1.0)
-                # every prefix of the backward chain y A T'(q4) a T'(q3) beta (at the point) and
-                # y A T'(z0) a (elsewhere) must stay finite: the gain is the largest prefix product
-                gain = abs(A) * max(1.0, d4, d4 * abs(a), d4 * abs(a) * d3, d4 * abs(a) * d3 * bmax * self.share,
-                                    d0, d0 * abs(a))
+                # every prefix of the backward chain y A (relays) T'(q4) a T'(q3) beta at the point, where
+                # y = h*(z), and y A (relays) T'(z0) a elsewhere, where |y| <= y_max, must stay finite:
+                # each gain is the largest prefix product
+                g_on = abs(A) * max(1.0, d4, d4 * abs(a), d4 * abs(a) * d3, d4 * abs(a) * d3 * bmax * self.share)
+                g_off = abs(A) * max(1.0, d0, d0 * abs(a))
                 post = [(a, c)]
                 for _ in range(n_post - 1):
                     r = self._map_two(0.0, P, "zero", P)
@@ -1016,20 +1030,24 @@ class _Ctx:
                     ra, rc = r
                     don = abs(float(kit.dT(kit.add(kit.mul(ra, P), rc))))
                     doff = abs(float(kit.dT(rc)))
-                    gain *= max(1.0, don, doff, abs(ra) * max(don, doff))
+                    g_on *= max(1.0, don, abs(ra) * don)
+                    g_off *= max(1.0, doff, abs(ra) * doff)
                     post.append((ra, rc))
                 if len(post) < n_post:
                     continue
-                if best is None or gain < best[0]:
-                    best = (gain, _Branch(zi, sorted(self.gating(zi)), betas, gamma, post, A))
-            if best is not None and best[0] * y_max <= F.max_float:
+                worst = max(g_on * y_at, g_off * y_max)       # the largest backward value
+                key = (worst > F.max_float, max(g_on, g_off))
+                if best is None or key < best[0]:
+                    best = (key, _Branch(zi, sorted(self.gating(zi)), betas, gamma, post, A), g_on, g_off)
+            if best is not None and not best[0][0]:
                 break
         if best is None:
             raise ConstructionError(f"point {zi + 1}: no output scaling realizes the value {f!r}")
-        if best[0] * y_max > F.max_float:
+        if best[0][0]:
+            _, _, g_on, g_off = best
             raise ConstructionError(
-                f"point {zi + 1}: the value {f!r} needs a backward gain of {best[0]:g}, so upstream values up to "
-                f"{y_max:g} would overflow {F.name} (largest upstream this value allows: {float(F.max_float) / best[0]:g})")
+                f"point {zi + 1}: the value {f!r} needs a backward gain of {g_on:g} at the point (upstream "
+                f"{y_at:g} there) and {g_off:g} elsewhere (upstream up to {y_max:g}), which overflows {F.name}")
         return best[1]
 
     def _reach(self, base: float):
