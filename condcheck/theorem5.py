@@ -250,7 +250,8 @@ def _state_candidates(F: Format, z_dead: float) -> np.ndarray:
 
     The values +-m 2^e with a short significand m (1, 1.25, 1.5, 1.75; 1 and 1.5 for float64-sized
     formats, whose certified evaluations are slow), every exponent for formats up to float32's size and
-    |e| <= 96 beyond (with the powers of two of every exponent), plus 0, z_d and the values next to z_d.  Every search of the construction keeps
+    |e| <= 96 beyond (with the powers of two of every exponent), above the dead tail, plus 0, z_d and the
+    values next to z_d.  Every search of the construction keeps
     only what its exact test accepts, so a coarse set can make a search fail but never make it wrong.
     """
     wide = F.e_max > 255
@@ -260,7 +261,9 @@ def _state_candidates(F: Format, z_dead: float) -> np.ndarray:
     m = np.ldexp(mants[None, :], e[:, None]).ravel()
     if wide:       # powers of two of every exponent: sources and passes must meet huge and tiny inputs
         m = np.concatenate([m, np.ldexp(1.0, np.arange(F.e_min - F.M, F.e_max + 1))])
-    z = np.concatenate([m, -m, [0.0], _near(F, np.array([z_dead]), 2), [z_dead]])
+    z = np.concatenate([m, -m, [0.0]])
+    z = z[z > z_dead]       # the tail below z_d is dead by Condition 1: only st.dead() asks about it
+    z = np.concatenate([z, _near(F, np.array([z_dead]), 2), [z_dead]])
     r, over = round_array(z, F)
     return np.unique(r[~over])
 
@@ -275,10 +278,54 @@ def find_states(kit: Kit, tail: dict) -> States:
         z, t, dt, o1, o2 = tab.points, tab.sigma, tab.dsigma, tab.sigma_overflow, tab.dsigma_overflow
     else:
         z = _state_candidates(kit.fmt, z_dead)
+        t, o1 = kit.R.value_array(z)
+        z = np.union1d(z, _pow2_preimages(kit, z[~o1], t[~o1]))
         (t, o1), (dt, o2) = kit.R.value_array(z), kit.R.derivative_array(z)
     ok = ~(o1 | o2)
     z, t, dt = z[ok], t[ok], dt[ok]
     return States(z, t, dt, L, z_dead, int(np.count_nonzero(z <= z_dead)))
+
+
+def _ordinal(x: np.ndarray) -> np.ndarray:
+    """float64 -> int64, strictly increasing with the value (-0 and +0 both map to 0)."""
+    b = np.asarray(x, np.float64).view(np.int64)
+    return np.where(b < 0, -(b & np.int64(0x7FFFFFFFFFFFFFFF)), b)
+
+
+def _from_ordinal(k: np.ndarray) -> np.ndarray:
+    k = np.asarray(k, np.int64)
+    return np.where(k < 0, -(-k).view(np.float64), k.view(np.float64))
+
+
+def _pow2_preimages(kit: Kit, z: np.ndarray, t: np.ndarray, span: int = 64) -> np.ndarray:
+    """Values q of the format with T(q) a positive power of two 2^k (|k| <= span) that the sampled
+    states miss (tanh~(q) = 1/2 at q = 0.549...): wherever T crosses 2^k between consecutive samples,
+    bisect on the values between them (float64 order, rounded to the format) and keep the neighbours q
+    with T(q) = 2^k exactly.  Constants and value outputs need such states (a power of two P makes f*/P
+    exact); a bounded activation has few of them among short significands."""
+    F = kit.fmt
+    lo_k, hi_k = max(F.e_min - F.M, -span), min(F.e_max, span)
+    P = np.ldexp(1.0, np.arange(lo_k, hi_k + 1))
+    P = P[~np.isin(P, t)]                       # powers of two some sampled state already gives
+    side = np.sign(t[:, None] - P[None, :])
+    i, j = np.nonzero(side[:-1] * side[1:] < 0)
+    if len(i) == 0:
+        return np.zeros(0)
+    target, rising = P[j], t[i + 1] > t[i]
+    lo, hi = _ordinal(z[i]), _ordinal(z[i + 1])
+    for _ in range(64):
+        open_ = hi - lo > 1
+        if not open_.any():
+            break
+        mid = lo + (hi - lo) // 2
+        zm, over = round_array(_from_ordinal(mid), F)
+        tm, ot = kit.R.value_array(np.where(over, 0.0, zm))
+        below = np.where(rising, tm < target, tm > target) & ~over & ~ot
+        lo = np.where(open_ & below, mid, lo)
+        hi = np.where(open_ & ~below, mid, hi)
+    cand = _near(F, _from_ordinal(np.concatenate([lo, hi])), 2)
+    tc, oc = kit.R.value_array(cand)
+    return cand[~oc & (tc > 0) & (np.abs(np.frexp(tc)[0]) == 0.5)]
 
 
 # ---- step layer ----------------------------------------------------------------------------------------
@@ -688,8 +735,8 @@ def _gradient_branches(ctx, zi, j, y, g, h_max, C, max_post, n_min=1):
         if not _in(F, part):
             break
         top = max(n_min, _post_limit(F, y, part, max_post))
-        if ctx.nonzero_values is None:
-            # formats too large to enumerate: each (source, pass, gate) tries every depth up to the limit
+        if not ctx.small_format:
+            # formats with many values: each (source, pass, gate) tries every depth up to the limit
             # before the next is tried (a full sweep per depth costs ~150 transfers); then the depths
             # below n_min (the caller pads a shorter branch with exact relays: a branch whose ratio
             # shrinks can not take many blocker layers, each of which needs a weight that crosses the tail)
@@ -995,10 +1042,11 @@ class _Ctx:
         order = np.lexsort(keys)
         if self.small_format:
             prefs = list(cand_z[order])
-        else:   # 1,024 by that order and 1,024 with |T(q3)| near 1 (a gate can not land on a value much
-                # finer than its sum's spacing, e.g. tanh~(q) = q = 2^-587 for a tiny f* on float64)
-            near1 = np.lexsort([np.abs(cand_d), np.abs(lt), not_pow2])
-            prefs = list(dict.fromkeys(np.concatenate([cand_z[order][:1024], cand_z[near1][:1024]]).tolist()))
+        else:   # 1,024 by that order and 1,024 farthest from L (a gate can not land on a value much finer
+                # than its sum's spacing, e.g. tanh~(q) = q = 2^-587 for a tiny f* on float64; and V' needs
+                # a weight of about |q4 - z0| / |T(q3) - L|, which multiplies the backward value elsewhere)
+            far = np.lexsort([np.abs(cand_d), -np.abs(cand_t - st.L), not_pow2])
+            prefs = list(dict.fromkeys(np.concatenate([cand_z[order][:1024], cand_z[far][:1024]]).tolist()))
         for attempt in range(4):
             try:
                 betas, gamma, pre = self._gate(zi, None, prefs)
