@@ -538,7 +538,8 @@ def _finish(net, claim, parts: dict, verify_result: bool) -> "Theorem7Network":
     from .verify import verify as _verify
     res = Theorem7Network(net, claim, net.depth, net.widths, depth_bounds(net.format)["theorem7"]["openreview"], parts)
     if verify_result:
-        vr = _verify(net, claim)
+        # the sparse interpreter: the dense one's numbers on the active neurons only (condcheck.sparse_ad)
+        vr = _verify(net, claim, method="sparse")
         if not vr.ok:
             raise ConstructionError("the constructed network fails verification: " + vr.summary())
         res.verification = vr

@@ -1,0 +1,232 @@
+"""Sparse reverse-mode AD over many (x, y) pairs at once, bit for bit equal to ``Network.evaluate``.
+
+Why: a Theorem 7 network holds one family of chains per point; at a given x almost every chain sits on
+a dead state (sigma~' = 0), so the backward value of almost every neuron is exactly zero.  The dense
+interpreter still computes every neuron for every (x, y): N x K x width x depth, which for the float8 box
+(233 points, 239 upstream values, width ~30,000) is tens of billions of rounded operations.  Here the
+backward pass of one point only visits the *active* neurons: those reached from the output through
+nonzero weights and nonzero sigma~'.
+
+Why it is exact (finite semantics, SPEC 2.1/2.3): an inactive neuron's upstream value is +-0 (its
+sigma~' is 0, or every term of its backward sum is a product with a +-0).  In a rounded left-to-right sum
+``acc (+) (+-0 (x) w)`` equals ``acc`` when acc != 0 and is a zero otherwise, so leaving such terms out
+changes no value (only, possibly, the sign of a zero, and equality is numeric: +0 == -0).  Nothing
+overflows in a skipped term.  The forward pass is the dense one (every neuron, every point), and the
+checks of the dense interpreter are kept: every pre-activation, sigma~ and sigma~' finite, every
+backward sum and product of an active neuron finite (a skipped one is zero).  Under IEEE semantics
+(Inf passes, Inf x 0 = NaN matters) this shortcut is not valid; ``evaluate_sparse`` refuses it.
+tests/test_sparse_ad.py compares it with the dense and the exact interpreters.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import kernels
+from .errors import CondcheckError, NetworkOverflowError
+
+if kernels.HAVE_NUMBA:
+    import numba
+    from .kernels import _rn
+
+# how many hidden-neuron entries (points x neurons) one chunk holds: the memory bound
+CHUNK_ENTRIES = 1 << 22
+
+
+def _backward_py(Y, dT, offs, widths, csr_ptr, csr_idx, csc_ptr, csc_idx, csc_w, lay_ptr, d_in,
+                 shift, half, mask, small_bits, Kc, omega, grads, err):
+    """For every point p: the backward pass restricted to active neurons (see the module docstring).
+
+    Layer l (0-based, 0..L-1) has widths[l] outputs; its row pointers (CSR: rows -> columns) and column
+    pointers (CSC: columns -> rows, ascending) start at lay_ptr[l] in csr_ptr and csc_ptr (both padded to
+    one length per layer).  dT[p, offs[l] + j] is sigma~' of neuron j of hidden layer l.  err[p] = 0, or
+    kind + 4 (layer + 1024 neuron) with kind 1 (a backward sum) or 2 (a product by sigma~') at the first
+    non-finite value (decoded by the caller).
+    """
+    P, K = Y.shape
+    L = widths.shape[0]
+    wmax = 1
+    for l in range(L):
+        if widths[l] > wmax:
+            wmax = widths[l]
+    if d_in > wmax:
+        wmax = d_in
+    for p in numba.prange(P):
+        pos = np.full(wmax, -1, np.int64)          # index of a neuron of the current upstream layer in act
+        mark = np.zeros(wmax, np.bool_)
+        act = np.zeros(1, np.int64)                 # active neurons of the upstream layer (output: row 0)
+        U = np.empty((1, K))
+        for k in range(K):
+            U[0, k] = Y[p, k]
+        pos[0] = 0
+        for l in range(L - 1, -1, -1):
+            n_in = widths[l - 1] if l > 0 else d_in
+            # candidates: every column reached from an active row through a nonzero weight
+            base = lay_ptr[l]
+            cnt = 0
+            for a in range(act.shape[0]):
+                i = act[a]
+                cnt += csr_ptr[base + i + 1] - csr_ptr[base + i]
+            cand = np.empty(cnt, np.int64)
+            nc = 0
+            for a in range(act.shape[0]):
+                i = act[a]
+                for t in range(csr_ptr[base + i], csr_ptr[base + i + 1]):
+                    j = csr_idx[t]
+                    if not mark[j]:
+                        mark[j] = True
+                        cand[nc] = j
+                        nc += 1
+            cand = np.sort(cand[:nc])
+            V = np.zeros((nc, K))
+            for c in range(nc):
+                j = cand[c]
+                mark[j] = False
+                for t in range(csc_ptr[base + j], csc_ptr[base + j + 1]):
+                    i = csc_idx[t]
+                    q = pos[i]
+                    if q < 0:
+                        continue
+                    w = csc_w[t]
+                    for k in range(K):
+                        prod = _rn(U[q, k] * w, shift, half, mask, small_bits, Kc, omega, False)
+                        V[c, k] = _rn(V[c, k] + prod, shift, half, mask, small_bits, Kc, omega, False)
+                for k in range(K):
+                    if not (abs(V[c, k]) <= omega):
+                        if err[p] == 0:
+                            err[p] = 1 + 4 * (l + 1 + 1024 * j)      # backward sum, layer l+1, neuron j
+                        break
+            for a in range(act.shape[0]):
+                pos[act[a]] = -1
+            if err[p] != 0:
+                break
+            if l == 0:
+                for c in range(nc):
+                    for k in range(K):
+                        grads[p, k, cand[c]] = V[c, k]
+                break
+            # through sigma~' of hidden layer l-1 (0-based): the new active set
+            o = offs[l - 1]
+            keep = 0
+            for c in range(nc):
+                if dT[p, o + cand[c]] != 0.0:
+                    keep += 1
+            act = np.empty(keep, np.int64)
+            U = np.empty((keep, K))
+            q = 0
+            for c in range(nc):
+                dv = dT[p, o + cand[c]]
+                if dv == 0.0:
+                    continue
+                act[q] = cand[c]
+                pos[cand[c]] = q
+                for k in range(K):
+                    r = _rn(V[c, k] * dv, shift, half, mask, small_bits, Kc, omega, False)
+                    U[q, k] = r
+                    if not (abs(r) <= omega) and err[p] == 0:
+                        err[p] = 2 + 4 * (l + 1024 * cand[c])      # activation derivative, layer l, neuron
+                q += 1
+            if err[p] != 0:
+                break
+
+
+if kernels.HAVE_NUMBA:
+    _backward = numba.njit(cache=True, parallel=True)(_backward_py)
+
+
+class _Structure:
+    """The network's sparse patterns, concatenated for the kernel (built once per network)."""
+
+    def __init__(self, net):
+        csr_ptr, csr_idx, csc_ptr, csc_idx, csc_w, lay_ptr = [], [], [], [], [], []
+        p_csr = p_csc = 0
+        ptr_at = 0
+        for layer in net.layers:
+            w = layer.weight
+            c = layer._csc
+            lay_ptr.append(ptr_at)
+            n = max(w.shape) + 1               # row and column pointers padded to one length per layer
+            rp = np.full(n, w.indptr[-1], np.int64)
+            rp[:w.shape[0] + 1] = w.indptr
+            cp = np.full(n, c.indptr[-1], np.int64)
+            cp[:w.shape[1] + 1] = c.indptr
+            csr_ptr.append(rp + p_csr)
+            csr_idx.append(w.indices.astype(np.int64))
+            csc_ptr.append(cp + p_csc)
+            csc_idx.append(c.indices.astype(np.int64))
+            csc_w.append(c.data.astype(np.float64))
+            p_csr += w.nnz
+            p_csc += c.nnz
+            ptr_at += n
+        self.csr_ptr = np.concatenate(csr_ptr)
+        self.csr_idx = np.concatenate(csr_idx)
+        self.csc_ptr = np.concatenate(csc_ptr)
+        self.csc_idx = np.concatenate(csc_idx)
+        self.csc_w = np.concatenate(csc_w)
+        self.lay_ptr = np.array(lay_ptr, np.int64)
+        self.widths = np.array([layer.shape[0] for layer in net.layers], np.int64)
+        hidden = self.widths[:-1]
+        self.offs = np.concatenate([[0], np.cumsum(hidden)]).astype(np.int64)
+
+
+def _round_params(fmt):
+    shift = 52 - fmt.M
+    return (shift, np.int64((1 << (shift - 1)) - 1), np.int64(~((1 << shift) - 1)),
+            np.float64(2.0 ** fmt.e_min).view(np.int64), 2.0 ** (fmt.e_min - fmt.M + 52), float(fmt.max))
+
+
+def supports(net) -> bool:
+    """Whether ``evaluate_sparse`` applies: finite semantics, a format of at most 16 bits, numba."""
+    f = net.format
+    return kernels.HAVE_NUMBA and not net.ieee and f.bits <= 16 and f.fits_float64 and f.M < 52
+
+
+def evaluate_sparse(net, X, Y, progress=None):
+    """(values (N,), gradients (N, K, d)): the same numbers as ``net.evaluate(X, Y)`` with Y of shape
+    (N, K) (or (K,): the same upstream values at every point), computed on the active neurons only."""
+    if net.ieee:
+        raise CondcheckError("the sparse interpreter implements the finite semantics only; use the dense one "
+                             "(method='fast') under IEEE semantics")
+    if not kernels.HAVE_NUMBA:
+        raise CondcheckError("the sparse interpreter needs numba")
+    fmt = net.format
+    if fmt.M == 52 or not fmt.fits_float64 or fmt.bits > 16:
+        raise CondcheckError(f"the sparse interpreter handles formats of at most 16 bits, not {fmt.name}")
+    X = net._inputs(X)
+    N = X.shape[0]
+    Y = np.asarray(Y, dtype=np.float64)
+    Y2 = np.ascontiguousarray(np.broadcast_to(Y, (N, Y.shape[-1])) if Y.ndim == 1 else Y.reshape(N, -1))
+    from .network import _not_in_format
+    bad = _not_in_format(Y2.ravel(), fmt)
+    if bad is not None:
+        raise CondcheckError(f"upstream value {Y2.ravel()[bad]!r} is not a value of {fmt.name}")
+    K = Y2.shape[1]
+    S = _Structure(net)
+    n_hidden = int(S.offs[-1])
+    chunk = max(1, min(N, CHUNK_ENTRIES // max(1, n_hidden + max(net.widths) * 4)))
+    values = np.empty(N)
+    grads = np.zeros((N, K, net.input_dim))
+    rp = _round_params(fmt)
+    for s in range(0, N, chunk):
+        e = min(N, s + chunk)
+        val, pre = net._forward_chunk(X[s:e], s, X)
+        values[s:e] = val
+        dT = np.empty((e - s, n_hidden))
+        for l, z in enumerate(pre):
+            d = net._activation(z, derivative=True)
+            net._check(d, "backward (activation derivative)", l + 1, s, X)
+            dT[:, S.offs[l]:S.offs[l + 1]] = d
+        err = np.zeros(e - s, np.int64)
+        g = np.zeros((e - s, K, net.input_dim))
+        _backward(Y2[s:e], dT, S.offs, S.widths, S.csr_ptr, S.csr_idx, S.csc_ptr, S.csc_idx, S.csc_w,
+                  S.lay_ptr, net.input_dim, *rp, g, err)
+        if err.any():
+            p = int(np.flatnonzero(err)[0])
+            code = int(err[p])
+            kind, rest = code % 4, code // 4
+            layer, neuron = rest % 1024, rest // 1024
+            name = "backward" if kind == 1 else "backward (activation derivative)"
+            raise net._overflow(name, layer, neuron, X[s + p].tolist(), s + p)
+        grads[s:e] = g
+        if progress:
+            progress(e, N)
+    return values, grads
