@@ -620,17 +620,21 @@ class _Builder:
             idx = self.add(l, [(idx, 1.0)], 0.0)
         return idx
 
-    def network(self, F: Format, implementation: str, activation: str = "relu") -> Network:
+    def network(self, F: Format, implementation: str, activation: str = "relu", input_dim: int = 1) -> Network:
+        """The layers as CSR matrices (built from coordinate lists: a box network has ~10^6 weights)."""
         layers = []
-        prev = 1
-        for l, neurons in enumerate(self.layers, 1):
-            W = sp.lil_matrix((len(neurons), prev))
-            for i, (inputs, _) in enumerate(neurons):
-                for j, w in inputs:
-                    W[i, j] = w
-            layers.append(Layer(W.tocsr(), np.array([b for _, b in neurons])))
+        prev = input_dim
+        for neurons in self.layers:
+            rows = [i for i, (inputs, _) in enumerate(neurons) for _ in inputs]
+            cols = [j for inputs, _ in neurons for j, _ in inputs]
+            data = [w for inputs, _ in neurons for _, w in inputs]
+            W = sp.csr_matrix((np.array(data, float), (np.array(rows, np.int64), np.array(cols, np.int64))),
+                              shape=(len(neurons), prev))
+            if W.nnz != len(data):
+                raise ConstructionError("internal: a neuron lists one input twice")       # pragma: no cover
+            layers.append(Layer(W, np.array([b for _, b in neurons], float)))
             prev = len(neurons)
-        return Network(F, activation, layers, implementation, 1)
+        return Network(F, activation, layers, implementation, input_dim)
 
 
 def _construct_gated(F: Format, X, fv, Y, G, implementation, verify_result) -> "Theorem7Network":
@@ -1002,21 +1006,36 @@ class _Chains:
         self.prefixes = generic_threshold_prefixes(self.F, self.d, ymax) if ymax > 0 else {}
         self.ident = 1.0 / self.d                        # RN(RN(u / d) d) = u while |u / d| <= Omega
         self._checked = set()                            # chains already checked on every y
+        self._amp, self._built, self._tails = {}, {}, {}   # caches of amplify, build, the relay tails
+        self._pending = []                                  # built chains not yet checked (check_built)
 
     def lengths(self, terms):
         """(R, compression weights, c): the longest threshold prefix, and the saturation of its outputs."""
         F, d = self.F, self.d
         R = max([len(self.prefixes[t.threshold]) for t in terms] + [1])
         top = 0.0
-        for t in terms:
-            top = max(top, abs(step_chain(np.array([self.ymax]), [(w, d) for w in self.prefixes[t.threshold]], F)[0]))
+        for th in {t.threshold for t in terms}:
+            top = max(top, abs(step_chain(np.array([self.ymax]), [(w, d) for w in self.prefixes[th]], F)[0]))
         comp, c = generic_compression(F.name, d, float(top)) if top > 0 else ((), float(F.smallest_subnormal))
         return R, list(comp), c
 
     def amplify(self, tau: float, c: float, a_on: float, a_off=None):
         """(w_1, amps, biases, z_on list, z_off list): the input weight w_1 > 0 and the amplification relays
         (forward order) with RN(...RN(RN(c 2^k_A) d)... 2^k_1) d) w_1) = |tau| exactly; the largest
-        amplification first (|w_1| in [1, 2) when c is the smallest subnormal)."""
+        amplification first (|w_1| in [1, 2) when c is the smallest subnormal).  Cached: a box has
+        tens of thousands of chains but few distinct (|tau|, gate value) pairs."""
+        key = (abs(float(tau)), float(c), float(a_on), None if a_off is None else float(a_off))
+        if key not in self._amp:
+            try:
+                self._amp[key] = self._amplify(tau, c, a_on, a_off)
+            except ConstructionError as e:
+                self._amp[key] = e
+        r = self._amp[key]
+        if isinstance(r, ConstructionError):
+            raise r
+        return r
+
+    def _amplify(self, tau: float, c: float, a_on: float, a_off=None):
         F, d, act = self.F, self.d, self.act
         Kmax = int(math.floor(math.log2(abs(tau) / c))) if tau else 0
         err = None
@@ -1058,43 +1077,83 @@ class _Chains:
                                 + (f" ({err})" if err else ""))
 
     def build(self, t, tau, R, comp, c, w1, amps, biases, zs, zos, A):
-        """Weights (input -> output) and biases of one chain, its forward values on and off."""
-        F, act = self.F, self.act
+        """Weights (input -> output) and biases of one chain, its forward values on and off (cached: the
+        chain is a function of these arguments only; callers do not modify the lists)."""
+        key = (t.threshold, float(tau), R, tuple(comp), float(c), float(w1), tuple(amps), tuple(biases),
+               tuple(zs), tuple(zos), A)
+        if key not in self._built:
+            self._built[key] = self._build(t, tau, R, comp, c, w1, amps, biases, zs, zos, A)
+        return self._built[key]
+
+    def _build(self, t, tau, R, comp, c, w1, amps, biases, zs, zos, A):
+        act = self.act
         pad = [self.ident] * (A - len(amps))
         pre = list(self.prefixes[t.threshold]) + [self.ident] * (R - len(self.prefixes[t.threshold]))
         ws = [w1] + list(amps) + pad + list(reversed(comp)) + list(reversed(pre))
         ws[-1] = math.copysign(ws[-1], tau)       # RN is odd: the output weight's sign flips the whole chain
-        bs, z_on, z_off = list(biases), list(zs), list(zos)
-        cur = act.T(z_on[-1])
-        curo = None if z_off[-1] is None else act.T(z_off[-1])
-        for w in ws[len(bs) + 0: -1] if len(ws) - 1 > len(bs) else []:
+        tb, tz, tzo = self._tail(zs[-1], zos[-1], tuple(ws[len(biases):-1]))
+        bs, z_on, z_off = list(biases) + tb, list(zs) + tz, list(zos) + tzo
+        steps = tuple((w, act.dT(z)) for w, z in zip(reversed(ws[1:]), reversed(z_on))) + (ws[0],)
+        key = (steps, t.threshold, tau)
+        if key not in self._checked:
+            self._checked.add(key)
+            self._pending.append(key)
+        return ws, bs, z_on, z_off
+
+    def _tail(self, z_on: float, z_off, weights: tuple):
+        """(biases, z_on list, z_off list) of the relays after the amplification (cached: the tail is
+        a function of the last amplification states and the weights only)."""
+        key = (z_on, z_off, weights)
+        if key in self._tails:
+            return self._tails[key]
+        F, act = self.F, self.act
+        bs, zl, zol = [], [], []
+        cur = act.T(z_on)
+        curo = None if z_off is None else act.T(z_off)
+        for w in weights:
             P = mul_float(w, cur, F)
             Po = None if curo is None else mul_float(w, curo, F)
             if P is None or (curo is not None and Po is None):
                 raise ConstructionError("a relay's forward product overflows")
             b, z, zo = act.relay_bias(P, Po)
             bs.append(b)
-            z_on.append(z)
-            z_off.append(zo)
+            zl.append(z)
+            zol.append(zo)
             cur, curo = act.T(z), None if zo is None else act.T(zo)
-        # the chain, exactly, on every positive y: tau for y >= threshold, 0 below
-        steps = tuple((w, act.dT(z)) for w, z in zip(reversed(ws[1:]), reversed(z_on))) + (ws[0],)
-        key = (steps, t.threshold, tau)
-        if key not in self._checked:
-            # every factor is positive but the output weight, and RN is monotone, so |chain(y)| is
-            # nondecreasing in y > 0: 0 just below t and tau at both t and max|y| decide every y
-            below = float(F.next_down(t.threshold))
-            for y, want in ((below, 0.0), (t.threshold, tau), (self.ymax, tau)):
-                if y <= 0:
-                    continue
-                back = step_chain_scalar(y, steps, F)
-                if back != want:
-                    raise ConstructionError(f"internal: the chain for threshold {t.threshold!r} gives {back!r} "
-                                            f"at y = {y!r}, not {want!r}")
-            if any(not (w > 0 and dd > 0) for w, dd in steps[1:-1]) or steps[-1] <= 0:
-                raise ConstructionError("internal: a chain factor is not positive")       # pragma: no cover
-            self._checked.add(key)
-        return ws, bs, z_on, z_off
+        self._tails[key] = (bs, zl, zol)
+        return self._tails[key]
+
+    def check_built(self) -> None:
+        """Every chain built so far, exactly, on every positive y: tau for y >= its threshold, 0 below.
+        Every factor is positive but the output weight, and RN is monotone, so |chain(y)| is nondecreasing
+        in y > 0: 0 just below t and tau at both t and max|y| decide every y.  All chains at once (they
+        have one length per construction; grouped by length otherwise)."""
+        F = self.F
+        by_len = {}
+        for key in self._pending:
+            by_len.setdefault(len(key[0]), []).append(key)
+        self._pending = []
+        for keys in by_len.values():
+            for steps, _, _ in keys:
+                if any(not (w > 0 and dd > 0) for w, dd in steps[1:-1]) or steps[-1] <= 0:
+                    raise ConstructionError("internal: a chain factor is not positive")   # pragma: no cover
+            th = np.array([k[1] for k in keys])
+            tau = np.array([k[2] for k in keys])
+            below = np.array([float(F.next_down(t)) for t in th.tolist()])
+            Y = np.stack([below, th, np.full(len(keys), self.ymax)], axis=1)         # (chain, 3)
+            want = np.stack([np.zeros(len(keys)), tau, tau], axis=1)
+            u = Y
+            n = len(keys[0][0])
+            for k in range(n - 1):
+                w = np.array([key[0][k][0] for key in keys])[:, None]
+                dd = np.array([key[0][k][1] for key in keys])[:, None]
+                u = rn_mul(rn_mul(u, w, F), dd, F)
+            u = rn_mul(u, np.array([key[0][-1] for key in keys])[:, None], F)
+            bad = (u != want) & (Y > 0)
+            if bad.any():
+                c, j = np.argwhere(bad)[0]
+                raise ConstructionError(f"internal: the chain for threshold {th[c]!r} gives {u[c, j]!r} at "
+                                        f"y = {Y[c, j]!r}, not {want[c, j]!r}")
 
 
 def _plan_chains(ch: "_Chains", items, c: float, a_on: float, a_off=None) -> list:
@@ -1127,6 +1186,7 @@ def _construct_generic_one(act: "_Act", F: Format, X, fv, Y, G, implementation, 
     planned = _plan_chains(ch, [(t, t.sign * t.d) for t in terms], c, x0)
     A = max([len(p[1]) for _, _, p in planned], default=0)
     built = [ch.build(t, tau, R, comp, c, *p, A) for t, tau, p in planned]
+    ch.check_built()
     n_hidden = max([len(b[1]) for b in built], default=1)
     L = n_hidden + 1
     bC, wC, nC, C = _absorber(act, ymax)
@@ -1225,23 +1285,40 @@ def _value_parts(F: Format, f: float, cap: float):
     return [math.copysign(p, f) for p in parts]
 
 
-def _check_value_branch(vctx, br, i: int, ymax: float, F: Format) -> None:
+def _check_value_branch(vctx, br, i: int, ymax: float, F: Format, pre=None) -> None:
     """Every product of a value branch's backward chain finite for |y| <= ymax (RN is monotone, so
     |y| = ymax decides): at its point y A, d4, a, d3, then each gating weight (the relays it reads are
-    dead there); at the other points y A, d0, a (its gate is dead there)."""
+    dead there); at the other points y A, d0, a (its gate is dead there).  All points at once."""
     kit = vctx.kit
-    pre = vctx._gate_row(i, sorted(vctx.gating(i)), br.beta, None, br.gamma)
+    if pre is None:                  # the gate's pre-activations on every point (``_gate`` returns them)
+        pre = vctx._gate_row(i, sorted(vctx.gating(i)), br.beta, None, br.gamma)
+    pre = np.asarray(pre, float)
     a, c = br.post[0]
-    for k in range(len(pre)):
-        v = float(kit.T(pre[k]))
-        q = float(kit.add(kit.mul(a, v), c))
-        chain_ = [br.out_weight, float(kit.dT(q)), a]
-        if k == i:
-            chain_.append(float(kit.dT(pre[k])))
-        u = step_chain(np.array([ymax]), chain_, F)[0]
-        if not np.isfinite(u) or (k == i and any(not np.isfinite(step_chain(np.array([u]), [b], F)[0])
-                                                 for b in br.beta)):
-            raise ConstructionError(f"point {i + 1}: the value branch's backward value overflows for |y| = {ymax!r}")
+    q = kit.add(kit.mul(a, kit.T(pre)), c)
+    u = step_chain(np.full(pre.shape, ymax), [br.out_weight], F)
+    u = rn_mul(rn_mul(u, kit.dT(q), F), a, F)
+    ok = np.isfinite(u).all()
+    if ok:
+        ui = step_chain(u[i:i + 1], [float(kit.dT(pre[i]))], F)[0]
+        ok = np.isfinite(ui) and all(np.isfinite(step_chain(np.array([ui]), [b], F)[0]) for b in br.beta)
+    if not ok:
+        raise ConstructionError(f"point {i + 1}: the value branch's backward value overflows for |y| = {ymax!r}")
+
+
+def _value_candidates_finite(kit, F: Format, ymax: float, A: float, a, p_on, z0: float, pre_i: float, betas,
+                             others: bool) -> np.ndarray:
+    """Mask of the candidates (a, p_on) of a value branch whose backward chain stays finite for |y| <=
+    ymax (``_check_value_branch`` when every other point is in the dead tail: there q = z0)."""
+    u0 = rn_mul(np.array([ymax]), A, F)
+    ok = np.ones(len(a), bool)
+    if others:
+        ok &= np.isfinite(rn_mul(rn_mul(u0, kit.dT(z0), F), a, F))
+    ui = rn_mul(rn_mul(rn_mul(np.full(len(a), u0[0]), np.asarray(kit.dT(p_on), float), F), a, F),
+                kit.dT(pre_i), F)
+    ok &= np.isfinite(ui)
+    for b in betas:
+        ok &= np.isfinite(rn_mul(ui, b, F))
+    return ok
 
 
 def _value_branch(vctx, i: int, f: float, ymax: float, F: Format):
@@ -1273,6 +1350,10 @@ def _value_branch(vctx, i: int, f: float, ymax: float, F: Format):
             break
         targets.remove(float(pre[i]))
         v = float(kit.T(pre[i]))
+        # the other points sit in the dead tail (sigma~ = L there): their backward chains are all alike,
+        # so the candidates can be screened at once (``_value_candidates_finite``); the chosen one is
+        # still checked on every point
+        dead_same = bool((np.asarray(kit.T(np.delete(pre, i)), float) == st.L).all())
         r_on, o1 = mul_array(A_all, np.full_like(A_all, v), F)
         r_off, o2 = mul_array(A_all, np.full_like(A_all, st.L), F)
         for P in pows:
@@ -1283,11 +1364,15 @@ def _value_branch(vctx, i: int, f: float, ymax: float, F: Format):
                 good = ~(o1 | o2 | oc | o3 | o4) & (p_off == z0) & np.isin(p_on, z)
                 if good.any():
                     good[good] = kit.T(p_on[good]) == P
-                for k in np.flatnonzero(good)[:16]:
+                ks = np.flatnonzero(good)
+                if ks.size and dead_same:
+                    ks = ks[_value_candidates_finite(kit, F, ymax, f / P, A_all[ks], p_on[ks], z0,
+                                                     float(pre[i]), betas, len(pre) > 1)]
+                for k in ks[:16]:
                     br = SimpleNamespace(gating=sorted(vctx.gating(i)), beta=betas, gamma=gamma,
                                          post=[(float(A_all[k]), float(c[k]))], out_weight=f / P)
                     try:
-                        _check_value_branch(vctx, br, i, ymax, F)
+                        _check_value_branch(vctx, br, i, ymax, F, pre)
                     except CondcheckError as e:
                         err = str(e)
                         continue
@@ -1299,8 +1384,13 @@ def _value_branches(vctx, i: int, f: float, ymax: float, F: Format) -> list:
     """The value f* of point i as one or more zero-gradient value branches (theorem5's value gate and V'
     map on the relayed boosts).  Where the backward gain of one branch, |f / P| and the factors behind it,
     would overflow for |y| <= ymax, f is split into powers of two of at most half, a quarter, ... of it
-    (their left-to-right sum is exact): each branch then carries a smaller output weight."""
+    (their left-to-right sum is exact): each branch then carries a smaller output weight.  One branch
+    carrying f whole is tried first (output weight f / P: one gate search instead of one per bit)."""
     err = None
+    try:
+        return [_value_branch(vctx, i, f, ymax, F)]
+    except CondcheckError as e:
+        err = e
     cap = float("inf")
     for _ in range(F.M + 6):
         parts = _value_parts(F, f, cap)
@@ -1500,6 +1590,7 @@ def _construct_generic_gated(act: "_Act", F: Format, X, fv, Y, G, implementation
     for gi, t, tau, p in chains:
         ws, bs, zon, zoff = ch.build(t, tau, R, comp, c, *p, A)
         built.append((gi, ws, bs, zon, zoff))
+    ch.check_built()
     n_chain = max([len(b[2]) for b in built], default=1)
     L = 4 + n_chain + 1
     L = max(L, 7)
