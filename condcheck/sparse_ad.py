@@ -133,6 +133,132 @@ if kernels.HAVE_NUMBA:
     _backward = numba.njit(cache=True, parallel=True)(_backward_py)
 
 
+def _codes_py(z, zero_index, M, e_min, out):
+    """out[n, i] = index of z[n, i] among the format's ascending values (``kernels._lookup_py``'s rank)."""
+    sub_scale = 2.0 ** (M - e_min)
+    for n in numba.prange(z.shape[0]):
+        for i in range(z.shape[1]):
+            v = z[n, i]
+            a = abs(v)
+            bits = np.float64(a).view(np.int64)
+            e = (bits >> 52) - 1023
+            if e < e_min:
+                rank = np.int64(a * sub_scale)
+            else:
+                rank = ((e - e_min + 1) << M) | ((bits & 0xFFFFFFFFFFFFF) >> (52 - M))
+            out[n, i] = zero_index + rank if v >= 0 else zero_index - rank
+
+
+def _same(cls, p, q, idx, lo, hi):
+    for t in range(lo, hi):
+        if cls[p, idx[t]] != cls[q, idx[t]]:
+            return False
+    return True
+
+
+def _vclasses_py(cls_up, cp, ci, vc, nvc, reps):
+    """Group the points by the classes of neuron j's successors (column j of the layer): equal groups
+    have equal backward sums v_j for every y.  vc[p, j] = group, or -1 when every successor is zero."""
+    P = cls_up.shape[0]
+    for j in numba.prange(vc.shape[1]):
+        lo, hi = cp[j], cp[j + 1]
+        n = 0
+        for p in range(P):
+            live = False
+            for t in range(lo, hi):
+                if cls_up[p, ci[t]] >= 0:
+                    live = True
+                    break
+            if not live:
+                vc[p, j] = -1
+                continue
+            found = -1
+            for r in range(n):
+                if _same(cls_up, p, reps[j, r], ci, lo, hi):
+                    found = r
+                    break
+            if found < 0:
+                reps[j, n] = p
+                found = n
+                n += 1
+            vc[p, j] = found
+        nvc[j] = n
+
+
+def _vsums_py(cls_up, U_up, uoff, cp, ci, cw, reps, nvc, voff, V, err,
+              shift, half, mask, small_bits, Kc, omega):
+    """V[voff[j] + r] = the left-to-right rounded backward sum of neuron j at the representative point of
+    its group r (zero successors skipped: see the module docstring); err[j] = 1 where one is not finite."""
+    K = V.shape[1]
+    for j in numba.prange(nvc.shape[0]):
+        for r in range(nvc[j]):
+            q = reps[j, r]
+            row = voff[j] + r
+            for t in range(cp[j], cp[j + 1]):
+                c = cls_up[q, ci[t]]
+                if c < 0:
+                    continue
+                src = uoff[ci[t]] + c
+                w = cw[t]
+                for k in range(K):
+                    prod = _rn(U_up[src, k] * w, shift, half, mask, small_bits, Kc, omega, False)
+                    V[row, k] = _rn(V[row, k] + prod, shift, half, mask, small_bits, Kc, omega, False)
+            for k in range(K):
+                if not (abs(V[row, k]) <= omega):
+                    err[j] = 1
+                    break
+
+
+def _uclasses_py(vc, codes, off, dtab, cls, nuc, ureps):
+    """Through sigma~': group the points of neuron j by (v group, sigma~'(z_j)); -1 where the product is
+    certainly zero (no v, or sigma~' = 0)."""
+    P = vc.shape[0]
+    for j in numba.prange(vc.shape[1]):
+        n = 0
+        for p in range(P):
+            g = vc[p, j]
+            dv = dtab[codes[p, off + j]]
+            if g < 0 or dv == 0.0:
+                cls[p, j] = -1
+                continue
+            found = -1
+            for r in range(n):
+                q = ureps[j, r]
+                if vc[q, j] == g and dtab[codes[q, off + j]] == dv:
+                    found = r
+                    break
+            if found < 0:
+                ureps[j, n] = p
+                found = n
+                n += 1
+            cls[p, j] = found
+        nuc[j] = n
+
+
+def _uvalues_py(vc, codes, off, dtab, ureps, nuc, uoff, voff, V, U, err,
+                shift, half, mask, small_bits, Kc, omega):
+    K = V.shape[1]
+    for j in numba.prange(nuc.shape[0]):
+        for r in range(nuc[j]):
+            q = ureps[j, r]
+            dv = dtab[codes[q, off + j]]
+            src = voff[j] + vc[q, j]
+            for k in range(K):
+                u = _rn(V[src, k] * dv, shift, half, mask, small_bits, Kc, omega, False)
+                U[uoff[j] + r, k] = u
+                if not (abs(u) <= omega):
+                    err[j] = 2
+
+
+if kernels.HAVE_NUMBA:
+    _codes = numba.njit(cache=True, parallel=True)(_codes_py)
+    _same = numba.njit(cache=True, inline="always")(_same)
+    _vclasses = numba.njit(cache=True, parallel=True)(_vclasses_py)
+    _vsums = numba.njit(cache=True, parallel=True)(_vsums_py)
+    _uclasses = numba.njit(cache=True, parallel=True)(_uclasses_py)
+    _uvalues = numba.njit(cache=True, parallel=True)(_uvalues_py)
+
+
 class _Structure:
     """The network's sparse patterns, concatenated for the kernel (built once per network)."""
 
@@ -180,6 +306,105 @@ def supports(net) -> bool:
     return kernels.HAVE_NUMBA and not net.ieee and f.bits <= 16 and f.fits_float64 and f.M < 52
 
 
+# bytes of pre-activation codes (points x hidden neurons, uint16) one chunk of the shared-y path holds
+CODE_BYTES = 1 << 27
+
+
+def _derivative_table(net):
+    """(sigma~' on every value of the format, inf where it overflows; index of 0 among the values)."""
+    t = net.rounded.table()
+    d = np.where(t.dsigma_overflow, np.inf, t.dsigma).astype(np.float64)
+    return np.ascontiguousarray(d), int(np.searchsorted(t.points, 0.0))
+
+
+def _forward_codes(net, S, X, s, e, values, zero_index, dtab):
+    """Forward values of points s..e (the dense interpreter, its checks included) and the index of every
+    hidden pre-activation among the format's values (uint16), in sub-batches that bound the memory."""
+    fmt = net.format
+    n_hidden = int(S.offs[-1])
+    codes = np.empty((e - s, n_hidden), np.uint16)
+    sub = max(1, (1 << 22) // max(1, n_hidden))
+    bad_d = not np.isfinite(dtab).all()
+    for a in range(s, e, sub):
+        b = min(e, a + sub)
+        val, pre = net._forward_chunk(X[a:b], a, X)
+        values[a:b] = val
+        for l, z in enumerate(pre):
+            c = np.empty(z.shape, np.int64)
+            _codes(np.ascontiguousarray(z), zero_index, fmt.M, fmt.e_min, c)
+            if bad_d and not np.isfinite(dtab[c]).all():
+                d = dtab[c]
+                net._check(d, "backward (activation derivative)", l + 1, a, X)
+            codes[a - s:b - s, S.offs[l]:S.offs[l + 1]] = c
+    return codes
+
+
+def _backward_classes(net, S, codes, Y, dtab, X, s, rp):
+    """Gradients (P, K, d) of a chunk of points sharing the upstream values Y: top-down, every neuron's
+    points are grouped by the classes of its successors and its sigma~' (equal groups have equal
+    backward values for every y: they are computed once, for a representative point)."""
+    P, K = codes.shape[0], Y.shape[0]
+    cls_up = np.zeros((P, 1), np.int32)
+    U_up = np.ascontiguousarray(Y[None, :], np.float64)
+    uoff_up = np.zeros(1, np.int64)
+    for l in range(net.depth, 0, -1):
+        c = net.layers[l - 1]._csc
+        cp, ci, cw = c.indptr.astype(np.int64), c.indices.astype(np.int64), c.data.astype(np.float64)
+        n_in = c.shape[1]
+        vc = np.empty((P, n_in), np.int32)
+        nvc = np.zeros(n_in, np.int64)
+        reps = np.empty((n_in, P), np.int32)
+        _vclasses(cls_up, cp, ci, vc, nvc, reps)
+        voff = np.concatenate([[0], np.cumsum(nvc)]).astype(np.int64)
+        V = np.zeros((int(voff[-1]), K))
+        err = np.zeros(n_in, np.int64)
+        _vsums(cls_up, U_up, uoff_up, cp, ci, cw, reps, nvc, voff, V, err, *rp)
+        if err.any():
+            j = int(np.flatnonzero(err)[0])
+            r = int(np.flatnonzero(~np.isfinite(V[voff[j]:voff[j + 1]]).any(axis=1))[0])
+            raise net._overflow("backward", l, j, X[s + reps[j, r]].tolist(), s + int(reps[j, r]))
+        if l == 1:
+            G = np.zeros((P, K, n_in))
+            for j in range(n_in):
+                on = vc[:, j] >= 0
+                G[on, :, j] = V[voff[j] + vc[on, j]]
+            return G
+        off = int(S.offs[l - 2])
+        cls = np.empty((P, n_in), np.int32)
+        nuc = np.zeros(n_in, np.int64)
+        ureps = np.empty((n_in, P), np.int32)
+        _uclasses(vc, codes, off, dtab, cls, nuc, ureps)
+        uoff = np.concatenate([[0], np.cumsum(nuc)]).astype(np.int64)
+        U = np.empty((int(uoff[-1]), K))
+        err = np.zeros(n_in, np.int64)
+        _uvalues(vc, codes, off, dtab, ureps, nuc, uoff, voff, V, U, err, *rp)
+        if err.any():
+            j = int(np.flatnonzero(err)[0])
+            r = int(np.flatnonzero(~np.isfinite(U[uoff[j]:uoff[j + 1]]).any(axis=1))[0])
+            raise net._overflow("backward (activation derivative)", l - 1, j, X[s + ureps[j, r]].tolist(),
+                                s + int(ureps[j, r]))
+        cls_up, U_up, uoff_up = cls, U, uoff[:-1].copy()
+    raise AssertionError("unreachable")
+
+
+def _evaluate_shared(net, S, X, Y, progress):
+    """``evaluate_sparse`` when every point has the same upstream values Y (Theorem 7 claims)."""
+    N = X.shape[0]
+    dtab, zero_index = _derivative_table(net)
+    rp = _round_params(net.format)
+    n_hidden = max(1, int(S.offs[-1]))
+    chunk = max(1, min(N, CODE_BYTES // (2 * n_hidden)))
+    values = np.empty(N)
+    grads = np.zeros((N, Y.shape[0], net.input_dim))
+    for s in range(0, N, chunk):
+        e = min(N, s + chunk)
+        codes = _forward_codes(net, S, X, s, e, values, zero_index, dtab)
+        grads[s:e] = _backward_classes(net, S, codes, Y, dtab, X, s, rp)
+        if progress:
+            progress(e, N)
+    return values, grads
+
+
 def evaluate_sparse(net, X, Y, progress=None):
     """(values (N,), gradients (N, K, d)): the same numbers as ``net.evaluate(X, Y)`` with Y of shape
     (N, K) (or (K,): the same upstream values at every point), computed on the active neurons only."""
@@ -201,6 +426,8 @@ def evaluate_sparse(net, X, Y, progress=None):
         raise CondcheckError(f"upstream value {Y2.ravel()[bad]!r} is not a value of {fmt.name}")
     K = Y2.shape[1]
     S = _Structure(net)
+    if net.format.bits <= 16 and (Y2 == Y2[:1]).all():
+        return _evaluate_shared(net, S, X, Y2[0], progress)
     n_hidden = int(S.offs[-1])
     chunk = max(1, min(N, CHUNK_ENTRIES // max(1, n_hidden + max(net.widths) * 4)))
     values = np.empty(N)

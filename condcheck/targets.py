@@ -140,8 +140,10 @@ def validate(fmt: Format, activation: str, points, values, upstream, gradients, 
 
 
 # ---- Theorem 7: tables g*(x, y) odd in the upstream y -------------------------------------------------------
-def random_odd_tables(fmt, points, upstream_values, seed: int, zero_share: float = 0.1):
+def random_odd_tables(fmt, points, upstream_values, seed: int, zero_share: float = 0.1, per_coordinate=False):
     """(values, gradients) with a seed: f*(x) and g*(x, y) (shape (N, K)) odd in y, for Theorem 7 (d = 1).
+    ``per_coordinate``: one table per coordinate of the points, gradients of shape (N, K, d) (the first
+    coordinate's table is the d = 1 table of the same seed).
 
     f*(x) is drawn from every value of the format.  For each point, g*(x, v) is drawn from every value of
     the format for each distinct positive v = |y| listed, a share ``zero_share`` of them set to 0, and,
@@ -166,7 +168,11 @@ def random_odd_tables(fmt, points, upstream_values, seed: int, zero_share: float
             a, b = rng.choice(len(pos), 2, replace=False)
             t[a], t[b] = Om, -Om
         G[i, nz] = np.sign(Y[nz]) * t[idx[nz]]
-    return f, G
+    if not per_coordinate:
+        return f, G
+    tabs = [G] + [random_odd_tables(fmt, points, upstream_values, seed + 1000 * c, zero_share)[1]
+                  for c in range(1, X.shape[1])]
+    return f, np.stack(tabs, axis=2)
 
 
 def load_odd_tables(path: str, n: int):

@@ -298,41 +298,57 @@ def _as_values(arr, fmt: Format, what: str) -> np.ndarray:
     return a
 
 
+def _pt(x) -> str:
+    """A point for a message: the number for d = 1, the tuple otherwise."""
+    x = np.atleast_1d(np.asarray(x, float))
+    return repr(float(x[0])) if x.size == 1 else "(" + ", ".join(repr(float(v)) for v in x) + ")"
+
+
 def gradient_table(fmt: Format, points: np.ndarray, upstream: np.ndarray, g) -> np.ndarray:
-    """The table G[i, j] = g*(points[i], upstream[j]) (d = 1) from an array or a callable."""
+    """The table G[i, j, c] = coordinate c of g*(points[i], upstream[j]), shape (N, K, d), from an array
+    ((N, K, d); for d = 1 also (N, K), and (K,) for one point) or a callable g(x, y) (x a number for d = 1,
+    a tuple otherwise; returning a number for d = 1, d numbers otherwise)."""
+    N, d = points.shape
     if callable(g):
-        G = np.array([[float(g(float(x[0]), float(y))) for y in upstream] for x in points])
+        def at(x, y):
+            r = g(float(x[0]), float(y)) if d == 1 else g(tuple(float(v) for v in x), float(y))
+            return np.atleast_1d(np.asarray(r, float)).tolist()
+        G = np.array([[at(x, y) for y in upstream] for x in points], dtype=float)
     else:
         G = np.asarray(g, dtype=float)
-        if G.ndim == 3 and G.shape[2] == 1:
-            G = G[:, :, 0]
-        if G.ndim == 1:
+        if G.ndim == 1 and d == 1:
             G = G.reshape(1, -1)
-    if G.shape != (len(points), len(upstream)):
-        raise TargetError(f"gradient table has shape {G.shape}, expected ({len(points)}, {len(upstream)})")
+        if G.ndim == 2 and d == 1:
+            G = G[:, :, None]
+    if G.shape != (N, len(upstream), d):
+        raise TargetError(f"gradient table has shape {G.shape}, expected ({N}, {len(upstream)}, {d}) "
+                          f"(points x upstream values x coordinates; (N, K) for d = 1)")
     return _as_values(G, fmt, "target gradient")
 
 
 def check_odd(points: np.ndarray, upstream: np.ndarray, G: np.ndarray) -> None:
-    """Refuse a table that is not odd in y (g*(x, -y) = -g*(x, y), so g*(x, 0) = 0), naming the first (x, y)."""
+    """Refuse a table that is not odd in y (g*(x, -y) = -g*(x, y), so g*(x, 0) = 0), naming the first (x, y).
+    G: (N, K) or (N, K, d)."""
+    G = G if G.ndim == 3 else G[:, :, None]
     index = {}
     for j, y in enumerate(upstream):
         key = float(y)
         if key in index and G[:, index[key]].tolist() != G[:, j].tolist():
-            i = int(np.flatnonzero(G[:, index[key]] != G[:, j])[0])
+            i = int(np.argwhere(G[:, index[key]] != G[:, j])[0][0])
             raise TargetError(f"upstream value y = {key!r} is listed twice with different targets at "
-                              f"x = {float(points[i][0])!r}")
+                              f"x = {_pt(points[i])}")
         index[key] = j
+    ys = np.asarray(upstream, float)
+    partner = np.array([index.get(-float(y), -1) for y in ys])
     for i, x in enumerate(points):
-        for j, y in enumerate(upstream):
-            y = float(y)
-            g = float(G[i, j])
-            if y == 0 and g != 0:
-                raise TargetError(f"g* is not odd in y: at x = {float(x[0])!r}, y = 0 the target is {g!r}, but "
+        for j, y in enumerate(ys.tolist()):
+            g = G[i, j]
+            if y == 0 and (g != 0).any():
+                raise TargetError(f"g* is not odd in y: at x = {_pt(x)}, y = 0 the target is {_pt(g)}, but "
                                   f"AD gives D_(f,x)(0) = 0 for every network")
-            if -y in index and float(G[i, index[-y]]) != -g:
-                raise TargetError(f"g* is not odd in y: at x = {float(x[0])!r}, y = {y!r} the target is {g!r} "
-                                  f"but at y = {-y!r} it is {float(G[i, index[-y]])!r}; AD gives "
+            if partner[j] >= 0 and (G[i, partner[j]] != -g).any():
+                raise TargetError(f"g* is not odd in y: at x = {_pt(x)}, y = {y!r} the target is {_pt(g)} "
+                                  f"but at y = {-y!r} it is {_pt(G[i, partner[j]])}; AD gives "
                                   f"D_(f,x)(-y) = -D_(f,x)(y) for every network")
 
 
@@ -395,20 +411,21 @@ def construct_theorem7(activation, fmt, points, values, gradient_table_or_callab
         generic = name != "relu"
     if not F.enumerable or F.bits > 16:
         raise ConstructionError(f"the Theorem 7 constructor enumerates the format; {F.name} is too large")
-    if not generic and implementation != "exact":
-        generic = True
-    act = _Act(name, F, implementation) if generic else None
     X = np.asarray(points, dtype=float)
     if X.ndim == 1:
         X = X.reshape(-1, 1)
-    if X.shape[1] != 1:
-        raise ConstructionError("the Theorem 7 constructor handles d = 1 so far")
+    if X.ndim != 2 or X.shape[0] == 0 or X.shape[1] == 0:
+        raise TargetError(f"the points must have shape (N, d) with N, d >= 1, got {X.shape}")
+    if not generic and (implementation != "exact" or X.shape[1] > 1):
+        generic = True                # relu's own construction: d = 1, exact implementation
+    act = _Act(name, F, implementation) if generic else None
     X = _as_values(X, F, "input point")
     box = act.M_sigma if generic else 2.0 ** (F.e_max - 2)
-    out = np.flatnonzero(np.abs(X[:, 0]) > box)
+    out = np.argwhere(np.abs(X) > box)
     if out.size:
-        raise TargetError(f"input point {X[out[0], 0]!r} is outside the box [-{box}, {box}] (M_sigma of {name})")
-    if len(np.unique(X[:, 0])) != len(X):
+        raise TargetError(f"input point {_pt(X[out[0][0]])} is outside the box [-{box}, {box}]^{X.shape[1]} "
+                          f"(M_sigma of {name})")
+    if len(np.unique(X, axis=0)) != len(X):
         raise TargetError("the domain lists a point twice")
     fv = _as_values(np.asarray(values, dtype=float).reshape(-1), F, "target value")
     if fv.shape != (X.shape[0],):
@@ -433,6 +450,7 @@ def construct_theorem7(activation, fmt, points, values, gradient_table_or_callab
             raise
         except CondcheckError as e:          # theorem5's ConstructionError from the steps and gates
             raise ConstructionError(str(e)) from e
+    G = G[:, :, 0]
     if X.shape[0] > 1:
         return _construct_gated(F, X, fv, Y, G, implementation, verify_result)
     x0, f0 = float(X[0, 0]), float(fv[0])
@@ -1175,38 +1193,41 @@ def _plan_chains(ch: "_Chains", items, c: float, a_on: float, a_off=None) -> lis
 
 
 def _construct_generic_one(act: "_Act", F: Format, X, fv, Y, G, implementation, verify_result):
-    """One point: every chain starts at x (input weight w_1) and every hidden neuron sits on a pass state."""
+    """One point: every chain starts at its coordinate x_c (input weight w_1) and every hidden neuron sits on
+    a pass state; coordinate c's chains realize the table G[0, :, c]."""
     from .netfile import Claim
 
-    x0, f0 = float(X[0, 0]), float(fv[0])
+    d_in = X.shape[1]
+    f0 = float(fv[0])
     ymax = float(np.abs(Y).max()) if Y.size else 0.0
     ch = _Chains(act, ymax)
-    terms = _point_terms(F, Y, G[0], ch.prefixes)
-    R, comp, c = ch.lengths(terms)
-    planned = _plan_chains(ch, [(t, t.sign * t.d) for t in terms], c, x0)
-    A = max([len(p[1]) for _, _, p in planned], default=0)
-    built = [ch.build(t, tau, R, comp, c, *p, A) for t, tau, p in planned]
+    terms = [(c, _point_terms(F, Y, G[0, :, c], ch.prefixes)) for c in range(d_in)]
+    R, comp, c_sat = ch.lengths([t for _, ts in terms for t in ts])
+    planned = [(c, t, tau, p) for c, ts in terms
+               for t, tau, p in _plan_chains(ch, [(t, t.sign * t.d) for t in ts], c_sat, float(X[0, c]))]
+    A = max([len(p[1]) for _, _, _, p in planned], default=0)
+    built = [(c, ch.build(t, tau, R, comp, c_sat, *p, A)) for c, t, tau, p in planned]
     ch.check_built()
-    n_hidden = max([len(b[1]) for b in built], default=1)
+    n_hidden = max([len(b[1]) for _, b in built], default=1)
     L = n_hidden + 1
     bC, wC, nC, C = _absorber(act, ymax)
     quarter = 2.0 ** (math.frexp(C)[1] - 1 - F.M - 2)
-    for ws, bs, zon, _ in built:
+    for _, (ws, bs, zon, _) in built:
         out = mul_float(ws[-1], act.T(zon[-1]), F)
         if out is None or abs(out) > quarter:
             raise ConstructionError(f"a chain's forward output {out!r} is too large to be absorbed by C = {C!r}")
     B = _Builder(L)
     cps = [(B.add(L - 1, [], bC), wC) for _ in range(nC)]
     ends = []
-    for ws, bs, zon, _ in built:
-        cur = B.add(1, [(0, ws[0])], bs[0])
+    for c, (ws, bs, zon, _) in built:
+        cur = B.add(1, [(c, ws[0])], bs[0])
         for l in range(2, L):
             cur = B.add(l, [(cur, ws[l - 1])], bs[l - 1])
         ends.append((cur, ws[-1]))
     cms = [(B.add(L - 1, [], bC), -wC) for _ in range(nC)]
     B.add(L, cps + ends + cms, f0)
-    net = B.network(F, implementation, act.name)
-    claim = Claim(7, X, fv, Y, G.reshape(1, -1, 1))
+    net = B.network(F, implementation, act.name, d_in)
+    claim = Claim(7, X, fv, Y, G)
     return _finish(net, claim, {"pass derivative": act.d, "amplification": A, "compression": len(comp),
                                 "threshold prefix": R}, verify_result)
 
@@ -1407,62 +1428,44 @@ def _value_branches(vctx, i: int, f: float, ymax: float, F: Format) -> list:
 
 
 class _Gating:
-    """Layers 1-3 (separators, steps, boosts) built with condcheck.theorem5's 1-D machinery, and gates."""
+    """Layers 1-3 (separators, steps, boosts) built with condcheck.theorem5's machinery, and gates.
+
+    d >= 1 coordinates: two steps per gap between consecutive values of each coordinate (as theorem5
+    does); the gating steps of a point are the down-step below and the up-step above it on every
+    coordinate: all dead at the point, and at every other point (it differs in some coordinate) one on."""
 
     def __init__(self, act: "_Act", X, implementation):
-        from .theorem5 import (Kit, _boost, _chain, _Constants, _Ctx, _separator_chooser, find_states)
+        from .theorem5 import Kit, _boost, _Constants, _Ctx, _separator_chooser, find_states
         F = act.F
         self.F, self.act = F, act
         kit = Kit(act.name, F, implementation)
         st = find_states(kit, act.witness)
         self.kit, self.st = kit, st
-        vals = np.unique(X[:, 0])
-        idx = np.searchsorted(vals, X[:, 0])
-        choose = _separator_chooser(kit, vals)
-        from .theorem5 import Step
+        d = X.shape[1]
+        self.coord_vals = [np.unique(X[:, j]) for j in range(d)]
+        self.coord_idx = [np.searchsorted(self.coord_vals[j], X[:, j]) for j in range(d)]
         steps, step_pre, step_of = [], [], {}
-        M = F.M
-        for gap in range(1, len(vals)):
-            for up in (True, False):
-                chs = choose(gap, up)
-                if chs is None:
-                    raise ConstructionError(f"distinguishability fails: no neuron sigma~(w x + b) separates the values "
-                                            f"<= {float(vals[gap - 1])!r} from >= {float(vals[gap])!r} monotonically")
-                w, b, sg, kappa = chs
-                n = kit.T(kit.row([(w, vals)], b))
-                v = kit.add(kit.mul(sg, n), kappa)
-                on = v > 0
-                g = float(v[on].min())
-                k0 = max(math.frexp(g)[1] - 1 + M, F.e_min)
-                pre = None
-                for K in list(range(F.e_max - 1, k0 - 1, -1)) + [k0 - 1]:
-                    try:
-                        pre = kit.add(_chain(kit, v, k0, K), st.z_dead)
-                        break
-                    except Exception:
-                        continue
-                if pre is None or not (st.dead(pre[~on]).all() and not st.dead(pre[on]).any()):
-                    raise ConstructionError(f"the step at gap {gap} does not split into dead and live states")
-                tv = kit.T(pre[on]) - st.L
-                if (np.sign(tv) == 0).any() or (np.sign(tv) != np.sign(tv[0])).any():
-                    raise ConstructionError(f"the step at gap {gap}: on values on both sides of {st.L!r}")
-                ba, bc = _boost(kit, st, kit.T(pre[on]))
-                pre = kit.add(kit.mul(ba, kit.T(pre)), bc)
-                tv = kit.T(pre[on]) - st.L
-                step_of[(gap, up)] = len(steps)
-                steps.append(Step(0, gap, up, w, b, sg, kappa, k0, K, float(np.abs(tv).min()),
-                                  float(np.abs(tv).max()), float(np.sign(tv[0])), ba, bc))
-                step_pre.append(pre)
-        self.steps, self.vals, self.idx = steps, vals, idx
-        self.U_X = [kit.T(p)[idx] for p in step_pre]
+        for j in range(d):
+            vals = self.coord_vals[j]
+            choose = _separator_chooser(kit, vals) if len(vals) > 1 else None
+            for gap in range(1, len(vals)):
+                for up in (True, False):
+                    step, pre = self._step(kit, st, vals, j, gap, up, choose, _boost)
+                    step_of[(j, gap, up)] = len(steps)
+                    steps.append(step)
+                    step_pre.append(pre)
+        self.steps = steps
+        self.U_X = [kit.T(p)[self.coord_idx[s.coord]] for s, p in zip(steps, step_pre)]
+        cv, ci = self.coord_vals, self.coord_idx
 
         def gating(zi):
-            m = idx[zi]
             out = []
-            if m > 0:
-                out.append(step_of[(m, False)])
-            if m < len(vals) - 1:
-                out.append(step_of[(m + 1, True)])
+            for j in range(d):
+                m = ci[j][zi]
+                if m > 0:
+                    out.append(step_of[(j, m, False)])
+                if m < len(cv[j]) - 1:
+                    out.append(step_of[(j, m + 1, True)])
             return out
 
         self.gating = gating
@@ -1471,6 +1474,40 @@ class _Gating:
         self.const = _Constants(F, cz, ct)
         self._boost, self._Ctx = _boost, _Ctx
         self.X = X
+
+    @staticmethod
+    def _step(kit, st, vals, j: int, gap: int, up: bool, choose, _boost):
+        """(Step, boosted pre-activations on vals): the separator of the gap (theorem5's chooser), snapped
+        by the rounded-sum chain into the dead tail on one side and far from it on the other, boosted."""
+        from .theorem5 import Step, _chain
+        F = kit.fmt
+        chs = choose(gap, up)
+        if chs is None:
+            raise ConstructionError(f"distinguishability fails: no neuron sigma~(w x_{j + 1} + b) separates the "
+                                    f"values <= {float(vals[gap - 1])!r} from >= {float(vals[gap])!r} monotonically")
+        w, b, sg, kappa = chs
+        v = kit.add(kit.mul(sg, kit.T(kit.row([(w, vals)], b))), kappa)
+        on = v > 0
+        k0 = max(math.frexp(float(v[on].min()))[1] - 1 + F.M, F.e_min)
+        pre = None
+        for K in list(range(F.e_max - 1, k0 - 1, -1)) + [k0 - 1]:
+            try:
+                pre = kit.add(_chain(kit, v, k0, K), st.z_dead)
+                break
+            except Exception:
+                continue
+        if pre is None or not (st.dead(pre[~on]).all() and not st.dead(pre[on]).any()):
+            raise ConstructionError(f"the step at coordinate {j + 1}, gap {gap} does not split into dead and "
+                                    f"live states")
+        tv = kit.T(pre[on]) - st.L
+        if (np.sign(tv) == 0).any() or (np.sign(tv) != np.sign(tv[0])).any():
+            raise ConstructionError(f"the step at coordinate {j + 1}, gap {gap}: on values on both sides of "
+                                    f"{st.L!r}")
+        ba, bc = _boost(kit, st, kit.T(pre[on]))
+        pre = kit.add(kit.mul(ba, kit.T(pre)), bc)
+        tv = kit.T(pre[on]) - st.L
+        return Step(j, gap, up, w, b, sg, kappa, k0, K, float(np.abs(tv).min()), float(np.abs(tv).max()),
+                    float(np.sign(tv[0])), ba, bc), pre
 
     def relayed(self, n: int):
         """n relay layers after the boosts: each keeps L dead and the on values live, on one side of L
@@ -1500,12 +1537,14 @@ def _construct_generic_gated(act: "_Act", F: Format, X, fv, Y, G, implementation
     from .netfile import Claim
 
     N = X.shape[0]
-    xs = X[:, 0].tolist()
+    dim = X.shape[1]
     d = act.d
     ymax = float(np.abs(Y).max()) if Y.size else 0.0
     ch = _Chains(act, ymax)
-    per_point = [_point_terms(F, Y, G[i], ch.prefixes) for i in range(N)]
-    all_terms = [t for ts in per_point for t in ts]
+    # one unit per (point, coordinate): its own gates, chains and pass paths to that coordinate
+    units = [(i, cc) for i in range(N) for cc in range(dim)]
+    per_unit = [_point_terms(F, Y, G[i, :, cc], ch.prefixes) for i, cc in units]
+    all_terms = [t for ts in per_unit for t in ts]
     R, comp, c = ch.lengths(all_terms)
     gt = _Gating(act, X, implementation)
     kit = gt.kit
@@ -1523,13 +1562,14 @@ def _construct_generic_gated(act: "_Act", F: Format, X, fv, Y, G, implementation
     # Omega / 4 (at the point the gating steps are dead, but the product must stay finite)
     lams = np.array([p[0] for p in plans])
 
-    def pass_forward(i, plan):
-        """The pass path of point i under a plan, on every point (None where a value overflows)."""
+    def pass_forward(i, cc, plan):
+        """The pass path of point i to coordinate cc under a plan, on every point (None where a value
+        overflows)."""
         lam, a_g, a3, a2, w_s, n_src, _ = plan
-        xi = xs[i]
+        xi = float(X[i, cc])
         try:
             b_s, z_s, _ = act.relay_bias(mul_float(w_s, xi, F))
-            S = kit.T(kit.row([(w_s, X[:, 0])], b_s))
+            S = kit.T(kit.row([(w_s, X[:, cc])], b_s))
             c2, z2, _ = act.relay_bias(float(kit.row([(a2, S[i:i + 1])] * n_src, 0.0)[0]))
             P2 = kit.T(kit.row([(a2, S)] * n_src, c2))
             c3, z3, _ = act.relay_bias(float(kit.mul(a3, P2[i])))
@@ -1539,44 +1579,47 @@ def _construct_generic_gated(act: "_Act", F: Format, X, fv, Y, G, implementation
             return None
         return b_s, c2, c3, P3
 
-    groups = []                                    # (point, plan index, [terms], pass forward)
-    for i, ts in enumerate(per_point):
-        try:
-            probe, _, _ = gt.ctx._gate(i, None, gate_targets, small_first=False)
-            bprobe = max([abs(b) for b in probe] + [1.0])
-        except CondcheckError:
-            bprobe = 1.0
+    groups = []                                    # (point, coordinate, plan index, [terms], pass forward)
+    probes = {}
+    for (i, cc), ts in zip(units, per_unit):
+        if i not in probes:
+            try:
+                probe, _, _ = gt.ctx._gate(i, None, gate_targets, small_first=False)
+                probes[i] = max([abs(b) for b in probe] + [1.0])
+            except CondcheckError:
+                probes[i] = 1.0
+        bprobe = probes[i]
         byplan, fwd = {}, {}
         for t in ts:
             cand = np.flatnonzero(cover[:, col[abs(t.d)]] & (lams * abs(t.d) * d * bprobe <= float(F.Omega) / 4))
             chosen = None
             for k in cand.tolist():
                 if k not in fwd:
-                    fwd[k] = pass_forward(i, plans[k])
+                    fwd[k] = pass_forward(i, cc, plans[k])
                 if fwd[k] is not None:
                     chosen = k
                     break
             if chosen is None:
                 raise ConstructionError(f"no pass path carries the gradient {t.d!r} exactly without overflow "
-                                        f"({act.name}, point {xs[i]!r}, gating weight {bprobe!r})")
+                                        f"({act.name}, point {_pt(X[i])}, gating weight {bprobe!r})")
             byplan.setdefault(chosen, []).append(t)
         for k in sorted(byplan):
-            groups.append((i, k, byplan[k], fwd[k]))
+            groups.append((i, cc, k, byplan[k], fwd[k]))
 
     # pass paths and gates
     gates = []
-    for i, k, ts, (b_s, c2, c3, P3) in groups:
+    for i, cc, k, ts, (b_s, c2, c3, P3) in groups:
         lam, a_g, a3, a2, w_s, n_src, psign = plans[k]
-        xi = xs[i]
+        xi = _pt(X[i])
         betas, gamma, preG = gt.ctx._gate(i, (a_g, P3), gate_targets, small_first=False)
         if float(preG[i]) not in act._pass_set:
             raise ConstructionError("internal: the gate is not on a pass state")   # pragma: no cover
         gmax = max(abs(t.d) for t in ts) * lam * d
         bmax = max([abs(b) for b in betas] + [0.0])
         if gmax * bmax > float(F.Omega):
-            raise ConstructionError(f"point {xi!r}: the gate's backward value {gmax!r} times its gating weight "
+            raise ConstructionError(f"point {xi}: the gate's backward value {gmax!r} times its gating weight "
                                     f"{bmax!r} overflows")
-        gates.append(dict(i=i, plan=plans[k], terms=ts, b_s=b_s, c2=c2, c3=c3, betas=betas, gamma=gamma,
+        gates.append(dict(i=i, cc=cc, plan=plans[k], terms=ts, b_s=b_s, c2=c2, c3=c3, betas=betas, gamma=gamma,
                           Gz=float(kit.T(preG[i]))))
 
     # chains after each gate
@@ -1625,7 +1668,7 @@ def _construct_generic_gated(act: "_Act", F: Format, X, fv, Y, G, implementation
     # ---- assemble -----------------------------------------------------------------------------------------
     B = _Builder(L)
     const, st = gt.const, gt.st
-    sep = [B.add(1, [(0, s.w)], s.b) for s in gt.steps]
+    sep = [B.add(1, [(s.coord, s.w)], s.b) for s in gt.steps]
     kap_col = {}
     for s in gt.steps:
         b, _ = const.pick(s.kappa)
@@ -1639,7 +1682,7 @@ def _construct_generic_gated(act: "_Act", F: Format, X, fv, Y, G, implementation
     src = []
     for g in gates:
         w_s, n_src = g["plan"][4], g["plan"][5]
-        src.append([B.add(1, [(0, w_s)], g["b_s"]) for _ in range(n_src)])
+        src.append([B.add(1, [(g["cc"], w_s)], g["b_s"]) for _ in range(n_src)])
     # layer 2: steps (separator, kappa, chain constants in increasing k, bias z_dead), P2
     stp = []
     for i, s in enumerate(gt.steps):
@@ -1691,7 +1734,7 @@ def _construct_generic_gated(act: "_Act", F: Format, X, fv, Y, G, implementation
         v = B.add(L - 1, [(v, a)], cc)
         vends.append((v, br.out_weight))
     B.add(L, cps + ends + cms + vends, 0.0)
-    net = B.network(F, implementation, act.name)
-    claim = Claim(7, X, fv, Y, G.reshape(N, -1, 1))
+    net = B.network(F, implementation, act.name, dim)
+    claim = Claim(7, X, fv, Y, G)
     return _finish(net, claim, {"pass derivative": d, "separator-step-boost": 3, "gate": 1, "amplification": A,
                                 "compression": len(comp), "threshold prefix": R, "gates": len(gates)}, verify_result)

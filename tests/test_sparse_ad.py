@@ -42,8 +42,10 @@ def test_sparse_equals_dense_and_exact(fmt_name, act, seed):
         with pytest.raises(NetworkOverflowError):
             evaluate_sparse(net, X, Y)
         return
-    sv, sg = evaluate_sparse(net, X, Y)
+    sv, sg = evaluate_sparse(net, X, Y)                      # shared y: the grouped (class) path
     assert np.array_equal(dv, sv) and np.array_equal(dg, sg)
+    Y2 = rng.choice(vals, (len(X), 5))                          # per-point y: the per-point kernel
+    assert np.array_equal(net.evaluate(X, Y2)[1], evaluate_sparse(net, X, Y2)[1])
     for n in range(0, len(X), 13):
         val, pre = net.forward_exact(X[n].tolist())
         assert float(val) == sv[n]
