@@ -308,6 +308,8 @@ def supports(net) -> bool:
 
 # bytes of pre-activation codes (points x hidden neurons, uint16) one chunk of the shared-y path holds
 CODE_BYTES = 1 << 27
+# bytes of per-group backward values of one layer the shared-y path aims at (it runs a few y at a time)
+CLASS_BYTES = 1 << 26
 
 
 def _derivative_table(net):
@@ -318,25 +320,29 @@ def _derivative_table(net):
 
 
 def _forward_codes(net, S, X, s, e, values, zero_index, dtab):
-    """Forward values of points s..e (the dense interpreter, its checks included) and the index of every
-    hidden pre-activation among the format's values (uint16), in sub-batches that bound the memory."""
+    """Forward values of points s..e and the index of every hidden pre-activation among the format's
+    values (uint16): ``Network._forward_chunk`` layer by layer with its checks (every pre-activation and
+    sigma~ finite), keeping codes instead of the float pre-activations (8 times less memory)."""
     fmt = net.format
     n_hidden = int(S.offs[-1])
     codes = np.empty((e - s, n_hidden), np.uint16)
-    sub = max(1, (1 << 22) // max(1, n_hidden))
     bad_d = not np.isfinite(dtab).all()
-    for a in range(s, e, sub):
-        b = min(e, a + sub)
-        val, pre = net._forward_chunk(X[a:b], a, X)
-        values[a:b] = val
-        for l, z in enumerate(pre):
-            c = np.empty(z.shape, np.int64)
-            _codes(np.ascontiguousarray(z), zero_index, fmt.M, fmt.e_min, c)
-            if bad_d and not np.isfinite(dtab[c]).all():
-                d = dtab[c]
-                net._check(d, "backward (activation derivative)", l + 1, a, X)
-            codes[a - s:b - s, S.offs[l]:S.offs[l + 1]] = c
-    return codes
+    v = X[s:e].astype(net._dtype)
+    for l, layer in enumerate(net.layers, 1):
+        z = layer.forward_sums(v, fmt, False)
+        net._check(z, "forward", l, s, X)
+        if l == net.depth:
+            values[s:e] = z[:, 0]
+            return codes
+        c = np.empty(z.shape, np.int64)
+        _codes(np.ascontiguousarray(z, dtype=np.float64), zero_index, fmt.M, fmt.e_min, c)
+        if bad_d and not np.isfinite(dtab[c]).all():
+            net._check(dtab[c], "backward (activation derivative)", l, s, X)
+        codes[:, S.offs[l - 1]:S.offs[l]] = c
+        a = net._activation(z, derivative=False)
+        net._check(a, "forward (activation)", l, s, X)
+        v = a.astype(net._dtype)
+    raise AssertionError("unreachable")
 
 
 def _backward_classes(net, S, codes, Y, dtab, X, s, rp):
@@ -394,12 +400,16 @@ def _evaluate_shared(net, S, X, Y, progress):
     rp = _round_params(net.format)
     n_hidden = max(1, int(S.offs[-1]))
     chunk = max(1, min(N, CODE_BYTES // (2 * n_hidden)))
+    # backward values of a layer: ~2 groups per neuron (its point, the others) x y x 8 bytes, twice
+    ky = max(8, CLASS_BYTES // (32 * max(net.widths)))
     values = np.empty(N)
     grads = np.zeros((N, Y.shape[0], net.input_dim))
     for s in range(0, N, chunk):
         e = min(N, s + chunk)
         codes = _forward_codes(net, S, X, s, e, values, zero_index, dtab)
-        grads[s:e] = _backward_classes(net, S, codes, Y, dtab, X, s, rp)
+        for k0 in range(0, Y.shape[0], ky):          # a few y at a time: the per-class values stay small
+            k1 = min(Y.shape[0], k0 + ky)
+            grads[s:e, k0:k1] = _backward_classes(net, S, codes, Y[k0:k1], dtab, X, s, rp)
         if progress:
             progress(e, N)
     return values, grads

@@ -175,9 +175,10 @@ def random_odd_tables(fmt, points, upstream_values, seed: int, zero_share: float
     return f, np.stack(tabs, axis=2)
 
 
-def load_odd_tables(path: str, n: int):
+def load_odd_tables(path: str, n: int, d: int = 1):
     """A Theorem 7 targets file: JSON with "values" (n), "upstream" (K) and "gradients" (n x K, or
-    n x K x 1), numbers or float.hex() strings.  Returns (values, upstream, gradients (n, K)).
+    n x K x d), numbers or float.hex() strings.  Returns (values, upstream, gradients (n, K) for d = 1,
+    (n, K, d) otherwise).
     Oddness in y is checked by the constructor (which names the first offending (x, y))."""
     try:
         with open(path) as fh:
@@ -197,11 +198,12 @@ def load_odd_tables(path: str, n: int):
             raise CondcheckError(f"targets file {path!r}: {key!r} holds a non-number or is ragged ({e})") from None
     f, y, g = out
     f, y = f.reshape(-1), y.reshape(-1)
-    if g.ndim == 3 and g.shape[2] == 1:
+    if g.ndim == 3 and g.shape[2] == 1 and d == 1:
         g = g[:, :, 0]
     if f.shape != (n,):
         raise CondcheckError(f"targets file {path!r}: {n} points need {n} values, got {f.size}")
-    if g.shape != (n, y.shape[0]):
-        raise CondcheckError(f"targets file {path!r}: 'gradients' has shape {g.shape}, expected ({n}, {y.shape[0]}) "
-                             f"(points x upstream values)")
+    want = (n, y.shape[0]) if d == 1 else (n, y.shape[0], d)
+    if g.shape != want:
+        raise CondcheckError(f"targets file {path!r}: 'gradients' has shape {g.shape}, expected {want} "
+                             f"(points x upstream values{'' if d == 1 else ' x coordinates'})")
     return f, y, g

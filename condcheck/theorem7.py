@@ -1,6 +1,7 @@
-"""Theorem 7 (d = 1): one network whose AD output is an arbitrary odd function of the upstream y.
+"""Theorem 7: one network whose AD output is an arbitrary odd function of the upstream y.
 
-Status: input dimension 1, any finite domain inside the box |x| <= M_sigma, every y with |y| <= H_sigma
+Status: any finite domain inside the box |x_c| <= M_sigma (d = 1: the full float8 boxes, all six
+activations; d = 2: grids of 64 points, see tests/test_theorem7_box.py), every y with |y| <= H_sigma
 (both as ``check_activation`` reports them), enumerable formats of at most 16 bits.  Two constructions:
 
 * relu: its own (the first part of this docstring; checked on float6_e3m2fn and float8_e4m3; it needs a
@@ -110,7 +111,23 @@ A value whose branch would overflow is split into powers of two (exact partial s
 its own relays.  Measured (float8_e4m3, 8 random points, random odd tables): depth 21 (tanh) to 32
 (gelu), bound 47; float8_e5m2 see the tests and README.
 
-Every network is verified exactly, on every listed y, before it is returned.
+d >= 2 (generic construction only): one *unit* per (point, coordinate c), each with its own gates, chains
+and pass paths whose sources read x_c only, realizing the table g*_c(x, y); the steps are built per
+coordinate (two per gap between consecutive values of that coordinate, as in theorem5), and the gating
+steps of a point are those around it on every coordinate: all dead at the point, one of them on at every
+other point of the domain.  relu's own construction is d = 1 only and is the default up to 16 points
+(beyond that its value ladders, growing as N^2 in width, make it wider than the generic one).
+
+Speed on many points: the searches are cached per (format, activation) (threshold prefixes, pass
+plans, compressions) and per chain (amplifications, relay tails, whole chains: a box has tens of
+thousands of chains but few distinct ones), the chains are checked on every y at once
+(``_Chains.check_built``), the value-branch candidates are screened at once
+(``_value_candidates_finite``), and the layers are assembled from coordinate lists.
+
+Every network is verified exactly, on every listed y, before it is returned, with the sparse interpreter
+(``condcheck.sparse_ad``: the dense interpreter's numbers, computed once per group of points whose
+backward values provably coincide; tests/test_sparse_ad.py checks it against the dense and the exact
+interpreters).
 """
 from __future__ import annotations
 
@@ -390,10 +407,10 @@ def _decompose(d: float, fmt: Format) -> tuple[float, int]:
 
 def construct_theorem7(activation, fmt, points, values, gradient_table_or_callable, upstream=None,
                        implementation="exact", verify_result=True, generic=None) -> Theorem7Network:
-    """One network with f(x) = values and D_(f,x)(y) = g*(x, y) for every listed y (d = 1).
+    """One network with f(x) = values and D_(f,x)(y) = g*(x, y) for every listed y (any d).
 
-    ``gradient_table_or_callable``: an array (N, K) or (N, K, 1) aligned with ``upstream`` (for one point
-    also (K,)), or a callable ``g(x, y)``.  ``upstream`` defaults to every finite value of the format with
+    ``gradient_table_or_callable``: an array (N, K, d) aligned with ``upstream`` (d = 1: also (N, K), and
+    (K,) for one point), or a callable ``g(x, y)`` (x a number for d = 1, a tuple otherwise).  ``upstream`` defaults to every finite value of the format with
     |y| <= H_sigma (as check_activation reports it: Omega for relu, elu, gelu, swish; 2^(M-1) for
     sigmoid, 2^(M-2) for tanh).  ``generic``: use the activation-generic construction (the default for
     every activation but relu; relu has its own, shallower one, the default up to 16 points and d = 1).
@@ -1534,6 +1551,21 @@ class _Gating:
         return maps, self._Ctx(kit, st, self.F, self.X, steps, U, self.gating)
 
 
+def _chain_off_check(act: "_Act", ws, zon, zoff, ymax: float, quarter: float, C: float) -> float:
+    """A chain's forward outputs (on and off) small enough to be absorbed by C, and its backward value
+    at |y| = ymax on the off states (where its gate is dead) finite; returns that |value|."""
+    F = act.F
+    for z in (zon[-1], zoff[-1]):
+        out = mul_float(ws[-1], act.T(z), F)
+        if out is None or abs(out) > quarter:
+            raise ConstructionError(f"a chain's forward output {out!r} is too large to be absorbed by C = {C!r}")
+    back = step_chain_scalar(ymax, [(w, act.dT(z)) for w, z in zip(reversed(ws[1:]), reversed(zoff))]
+                             + [ws[0]], F)
+    if not math.isfinite(back):
+        raise ConstructionError("a chain's backward value overflows at the points where its gate is dead")
+    return abs(back)
+
+
 def _construct_generic_gated(act: "_Act", F: Format, X, fv, Y, G, implementation, verify_result):
     """Several points, any activation (see the module docstring, "Several points, any activation")."""
     from .netfile import Claim
@@ -1643,17 +1675,11 @@ def _construct_generic_gated(act: "_Act", F: Format, X, fv, Y, G, implementation
     quarter = 2.0 ** (math.frexp(C)[1] - 1 - F.M - 2)
     # at the other points every chain runs on its off states: finite, absorbed, and the backward sum
     # that reaches the (dead) gate finite
-    off_sum = {}
+    off_sum, seen = {}, {}
     for gi, ws, bs, zon, zoff in built:
-        for z in (zon[-1], zoff[-1]):
-            out = mul_float(ws[-1], act.T(z), F)
-            if out is None or abs(out) > quarter:
-                raise ConstructionError(f"a chain's forward output {out!r} is too large to be absorbed by C = {C!r}")
-        back = step_chain_scalar(ymax, [(w, act.dT(z)) for w, z in zip(reversed(ws[1:]), reversed(zoff))]
-                                 + [ws[0]], F)
-        if not math.isfinite(back):
-            raise ConstructionError("a chain's backward value overflows at the points where its gate is dead")
-        off_sum[gi] = off_sum.get(gi, 0.0) + abs(back)
+        if id(ws) not in seen:         # chains from _Chains.build's cache share their lists: check each once
+            seen[id(ws)] = _chain_off_check(act, ws, zon, zoff, ymax, quarter, C)
+        off_sum[gi] = off_sum.get(gi, 0.0) + seen[id(ws)]
     if off_sum and max(off_sum.values()) > float(F.Omega):
         raise ConstructionError("the backward sum at a dead gate may overflow")
     if any(len(b[2]) != L - 5 for b in built):
