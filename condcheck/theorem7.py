@@ -97,7 +97,8 @@ point's chain contributions: the paired-indicator sum above, lam g*(x_i, y).  Th
 x: sigma~'(G) = d, a_g, d, a3, d, a2, d, w_s (source T(w_s x + b_s) at a pass state), chosen per |g| among
 *pass plans* (lam, a_g, a3, a2, w_s, n_src, sign) that are exact for that g (``_pass_plans``: for
 sigmoid, small |g| need lam = 4 and weights 4 beside each 1/4, large |g| need two sources carrying g/2
-each, since w_s sigma~'(S) <= 3.75/4 < 1 with |w_s| 64 <= Omega), that keep the gate's backward value
+each, since w_s sigma~'(S) <= 3.75/4 < 1 with |w_s| 64 <= Omega; with both box edges +-64 in the domain
+w_s x + b_s must stay finite at both, so w_s = 1 and |g| > 120 needs four sources carrying g/4), that keep the gate's backward value
 times its gating weights finite, and whose forward values stay finite on the whole domain (negative
 a2, a3 keep them small: sigma~ is bounded below).  At the other points the gate is dead (sigma~' = 0):
 the chains run on fixed *off* states (the relay biases prefer an off pre-activation in the dead tail,
@@ -1290,7 +1291,7 @@ def _pass_plans_uncached(act: "_Act"):
         u = rn_mul(u, d, F)
     u = rn_mul(u[:, :, :, :, None, :], np.array(ws_ok)[None, None, None, None, :, None], F)    # (.., w_s, g)
     plans, cover = [], []
-    for n_src in (1, 2):
+    for n_src in (1, 2, 4):
         for il, lam in enumerate(lams):
             for ig, a_g in enumerate(pw):
                 for i3, a3 in enumerate(spw):
@@ -1530,25 +1531,28 @@ class _Gating:
 
     def relayed(self, n: int):
         """n relay layers after the boosts: each keeps L dead and the on values live, on one side of L
-        (theorem5's boost map).  Returns the (a, c) of every relay and a context over the last values."""
+        (theorem5's boost map).  Returns the (a, c) of every relay and a context over the last values.
+        Every step of a layer at once (one row per step): the relays of the box are thousands."""
         import dataclasses
-        kit, st = self.kit, self.st
-        U = list(self.U_X)
+        kit, st, F = self.kit, self.st, self.F
+        U = np.array(self.U_X, float).reshape(len(self.U_X), -1)
         steps = list(self.steps)
         maps = []
         for _ in range(n):
-            layer = []
+            layer = [self._boost(kit, st, u[u != st.L]) for u in U]
+            a = np.array([m[0] for m in layer], float)[:, None]
+            c = np.array([m[1] for m in layer], float)[:, None]
+            new = kit.T(kit.add(kit.mul(a, U), np.broadcast_to(c, U.shape)))
+            if ((new != st.L) != (U != st.L)).any():
+                raise ConstructionError("internal: a relay of a step changed its dead points")
+            U = new
+            maps.append(layer)
+        if n:
             for i, u in enumerate(U):
-                a, c = self._boost(kit, st, u[u != st.L])
-                layer.append((a, c))
-                U[i] = kit.T(kit.row([(a, u)], c))
-                on = U[i][U[i] != st.L] - st.L
-                if (U[i] != st.L).sum() != (u != st.L).sum():
-                    raise ConstructionError("internal: a relay of a step changed its dead points")
+                on = u[u != st.L] - st.L
                 steps[i] = dataclasses.replace(steps[i], on_min=float(np.abs(on).min()),
                                                on_max=float(np.abs(on).max()), on_sign=float(np.sign(on[0])))
-            maps.append(layer)
-        return maps, self._Ctx(kit, st, self.F, self.X, steps, U, self.gating)
+        return maps, self._Ctx(kit, st, F, self.X, steps, list(U), self.gating)
 
 
 def _chain_off_check(act: "_Act", ws, zon, zoff, ymax: float, quarter: float, C: float) -> float:

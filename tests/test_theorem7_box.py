@@ -173,3 +173,23 @@ def test_d2_eight_by_eight_grid(act):
     assert res.verification.ok and res.verification.gradient_checks == 64 * len(Y)
     assert res.network.input_dim == 2
     _dense_sample(res, 2)
+
+
+def test_sigmoid_box_edges_large_gradients():
+    """sigmoid with both box edges +-64 in the domain: the source weight must be 1 (w_s x + b_s finite at
+    both edges), so |g| = 144, 240 need four sources carrying g/4 (a pass plan with n_src = 4)."""
+    F = get_format("float8_e4m3")
+    V = F.values()
+    Y = V[np.abs(V) <= 4]
+    X = np.array([[-64.0], [0.0], [64.0]])
+    pos = np.unique(np.abs(Y[Y != 0]))
+    rng = np.random.default_rng(0)
+    G = np.zeros((3, len(Y)))
+    nz = Y != 0
+    for i in range(3):
+        t = rng.choice(V, len(pos))
+        t[:3] = [-144.0, 240.0, -240.0]
+        G[i, nz] = np.sign(Y[nz]) * t[np.searchsorted(pos, np.abs(Y[nz]))]
+    res = construct_theorem7("sigmoid", F, X, [1.0, 2.0, -240.0], G, upstream=Y)
+    again = verify(res.network, res.claim, method="fast")
+    assert again.ok and again.gradient_checks == 3 * len(Y), again.summary()
