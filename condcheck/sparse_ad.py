@@ -156,11 +156,13 @@ def _same(cls, p, q, idx, lo, hi):
     return True
 
 
-def _vclasses_py(cls_up, cp, ci, vc, nvc, reps):
+def _vclasses_py(cls_up, cp, ci, vc, nvc):
     """Group the points by the classes of neuron j's successors (column j of the layer): equal groups
-    have equal backward sums v_j for every y.  vc[p, j] = group, or -1 when every successor is zero."""
+    have equal backward sums v_j for every y.  vc[p, j] = group (numbered in order of first point), or -1
+    when every successor is zero there."""
     P = cls_up.shape[0]
     for j in numba.prange(vc.shape[1]):
+        reps = np.empty(P, np.int32)
         lo, hi = cp[j], cp[j + 1]
         n = 0
         for p in range(P):
@@ -174,26 +176,34 @@ def _vclasses_py(cls_up, cp, ci, vc, nvc, reps):
                 continue
             found = -1
             for r in range(n):
-                if _same(cls_up, p, reps[j, r], ci, lo, hi):
+                if _same(cls_up, p, reps[r], ci, lo, hi):
                     found = r
                     break
             if found < 0:
-                reps[j, n] = p
+                reps[n] = p
                 found = n
                 n += 1
             vc[p, j] = found
         nvc[j] = n
 
 
-def _vsums_py(cls_up, U_up, uoff, cp, ci, cw, reps, nvc, voff, V, err,
+def _first_py(cls, off, reps):
+    """reps[off[j] + g] = the first point of group g of neuron j (reps starts at -1)."""
+    for j in numba.prange(cls.shape[1]):
+        for p in range(cls.shape[0]):
+            g = cls[p, j]
+            if g >= 0 and reps[off[j] + g] < 0:
+                reps[off[j] + g] = p
+
+
+def _vsums_py(cls_up, U_up, uoff, cp, ci, cw, reps, voff, V, err,
               shift, half, mask, small_bits, Kc, omega):
     """V[voff[j] + r] = the left-to-right rounded backward sum of neuron j at the representative point of
     its group r (zero successors skipped: see the module docstring); err[j] = 1 where one is not finite."""
     K = V.shape[1]
-    for j in numba.prange(nvc.shape[0]):
-        for r in range(nvc[j]):
-            q = reps[j, r]
-            row = voff[j] + r
+    for j in numba.prange(voff.shape[0] - 1):
+        for row in range(voff[j], voff[j + 1]):
+            q = reps[row]
             for t in range(cp[j], cp[j + 1]):
                 c = cls_up[q, ci[t]]
                 if c < 0:
@@ -209,43 +219,58 @@ def _vsums_py(cls_up, U_up, uoff, cp, ci, cw, reps, nvc, voff, V, err,
                     break
 
 
-def _uclasses_py(vc, codes, off, dtab, cls, nuc, ureps):
+def _point_codes(mode, ep, et, ec, g, P):
+    """The pre-activation codes of hidden neuron g (global index) at every point: its most common code,
+    then its exceptions."""
+    pc = np.full(P, mode[g], np.int64)
+    for t in range(ep[g], ep[g + 1]):
+        pc[et[t]] = ec[t]
+    return pc
+
+
+def _uclasses_py(vc, mode, ep, et, ec, off, dtab, cls, nuc):
     """Through sigma~': group the points of neuron j by (v group, sigma~'(z_j)); -1 where the product is
     certainly zero (no v, or sigma~' = 0)."""
     P = vc.shape[0]
     for j in numba.prange(vc.shape[1]):
+        pc = _point_codes(mode, ep, et, ec, off + j, P)
+        reps = np.empty(P, np.int32)
         n = 0
         for p in range(P):
             g = vc[p, j]
-            dv = dtab[codes[p, off + j]]
+            dv = dtab[pc[p]]
             if g < 0 or dv == 0.0:
                 cls[p, j] = -1
                 continue
             found = -1
             for r in range(n):
-                q = ureps[j, r]
-                if vc[q, j] == g and dtab[codes[q, off + j]] == dv:
+                q = reps[r]
+                if vc[q, j] == g and dtab[pc[q]] == dv:
                     found = r
                     break
             if found < 0:
-                ureps[j, n] = p
+                reps[n] = p
                 found = n
                 n += 1
             cls[p, j] = found
         nuc[j] = n
 
 
-def _uvalues_py(vc, codes, off, dtab, ureps, nuc, uoff, voff, V, U, err,
+def _uvalues_py(vc, mode, ep, et, ec, off, dtab, ureps, uoff, voff, V, U, err,
                 shift, half, mask, small_bits, Kc, omega):
     K = V.shape[1]
-    for j in numba.prange(nuc.shape[0]):
-        for r in range(nuc[j]):
-            q = ureps[j, r]
-            dv = dtab[codes[q, off + j]]
+    P = vc.shape[0]
+    for j in numba.prange(uoff.shape[0] - 1):
+        if uoff[j + 1] == uoff[j]:
+            continue
+        pc = _point_codes(mode, ep, et, ec, off + j, P)
+        for row in range(uoff[j], uoff[j + 1]):
+            q = ureps[row]
+            dv = dtab[pc[q]]
             src = voff[j] + vc[q, j]
             for k in range(K):
                 u = _rn(V[src, k] * dv, shift, half, mask, small_bits, Kc, omega, False)
-                U[uoff[j] + r, k] = u
+                U[row, k] = u
                 if not (abs(u) <= omega):
                     err[j] = 2
 
@@ -253,7 +278,9 @@ def _uvalues_py(vc, codes, off, dtab, ureps, nuc, uoff, voff, V, U, err,
 if kernels.HAVE_NUMBA:
     _codes = numba.njit(cache=True, parallel=True)(_codes_py)
     _same = numba.njit(cache=True, inline="always")(_same)
+    _point_codes = numba.njit(cache=True, inline="always")(_point_codes)
     _vclasses = numba.njit(cache=True, parallel=True)(_vclasses_py)
+    _first = numba.njit(cache=True, parallel=True)(_first_py)
     _vsums = numba.njit(cache=True, parallel=True)(_vsums_py)
     _uclasses = numba.njit(cache=True, parallel=True)(_uclasses_py)
     _uvalues = numba.njit(cache=True, parallel=True)(_uvalues_py)
@@ -306,8 +333,6 @@ def supports(net) -> bool:
     return kernels.HAVE_NUMBA and not net.ieee and f.bits <= 16 and f.fits_float64 and f.M < 52
 
 
-# bytes of pre-activation codes (points x hidden neurons, uint16) one chunk of the shared-y path holds
-CODE_BYTES = 1 << 27
 # bytes of per-group backward values of one layer the shared-y path aims at (it runs a few y at a time)
 CLASS_BYTES = 1 << 26
 
@@ -319,37 +344,64 @@ def _derivative_table(net):
     return np.ascontiguousarray(d), int(np.searchsorted(t.points, 0.0))
 
 
-def _forward_codes(net, S, X, s, e, values, zero_index, dtab):
-    """Forward values of points s..e and the index of every hidden pre-activation among the format's
-    values (uint16): ``Network._forward_chunk`` layer by layer with its checks (every pre-activation and
-    sigma~ finite), keeping codes instead of the float pre-activations (8 times less memory)."""
+def _forward_compressed(net, S, X, values, zero_index, dtab):
+    """Forward values of every point (``Network._forward_chunk`` layer by layer, with its checks: every
+    pre-activation and sigma~ finite) and the index of every hidden pre-activation among the format's
+    values, compressed per neuron: its most common code (on the first chunk of points) and the (point,
+    code) exceptions.  A chain neuron takes one state at its point and one at all the others, so this is
+    about two numbers per neuron instead of one per point."""
     fmt = net.format
+    N = X.shape[0]
     n_hidden = int(S.offs[-1])
-    codes = np.empty((e - s, n_hidden), np.uint16)
+    mode = np.zeros(n_hidden, np.int64)
+    exc = []                                        # (global neuron, point, code) arrays
     bad_d = not np.isfinite(dtab).all()
-    v = X[s:e].astype(net._dtype)
-    for l, layer in enumerate(net.layers, 1):
-        z = layer.forward_sums(v, fmt, False)
-        net._check(z, "forward", l, s, X)
-        if l == net.depth:
-            values[s:e] = z[:, 0]
-            return codes
-        c = np.empty(z.shape, np.int64)
-        _codes(np.ascontiguousarray(z, dtype=np.float64), zero_index, fmt.M, fmt.e_min, c)
-        if bad_d and not np.isfinite(dtab[c]).all():
-            net._check(dtab[c], "backward (activation derivative)", l, s, X)
-        codes[:, S.offs[l - 1]:S.offs[l]] = c
-        a = net._activation(z, derivative=False)
-        net._check(a, "forward (activation)", l, s, X)
-        v = a.astype(net._dtype)
-    raise AssertionError("unreachable")
+    chunk = max(1, (1 << 22) // max(net.widths))
+    for s in range(0, N, chunk):
+        e = min(N, s + chunk)
+        v = X[s:e].astype(net._dtype)
+        for l, layer in enumerate(net.layers, 1):
+            z = layer.forward_sums(v, fmt, False)
+            net._check(z, "forward", l, s, X)
+            if l == net.depth:
+                values[s:e] = z[:, 0]
+                break
+            c = np.empty(z.shape, np.int64)
+            _codes(np.ascontiguousarray(z, dtype=np.float64), zero_index, fmt.M, fmt.e_min, c)
+            if bad_d and not np.isfinite(dtab[c]).all():
+                net._check(dtab[c], "backward (activation derivative)", l, s, X)
+            o0, o1 = int(S.offs[l - 1]), int(S.offs[l])
+            if s == 0:
+                mode[o0:o1] = _column_modes(c)
+            pts, cols = np.nonzero(c != mode[None, o0:o1])
+            exc.append((cols + o0, pts + s, c[pts, cols]))
+            a = net._activation(z, derivative=False)
+            net._check(a, "forward (activation)", l, s, X)
+            v = a.astype(net._dtype)
+    g = np.concatenate([x[0] for x in exc]) if exc else np.zeros(0, np.int64)
+    order = np.argsort(g, kind="stable")                    # by neuron, points ascending within
+    ep = np.concatenate([[0], np.cumsum(np.bincount(g, minlength=n_hidden))]).astype(np.int64)
+    et = (np.concatenate([x[1] for x in exc]) if exc else np.zeros(0, np.int64))[order].astype(np.int64)
+    ec = (np.concatenate([x[2] for x in exc]) if exc else np.zeros(0, np.int64))[order].astype(np.int64)
+    return mode, ep, et, ec
 
 
-def _backward_classes(net, S, codes, Y, dtab, X, s, rp):
-    """Gradients (P, K, d) of a chunk of points sharing the upstream values Y: top-down, every neuron's
+def _column_modes(c: np.ndarray) -> np.ndarray:
+    """The most common value of every column (the first row's where it holds at least half of them)."""
+    mode = c[0].copy()
+    bad = np.flatnonzero((c == mode[None, :]).sum(axis=0) * 2 < c.shape[0])
+    for j in bad.tolist():
+        vals, counts = np.unique(c[:, j], return_counts=True)
+        mode[j] = vals[np.argmax(counts)]
+    return mode
+
+
+def _backward_classes(net, S, comp, Y, dtab, X, rp):
+    """Gradients (N, K, d) of every point for the shared upstream values Y: top-down, every neuron's
     points are grouped by the classes of its successors and its sigma~' (equal groups have equal
-    backward values for every y: they are computed once, for a representative point)."""
-    P, K = codes.shape[0], Y.shape[0]
+    backward values for every y: they are computed once, for the group's first point)."""
+    mode, ep, et, ec = comp
+    P, K = X.shape[0], Y.shape[0]
     cls_up = np.zeros((P, 1), np.int32)
     U_up = np.ascontiguousarray(Y[None, :], np.float64)
     uoff_up = np.zeros(1, np.int64)
@@ -359,16 +411,17 @@ def _backward_classes(net, S, codes, Y, dtab, X, s, rp):
         n_in = c.shape[1]
         vc = np.empty((P, n_in), np.int32)
         nvc = np.zeros(n_in, np.int64)
-        reps = np.empty((n_in, P), np.int32)
-        _vclasses(cls_up, cp, ci, vc, nvc, reps)
+        _vclasses(cls_up, cp, ci, vc, nvc)
         voff = np.concatenate([[0], np.cumsum(nvc)]).astype(np.int64)
+        reps = np.full(int(voff[-1]), -1, np.int32)
+        _first(vc, voff, reps)
         V = np.zeros((int(voff[-1]), K))
         err = np.zeros(n_in, np.int64)
-        _vsums(cls_up, U_up, uoff_up, cp, ci, cw, reps, nvc, voff, V, err, *rp)
+        _vsums(cls_up, U_up, uoff_up, cp, ci, cw, reps, voff, V, err, *rp)
         if err.any():
             j = int(np.flatnonzero(err)[0])
             r = int(np.flatnonzero(~np.isfinite(V[voff[j]:voff[j + 1]]).any(axis=1))[0])
-            raise net._overflow("backward", l, j, X[s + reps[j, r]].tolist(), s + int(reps[j, r]))
+            raise net._overflow("backward", l, j, X[reps[voff[j] + r]].tolist(), int(reps[voff[j] + r]))
         if l == 1:
             G = np.zeros((P, K, n_in))
             for j in range(n_in):
@@ -378,40 +431,38 @@ def _backward_classes(net, S, codes, Y, dtab, X, s, rp):
         off = int(S.offs[l - 2])
         cls = np.empty((P, n_in), np.int32)
         nuc = np.zeros(n_in, np.int64)
-        ureps = np.empty((n_in, P), np.int32)
-        _uclasses(vc, codes, off, dtab, cls, nuc, ureps)
+        _uclasses(vc, mode, ep, et, ec, off, dtab, cls, nuc)
         uoff = np.concatenate([[0], np.cumsum(nuc)]).astype(np.int64)
+        ureps = np.full(int(uoff[-1]), -1, np.int32)
+        _first(cls, uoff, ureps)
         U = np.empty((int(uoff[-1]), K))
         err = np.zeros(n_in, np.int64)
-        _uvalues(vc, codes, off, dtab, ureps, nuc, uoff, voff, V, U, err, *rp)
+        _uvalues(vc, mode, ep, et, ec, off, dtab, ureps, uoff, voff, V, U, err, *rp)
         if err.any():
             j = int(np.flatnonzero(err)[0])
             r = int(np.flatnonzero(~np.isfinite(U[uoff[j]:uoff[j + 1]]).any(axis=1))[0])
-            raise net._overflow("backward (activation derivative)", l - 1, j, X[s + ureps[j, r]].tolist(),
-                                s + int(ureps[j, r]))
+            q = int(ureps[uoff[j] + r])
+            raise net._overflow("backward (activation derivative)", l - 1, j, X[q].tolist(), q)
         cls_up, U_up, uoff_up = cls, U, uoff[:-1].copy()
     raise AssertionError("unreachable")
 
 
 def _evaluate_shared(net, S, X, Y, progress):
-    """``evaluate_sparse`` when every point has the same upstream values Y (Theorem 7 claims)."""
+    """``evaluate_sparse`` when every point has the same upstream values Y (Theorem 7 claims): one
+    forward pass over every point (compressed codes), then the grouped backward pass, a few y at a time
+    (the per-group values of a layer: ~2 groups per neuron x y x 8 bytes)."""
     N = X.shape[0]
     dtab, zero_index = _derivative_table(net)
     rp = _round_params(net.format)
-    n_hidden = max(1, int(S.offs[-1]))
-    chunk = max(1, min(N, CODE_BYTES // (2 * n_hidden)))
-    # backward values of a layer: ~2 groups per neuron (its point, the others) x y x 8 bytes, twice
-    ky = max(8, CLASS_BYTES // (32 * max(net.widths)))
     values = np.empty(N)
+    comp = _forward_compressed(net, S, X, values, zero_index, dtab)
     grads = np.zeros((N, Y.shape[0], net.input_dim))
-    for s in range(0, N, chunk):
-        e = min(N, s + chunk)
-        codes = _forward_codes(net, S, X, s, e, values, zero_index, dtab)
-        for k0 in range(0, Y.shape[0], ky):          # a few y at a time: the per-class values stay small
-            k1 = min(Y.shape[0], k0 + ky)
-            grads[s:e, k0:k1] = _backward_classes(net, S, codes, Y[k0:k1], dtab, X, s, rp)
+    ky = max(8, CLASS_BYTES // (32 * max(net.widths)))
+    for k0 in range(0, Y.shape[0], ky):
+        k1 = min(Y.shape[0], k0 + ky)
+        grads[:, k0:k1] = _backward_classes(net, S, comp, Y[k0:k1], dtab, X, rp)
         if progress:
-            progress(e, N)
+            progress(k1, Y.shape[0])
     return values, grads
 
 
