@@ -333,8 +333,16 @@ def supports(net) -> bool:
     return kernels.HAVE_NUMBA and not net.ieee and f.bits <= 16 and f.fits_float64 and f.M < 52
 
 
-# bytes of per-group backward values of one layer the shared-y path aims at (it runs a few y at a time)
-CLASS_BYTES = 1 << 26
+# bytes of per-group backward values of one layer the shared-y path aims at (it runs a few y at a time
+# when they would not fit; the grouping is then recomputed for each batch of y)
+CLASS_BYTES = 1 << 27
+
+
+def _store_dtype(fmt):
+    """float32 holds every value of the format exactly (all float8/float16/bfloat16 formats): half the
+    memory for the per-group backward values; float64 otherwise."""
+    ok = fmt.M <= 23 and fmt.e_max <= 127 and fmt.e_min - fmt.M >= -149
+    return np.float32 if ok else np.float64
 
 
 def _derivative_table(net):
@@ -403,7 +411,8 @@ def _backward_classes(net, S, comp, Y, dtab, X, rp):
     mode, ep, et, ec = comp
     P, K = X.shape[0], Y.shape[0]
     cls_up = np.zeros((P, 1), np.int32)
-    U_up = np.ascontiguousarray(Y[None, :], np.float64)
+    dt = _store_dtype(net.format)
+    U_up = np.ascontiguousarray(Y[None, :], dt)
     uoff_up = np.zeros(1, np.int64)
     for l in range(net.depth, 0, -1):
         c = net.layers[l - 1]._csc
@@ -415,7 +424,7 @@ def _backward_classes(net, S, comp, Y, dtab, X, rp):
         voff = np.concatenate([[0], np.cumsum(nvc)]).astype(np.int64)
         reps = np.full(int(voff[-1]), -1, np.int32)
         _first(vc, voff, reps)
-        V = np.zeros((int(voff[-1]), K))
+        V = np.zeros((int(voff[-1]), K), dt)
         err = np.zeros(n_in, np.int64)
         _vsums(cls_up, U_up, uoff_up, cp, ci, cw, reps, voff, V, err, *rp)
         if err.any():
@@ -435,7 +444,7 @@ def _backward_classes(net, S, comp, Y, dtab, X, rp):
         uoff = np.concatenate([[0], np.cumsum(nuc)]).astype(np.int64)
         ureps = np.full(int(uoff[-1]), -1, np.int32)
         _first(cls, uoff, ureps)
-        U = np.empty((int(uoff[-1]), K))
+        U = np.empty((int(uoff[-1]), K), dt)
         err = np.zeros(n_in, np.int64)
         _uvalues(vc, mode, ep, et, ec, off, dtab, ureps, uoff, voff, V, U, err, *rp)
         if err.any():
@@ -457,7 +466,7 @@ def _evaluate_shared(net, S, X, Y, progress):
     values = np.empty(N)
     comp = _forward_compressed(net, S, X, values, zero_index, dtab)
     grads = np.zeros((N, Y.shape[0], net.input_dim))
-    ky = max(8, CLASS_BYTES // (32 * max(net.widths)))
+    ky = max(8, CLASS_BYTES // (2 * np.dtype(_store_dtype(net.format)).itemsize * max(net.widths)))
     for k0 in range(0, Y.shape[0], ky):
         k1 = min(Y.shape[0], k0 + ky)
         grads[:, k0:k1] = _backward_classes(net, S, comp, Y[k0:k1], dtab, X, rp)
