@@ -355,7 +355,7 @@ def construct_theorem7_cmd(activation, format, domain, dim, targets, implementat
     Example:
       condcheck construct theorem7 relu float6_e3m2fn --domain full --dim 1 --targets random:1 --out net7.json
       condcheck verify net7.json
-    Supported: formats of at most 16 bits; relu (its own construction up to 16 points and d = 1; formats
+    Supported: formats of at most 16 bits; relu (its own construction up to 64 points and d = 1; formats
     with a value strictly between 1/2 and 1, e.g. float6_e3m2fn, float8_e4m3, float8_e5m2) and any
     activation that satisfies Conditions 1-3 (the generic construction; checked: all six on the full
     float8_e4m3 and float8_e5m2 boxes, d = 1, and on 8 x 8 grids, d = 2). --domain full is the d = 1 box;

@@ -1,11 +1,16 @@
 """Sparse reverse-mode AD over many (x, y) pairs at once, bit for bit equal to ``Network.evaluate``.
 
-Why: a Theorem 7 network holds one family of chains per point; at a given x almost every chain sits on
-a dead state (sigma~' = 0), so the backward value of almost every neuron is exactly zero.  The dense
-interpreter still computes every neuron for every (x, y): N x K x width x depth, which for the float8 box
-(233 points, 239 upstream values, width ~30,000) is tens of billions of rounded operations.  Here the
+Why: a Theorem 7 network holds one family of chains per point; at any other point a chain runs on its
+"off" states, which its gate (dead there) blocks, sometimes earlier (sigma~' = 0).  The dense interpreter
+computes every neuron for every (x, y): N x K x width x depth, which for the float8 box (225 points, 247
+upstream values, width ~50,000, depth 57) is hundreds of billions of rounded operations.  Here the
 backward pass of one point only visits the *active* neurons: those reached from the output through
-nonzero weights and nonzero sigma~'.
+nonzero weights and nonzero sigma~' (per point: ``_backward``).  When every point has the same upstream values (Theorem 7 claims:
+``_evaluate_shared``) it goes further: going down from the output, the points of each neuron are grouped
+by the groups of the neurons it feeds and by its own sigma~'; points in one group provably have equal
+backward values for every y (they are computed from equal inputs by equal operations), so each group is
+computed once, at its first point.  A chain neuron sits in one state at its own point and in one shared
+state at all the others: two groups instead of one computation per point.
 
 Why it is exact (finite semantics, SPEC 2.1/2.3): an inactive neuron's upstream value is +-0 (its
 sigma~' is 0, or every term of its backward sum is a product with a +-0).  In a rounded left-to-right sum

@@ -116,7 +116,7 @@ d >= 2 (generic construction only): one *unit* per (point, coordinate c), each w
 and pass paths whose sources read x_c only, realizing the table g*_c(x, y); the steps are built per
 coordinate (two per gap between consecutive values of that coordinate, as in theorem5), and the gating
 steps of a point are those around it on every coordinate: all dead at the point, one of them on at every
-other point of the domain.  relu's own construction is d = 1 only and is the default up to 16 points
+other point of the domain.  relu's own construction is d = 1 only and is the default up to 64 points
 (beyond that its value ladders, growing as N^2 in width, make it wider than the generic one).
 
 Speed on many points: the searches are cached per (format, activation) (threshold prefixes, pass
@@ -414,7 +414,7 @@ def construct_theorem7(activation, fmt, points, values, gradient_table_or_callab
     (K,) for one point), or a callable ``g(x, y)`` (x a number for d = 1, a tuple otherwise).  ``upstream`` defaults to every finite value of the format with
     |y| <= H_sigma (as check_activation reports it: Omega for relu, elu, gelu, swish; 2^(M-1) for
     sigmoid, 2^(M-2) for tanh).  ``generic``: use the activation-generic construction (the default for
-    every activation but relu; relu has its own, shallower one, the default up to 16 points and d = 1).
+    every activation but relu; relu has its own, shallower one, the default up to 64 points and d = 1).
     """
     from .activations import get_activation
     from .errors import UnknownNameError
@@ -427,8 +427,9 @@ def construct_theorem7(activation, fmt, points, values, gradient_table_or_callab
         raise ConstructionError(str(e))
     if generic is None:
         # relu's own construction is shallower, but its value ladders grow as N^2 in width (34,074 neurons
-        # at 32 float8_e4m3 points against 6,874 for the generic one): beyond 16 points the generic one
-        generic = name != "relu" or len(points) > 16
+        # at 32 float8_e4m3 points against 6,874 for the generic one; 205,734 on the 193-point box against
+        # 41,504): up to 64 points (e.g. the 41-point float6_e3m2fn box) it keeps its smaller depth
+        generic = name != "relu" or len(points) > 64
     if not F.enumerable or F.bits > 16:
         raise ConstructionError(f"the Theorem 7 constructor enumerates the format; {F.name} is too large")
     X = np.asarray(points, dtype=float)
