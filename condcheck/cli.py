@@ -355,13 +355,15 @@ def construct_theorem7_cmd(activation, format, domain, dim, targets, implementat
     Example:
       condcheck construct theorem7 relu float6_e3m2fn --domain full --dim 1 --targets random:1 --out net7.json
       condcheck verify net7.json
-    Supported so far: d = 1, formats of at most 16 bits; relu (its own construction; formats with a value
-    strictly between 1/2 and 1, e.g. float6_e3m2fn, float8_e4m3, float8_e5m2) and any activation that
-    satisfies Conditions 1-3 (the generic construction; checked: elu, gelu, swish, tanh, sigmoid on
-    float8_e4m3 and float8_e5m2). With random targets every y with |y| <= H_sigma is covered (Omega for
-    relu, elu, gelu, swish; 2^(M-1) for sigmoid, 2^(M-2) for tanh). Exit status 0 when the network was
-    built and verified, 1 when the construction failed (the message says why), 2 for bad input (d != 1,
-    targets not odd in y: the message names the first (x, y)).
+    Supported: formats of at most 16 bits; relu (its own construction up to 64 points and d = 1; formats
+    with a value strictly between 1/2 and 1, e.g. float6_e3m2fn, float8_e4m3, float8_e5m2) and any
+    activation that satisfies Conditions 1-3 (the generic construction; checked: all six on the full
+    float8_e4m3 and float8_e5m2 boxes, d = 1, and on 8 x 8 grids, d = 2). --domain full is the d = 1 box;
+    for d >= 2 give sample:N or a points file (random targets: one table per coordinate). With random
+    targets every y with |y| <= H_sigma is covered (Omega for relu, elu, gelu, swish; 2^(M-1) for
+    sigmoid, 2^(M-2) for tanh). Exit status 0 when the network was built and verified, 1 when the
+    construction failed (the message says why), 2 for bad input (--domain full with --dim 2, targets not
+    odd in y: the message names the first (x, y)).
     """
     import time
 
@@ -377,12 +379,9 @@ def construct_theorem7_cmd(activation, format, domain, dim, targets, implementat
     fmt = get_format(format)
     act = get_activation(activation).name
     if domain == "full" and dim != 1:
-        raise CondcheckError(f"the Theorem 7 constructor supports d = 1 so far; got --dim {dim}")
+        raise CondcheckError(f"--domain full supports d = 1 (the full d = {dim} box is the d = 1 box to the power "
+                             f"{dim}); for d = {dim} use --domain sample:N[:SEED] or a JSON file of points")
     X = _domain_points(act, fmt, domain, dim)
-    if domain != "full":
-        if X.shape[1] != 1:
-            raise CondcheckError(f"the Theorem 7 constructor supports d = 1 so far; the points in {domain!r} have "
-                                 f"d = {X.shape[1]}")
     kind, arg = parse_targets(targets)
     if kind == "random":
         from .check import paper_constants
@@ -390,9 +389,9 @@ def construct_theorem7_cmd(activation, format, domain, dim, targets, implementat
         H = paper_constants(act, fmt)["H_sigma"]
         if H is not None:
             Y = Y[np.abs(Y) <= float(H)]                  # every y with |y| <= H_sigma
-        f, G = random_odd_tables(fmt, X, Y, arg)
+        f, G = random_odd_tables(fmt, X, Y, arg, per_coordinate=X.shape[1] > 1)
     else:
-        f, Y, G = load_odd_tables(arg, X.shape[0])
+        f, Y, G = load_odd_tables(arg, X.shape[0], X.shape[1])
     t0 = time.perf_counter()
     try:
         res = construct_theorem7(act, fmt, X, f, G, upstream=Y, implementation=implementation)
@@ -408,7 +407,7 @@ def construct_theorem7_cmd(activation, format, domain, dim, targets, implementat
     if as_json:
         click.echo(json.dumps(summary, indent=1))
     else:
-        click.echo(f"theorem 7 network for {act} on {fmt.name}: {X.shape[0]} points (d = 1) x {len(Y)} upstream "
+        click.echo(f"theorem 7 network for {act} on {fmt.name}: {X.shape[0]} points (d = {X.shape[1]}) x {len(Y)} upstream "
                    f"values y = {X.shape[0] * len(Y):,} (x, y) pairs; depth {net.depth} (paper bound 2^(E+1) + 2M + 9 "
                    f"= {bounds['openreview']} OpenReview / + 11 = {bounds['arxiv_v2']} arXiv v2), widths {net.widths}, "
                    f"{net.nonzero_parameters:,} nonzero of {net.parameter_count:,} parameters; built and verified "

@@ -190,8 +190,10 @@ def validate(fmt: Format, activation: str, points, values, upstream, gradients, 
 
 
 # ---- Theorem 7: tables g*(x, y) odd in the upstream y -------------------------------------------------------
-def random_odd_tables(fmt, points, upstream_values, seed: int, zero_share: float = 0.1):
+def random_odd_tables(fmt, points, upstream_values, seed: int, zero_share: float = 0.1, per_coordinate=False):
     """(values, gradients) with a seed: f*(x) and g*(x, y) (shape (N, K)) odd in y, for Theorem 7 (d = 1).
+    ``per_coordinate``: one table per coordinate of the points, gradients of shape (N, K, d) (the first
+    coordinate's table is the d = 1 table of the same seed).
 
     f*(x) is drawn from every value of the format.  For each point, g*(x, v) is drawn from every value of
     the format for each distinct positive v = |y| listed, a share ``zero_share`` of them set to 0, and,
@@ -216,12 +218,17 @@ def random_odd_tables(fmt, points, upstream_values, seed: int, zero_share: float
             a, b = rng.choice(len(pos), 2, replace=False)
             t[a], t[b] = Om, -Om
         G[i, nz] = np.sign(Y[nz]) * t[idx[nz]]
-    return f, G
+    if not per_coordinate:
+        return f, G
+    tabs = [G] + [random_odd_tables(fmt, points, upstream_values, seed + 1000 * c, zero_share)[1]
+                  for c in range(1, X.shape[1])]
+    return f, np.stack(tabs, axis=2)
 
 
-def load_odd_tables(path: str, n: int):
+def load_odd_tables(path: str, n: int, d: int = 1):
     """A Theorem 7 targets file: JSON with "values" (n), "upstream" (K) and "gradients" (n x K, or
-    n x K x 1), numbers or float.hex() strings.  Returns (values, upstream, gradients (n, K)).
+    n x K x d), numbers or float.hex() strings.  Returns (values, upstream, gradients (n, K) for d = 1,
+    (n, K, d) otherwise).
     Oddness in y is checked by the constructor (which names the first offending (x, y))."""
     try:
         with open(path) as fh:
@@ -241,11 +248,12 @@ def load_odd_tables(path: str, n: int):
             raise CondcheckError(f"targets file {path!r}: {key!r} holds a non-number or is ragged ({e})") from None
     f, y, g = out
     f, y = f.reshape(-1), y.reshape(-1)
-    if g.ndim == 3 and g.shape[2] == 1:
+    if g.ndim == 3 and g.shape[2] == 1 and d == 1:
         g = g[:, :, 0]
     if f.shape != (n,):
         raise CondcheckError(f"targets file {path!r}: {n} points need {n} values, got {f.size}")
-    if g.shape != (n, y.shape[0]):
-        raise CondcheckError(f"targets file {path!r}: 'gradients' has shape {g.shape}, expected ({n}, {y.shape[0]}) "
-                             f"(points x upstream values)")
+    want = (n, y.shape[0]) if d == 1 else (n, y.shape[0], d)
+    if g.shape != want:
+        raise CondcheckError(f"targets file {path!r}: 'gradients' has shape {g.shape}, expected {want} "
+                             f"(points x upstream values{'' if d == 1 else ' x coordinates'})")
     return f, y, g

@@ -1,6 +1,7 @@
-"""Theorem 7 (d = 1): one network whose AD output is an arbitrary odd function of the upstream y.
+"""Theorem 7: one network whose AD output is an arbitrary odd function of the upstream y.
 
-Status: input dimension 1, any finite domain inside the box |x| <= M_sigma, every y with |y| <= H_sigma
+Status: any finite domain inside the box |x_c| <= M_sigma (d = 1: the full float8 boxes, all six
+activations; d = 2: grids of 64 points, see tests/test_theorem7_box.py), every y with |y| <= H_sigma
 (both as ``check_activation`` reports them), enumerable formats of at most 16 bits.  Two constructions:
 
 * relu: its own (the first part of this docstring; checked on float6_e3m2fn and float8_e4m3; it needs a
@@ -96,7 +97,8 @@ point's chain contributions: the paired-indicator sum above, lam g*(x_i, y).  Th
 x: sigma~'(G) = d, a_g, d, a3, d, a2, d, w_s (source T(w_s x + b_s) at a pass state), chosen per |g| among
 *pass plans* (lam, a_g, a3, a2, w_s, n_src, sign) that are exact for that g (``_pass_plans``: for
 sigmoid, small |g| need lam = 4 and weights 4 beside each 1/4, large |g| need two sources carrying g/2
-each, since w_s sigma~'(S) <= 3.75/4 < 1 with |w_s| 64 <= Omega), that keep the gate's backward value
+each, since w_s sigma~'(S) <= 3.75/4 < 1 with |w_s| 64 <= Omega; with both box edges +-64 in the domain
+w_s x + b_s must stay finite at both, so w_s = 1 and |g| > 120 needs four sources carrying g/4), that keep the gate's backward value
 times its gating weights finite, and whose forward values stay finite on the whole domain (negative
 a2, a3 keep them small: sigma~ is bounded below).  At the other points the gate is dead (sigma~' = 0):
 the chains run on fixed *off* states (the relay biases prefer an off pre-activation in the dead tail,
@@ -110,7 +112,23 @@ A value whose branch would overflow is split into powers of two (exact partial s
 its own relays.  Measured (float8_e4m3, 8 random points, random odd tables): depth 21 (tanh) to 32
 (gelu), bound 47; float8_e5m2 see the tests and README.
 
-Every network is verified exactly, on every listed y, before it is returned.
+d >= 2 (generic construction only): one *unit* per (point, coordinate c), each with its own gates, chains
+and pass paths whose sources read x_c only, realizing the table g*_c(x, y); the steps are built per
+coordinate (two per gap between consecutive values of that coordinate, as in theorem5), and the gating
+steps of a point are those around it on every coordinate: all dead at the point, one of them on at every
+other point of the domain.  relu's own construction is d = 1 only and is the default up to 64 points
+(beyond that its value ladders, growing as N^2 in width, make it wider than the generic one).
+
+Speed on many points: the searches are cached per (format, activation) (threshold prefixes, pass
+plans, compressions) and per chain (amplifications, relay tails, whole chains: a box has tens of
+thousands of chains but few distinct ones), the chains are checked on every y at once
+(``_Chains.check_built``), the value-branch candidates are screened at once
+(``_value_candidates_finite``), and the layers are assembled from coordinate lists.
+
+Every network is verified exactly, on every listed y, before it is returned, with the sparse interpreter
+(``condcheck.sparse_ad``: the dense interpreter's numbers, computed once per group of points whose
+backward values provably coincide; tests/test_sparse_ad.py checks it against the dense and the exact
+interpreters).
 """
 from __future__ import annotations
 
@@ -298,41 +316,57 @@ def _as_values(arr, fmt: Format, what: str) -> np.ndarray:
     return a
 
 
+def _pt(x) -> str:
+    """A point for a message: the number for d = 1, the tuple otherwise."""
+    x = np.atleast_1d(np.asarray(x, float))
+    return repr(float(x[0])) if x.size == 1 else "(" + ", ".join(repr(float(v)) for v in x) + ")"
+
+
 def gradient_table(fmt: Format, points: np.ndarray, upstream: np.ndarray, g) -> np.ndarray:
-    """The table G[i, j] = g*(points[i], upstream[j]) (d = 1) from an array or a callable."""
+    """The table G[i, j, c] = coordinate c of g*(points[i], upstream[j]), shape (N, K, d), from an array
+    ((N, K, d); for d = 1 also (N, K), and (K,) for one point) or a callable g(x, y) (x a number for d = 1,
+    a tuple otherwise; returning a number for d = 1, d numbers otherwise)."""
+    N, d = points.shape
     if callable(g):
-        G = np.array([[float(g(float(x[0]), float(y))) for y in upstream] for x in points])
+        def at(x, y):
+            r = g(float(x[0]), float(y)) if d == 1 else g(tuple(float(v) for v in x), float(y))
+            return np.atleast_1d(np.asarray(r, float)).tolist()
+        G = np.array([[at(x, y) for y in upstream] for x in points], dtype=float)
     else:
         G = np.asarray(g, dtype=float)
-        if G.ndim == 3 and G.shape[2] == 1:
-            G = G[:, :, 0]
-        if G.ndim == 1:
+        if G.ndim == 1 and d == 1:
             G = G.reshape(1, -1)
-    if G.shape != (len(points), len(upstream)):
-        raise TargetError(f"gradient table has shape {G.shape}, expected ({len(points)}, {len(upstream)})")
+        if G.ndim == 2 and d == 1:
+            G = G[:, :, None]
+    if G.shape != (N, len(upstream), d):
+        raise TargetError(f"gradient table has shape {G.shape}, expected ({N}, {len(upstream)}, {d}) "
+                          f"(points x upstream values x coordinates; (N, K) for d = 1)")
     return _as_values(G, fmt, "target gradient")
 
 
 def check_odd(points: np.ndarray, upstream: np.ndarray, G: np.ndarray) -> None:
-    """Refuse a table that is not odd in y (g*(x, -y) = -g*(x, y), so g*(x, 0) = 0), naming the first (x, y)."""
+    """Refuse a table that is not odd in y (g*(x, -y) = -g*(x, y), so g*(x, 0) = 0), naming the first (x, y).
+    G: (N, K) or (N, K, d)."""
+    G = G if G.ndim == 3 else G[:, :, None]
     index = {}
     for j, y in enumerate(upstream):
         key = float(y)
         if key in index and G[:, index[key]].tolist() != G[:, j].tolist():
-            i = int(np.flatnonzero(G[:, index[key]] != G[:, j])[0])
+            i = int(np.argwhere(G[:, index[key]] != G[:, j])[0][0])
             raise TargetError(f"upstream value y = {key!r} is listed twice with different targets at "
-                              f"x = {float(points[i][0])!r}")
+                              f"x = {_pt(points[i])}")
         index[key] = j
+    ys = np.asarray(upstream, float)
+    partner = np.array([index.get(-float(y), -1) for y in ys])
     for i, x in enumerate(points):
-        for j, y in enumerate(upstream):
-            y = float(y)
-            g = float(G[i, j])
-            if y == 0 and g != 0:
-                raise TargetError(f"g* is not odd in y: at x = {float(x[0])!r}, y = 0 the target is {g!r}, but "
+        for j, y in enumerate(ys.tolist()):
+            g = G[i, j]
+            if y == 0 and (g != 0).any():
+                raise TargetError(f"g* is not odd in y: at x = {_pt(x)}, y = 0 the target is {_pt(g)}, but "
                                   f"AD gives D_(f,x)(0) = 0 for every network")
-            if -y in index and float(G[i, index[-y]]) != -g:
-                raise TargetError(f"g* is not odd in y: at x = {float(x[0])!r}, y = {y!r} the target is {g!r} "
-                                  f"but at y = {-y!r} it is {float(G[i, index[-y]])!r}; AD gives "
+            if partner[j] >= 0 and (G[i, partner[j]] != -g).any():
+                raise TargetError(f"g* is not odd in y: at x = {_pt(x)}, y = {y!r} the target is {_pt(g)} "
+                                  f"but at y = {-y!r} it is {_pt(G[i, partner[j]])}; AD gives "
                                   f"D_(f,x)(-y) = -D_(f,x)(y) for every network")
 
 
@@ -374,13 +408,13 @@ def _decompose(d: float, fmt: Format) -> tuple[float, int]:
 
 def construct_theorem7(activation, fmt, points, values, gradient_table_or_callable, upstream=None,
                        implementation="exact", verify_result=True, generic=None) -> Theorem7Network:
-    """One network with f(x) = values and D_(f,x)(y) = g*(x, y) for every listed y (d = 1).
+    """One network with f(x) = values and D_(f,x)(y) = g*(x, y) for every listed y (any d).
 
-    ``gradient_table_or_callable``: an array (N, K) or (N, K, 1) aligned with ``upstream`` (for one point
-    also (K,)), or a callable ``g(x, y)``.  ``upstream`` defaults to every finite value of the format with
+    ``gradient_table_or_callable``: an array (N, K, d) aligned with ``upstream`` (d = 1: also (N, K), and
+    (K,) for one point), or a callable ``g(x, y)`` (x a number for d = 1, a tuple otherwise).  ``upstream`` defaults to every finite value of the format with
     |y| <= H_sigma (as check_activation reports it: Omega for relu, elu, gelu, swish; 2^(M-1) for
     sigmoid, 2^(M-2) for tanh).  ``generic``: use the activation-generic construction (the default for
-    every activation but relu; relu has its own, shallower one).
+    every activation but relu; relu has its own, shallower one, the default up to 64 points and d = 1).
     """
     from .activations import get_activation
     from .errors import UnknownNameError
@@ -392,23 +426,27 @@ def construct_theorem7(activation, fmt, points, values, gradient_table_or_callab
     except UnknownNameError as e:
         raise ConstructionError(str(e))
     if generic is None:
-        generic = name != "relu"
+        # relu's own construction is shallower, but its value ladders grow as N^2 in width (34,074 neurons
+        # at 32 float8_e4m3 points against 6,874 for the generic one; 205,734 on the 193-point box against
+        # 41,504): up to 64 points (e.g. the 41-point float6_e3m2fn box) it keeps its smaller depth
+        generic = name != "relu" or len(points) > 64
     if not F.enumerable or F.bits > 16:
         raise ConstructionError(f"the Theorem 7 constructor enumerates the format; {F.name} is too large")
-    if not generic and implementation != "exact":
-        generic = True
-    act = _Act(name, F, implementation) if generic else None
     X = np.asarray(points, dtype=float)
     if X.ndim == 1:
         X = X.reshape(-1, 1)
-    if X.shape[1] != 1:
-        raise ConstructionError("the Theorem 7 constructor handles d = 1 so far")
+    if X.ndim != 2 or X.shape[0] == 0 or X.shape[1] == 0:
+        raise TargetError(f"the points must have shape (N, d) with N, d >= 1, got {X.shape}")
+    if not generic and (implementation != "exact" or X.shape[1] > 1):
+        generic = True                # relu's own construction: d = 1, exact implementation
+    act = _Act(name, F, implementation) if generic else None
     X = _as_values(X, F, "input point")
     box = act.M_sigma if generic else 2.0 ** (F.e_max - 2)
-    out = np.flatnonzero(np.abs(X[:, 0]) > box)
+    out = np.argwhere(np.abs(X) > box)
     if out.size:
-        raise TargetError(f"input point {X[out[0], 0]!r} is outside the box [-{box}, {box}] (M_sigma of {name})")
-    if len(np.unique(X[:, 0])) != len(X):
+        raise TargetError(f"input point {_pt(X[out[0][0]])} is outside the box [-{box}, {box}]^{X.shape[1]} "
+                          f"(M_sigma of {name})")
+    if len(np.unique(X, axis=0)) != len(X):
         raise TargetError("the domain lists a point twice")
     fv = _as_values(np.asarray(values, dtype=float).reshape(-1), F, "target value")
     if fv.shape != (X.shape[0],):
@@ -433,6 +471,7 @@ def construct_theorem7(activation, fmt, points, values, gradient_table_or_callab
             raise
         except CondcheckError as e:          # theorem5's ConstructionError from the steps and gates
             raise ConstructionError(str(e)) from e
+    G = G[:, :, 0]
     if X.shape[0] > 1:
         return _construct_gated(F, X, fv, Y, G, implementation, verify_result)
     x0, f0 = float(X[0, 0]), float(fv[0])
@@ -538,7 +577,8 @@ def _finish(net, claim, parts: dict, verify_result: bool) -> "Theorem7Network":
     from .verify import verify as _verify
     res = Theorem7Network(net, claim, net.depth, net.widths, depth_bounds(net.format)["theorem7"]["openreview"], parts)
     if verify_result:
-        vr = _verify(net, claim)
+        # the sparse interpreter: the dense one's numbers on the active neurons only (condcheck.sparse_ad)
+        vr = _verify(net, claim, method="sparse")
         if not vr.ok:
             raise ConstructionError("the constructed network fails verification: " + vr.summary())
         res.verification = vr
@@ -619,17 +659,21 @@ class _Builder:
             idx = self.add(l, [(idx, 1.0)], 0.0)
         return idx
 
-    def network(self, F: Format, implementation: str, activation: str = "relu") -> Network:
+    def network(self, F: Format, implementation: str, activation: str = "relu", input_dim: int = 1) -> Network:
+        """The layers as CSR matrices (built from coordinate lists: a box network has ~10^6 weights)."""
         layers = []
-        prev = 1
-        for l, neurons in enumerate(self.layers, 1):
-            W = sp.lil_matrix((len(neurons), prev))
-            for i, (inputs, _) in enumerate(neurons):
-                for j, w in inputs:
-                    W[i, j] = w
-            layers.append(Layer(W.tocsr(), np.array([b for _, b in neurons])))
+        prev = input_dim
+        for neurons in self.layers:
+            rows = [i for i, (inputs, _) in enumerate(neurons) for _ in inputs]
+            cols = [j for inputs, _ in neurons for j, _ in inputs]
+            data = [w for inputs, _ in neurons for _, w in inputs]
+            W = sp.csr_matrix((np.array(data, float), (np.array(rows, np.int64), np.array(cols, np.int64))),
+                              shape=(len(neurons), prev))
+            if W.nnz != len(data):
+                raise ConstructionError("internal: a neuron lists one input twice")       # pragma: no cover
+            layers.append(Layer(W, np.array([b for _, b in neurons], float)))
             prev = len(neurons)
-        return Network(F, activation, layers, implementation, 1)
+        return Network(F, activation, layers, implementation, input_dim)
 
 
 def _construct_gated(F: Format, X, fv, Y, G, implementation, verify_result) -> "Theorem7Network":
@@ -1001,21 +1045,36 @@ class _Chains:
         self.prefixes = generic_threshold_prefixes(self.F, self.d, ymax) if ymax > 0 else {}
         self.ident = 1.0 / self.d                        # RN(RN(u / d) d) = u while |u / d| <= Omega
         self._checked = set()                            # chains already checked on every y
+        self._amp, self._built, self._tails = {}, {}, {}   # caches of amplify, build, the relay tails
+        self._pending = []                                  # built chains not yet checked (check_built)
 
     def lengths(self, terms):
         """(R, compression weights, c): the longest threshold prefix, and the saturation of its outputs."""
         F, d = self.F, self.d
         R = max([len(self.prefixes[t.threshold]) for t in terms] + [1])
         top = 0.0
-        for t in terms:
-            top = max(top, abs(step_chain(np.array([self.ymax]), [(w, d) for w in self.prefixes[t.threshold]], F)[0]))
+        for th in {t.threshold for t in terms}:
+            top = max(top, abs(step_chain(np.array([self.ymax]), [(w, d) for w in self.prefixes[th]], F)[0]))
         comp, c = generic_compression(F.name, d, float(top)) if top > 0 else ((), float(F.smallest_subnormal))
         return R, list(comp), c
 
     def amplify(self, tau: float, c: float, a_on: float, a_off=None):
         """(w_1, amps, biases, z_on list, z_off list): the input weight w_1 > 0 and the amplification relays
         (forward order) with RN(...RN(RN(c 2^k_A) d)... 2^k_1) d) w_1) = |tau| exactly; the largest
-        amplification first (|w_1| in [1, 2) when c is the smallest subnormal)."""
+        amplification first (|w_1| in [1, 2) when c is the smallest subnormal).  Cached: a box has
+        tens of thousands of chains but few distinct (|tau|, gate value) pairs."""
+        key = (abs(float(tau)), float(c), float(a_on), None if a_off is None else float(a_off))
+        if key not in self._amp:
+            try:
+                self._amp[key] = self._amplify(tau, c, a_on, a_off)
+            except ConstructionError as e:
+                self._amp[key] = e
+        r = self._amp[key]
+        if isinstance(r, ConstructionError):
+            raise r
+        return r
+
+    def _amplify(self, tau: float, c: float, a_on: float, a_off=None):
         F, d, act = self.F, self.d, self.act
         Kmax = int(math.floor(math.log2(abs(tau) / c))) if tau else 0
         err = None
@@ -1057,43 +1116,83 @@ class _Chains:
                                 + (f" ({err})" if err else ""))
 
     def build(self, t, tau, R, comp, c, w1, amps, biases, zs, zos, A):
-        """Weights (input -> output) and biases of one chain, its forward values on and off."""
-        F, act = self.F, self.act
+        """Weights (input -> output) and biases of one chain, its forward values on and off (cached: the
+        chain is a function of these arguments only; callers do not modify the lists)."""
+        key = (t.threshold, float(tau), R, tuple(comp), float(c), float(w1), tuple(amps), tuple(biases),
+               tuple(zs), tuple(zos), A)
+        if key not in self._built:
+            self._built[key] = self._build(t, tau, R, comp, c, w1, amps, biases, zs, zos, A)
+        return self._built[key]
+
+    def _build(self, t, tau, R, comp, c, w1, amps, biases, zs, zos, A):
+        act = self.act
         pad = [self.ident] * (A - len(amps))
         pre = list(self.prefixes[t.threshold]) + [self.ident] * (R - len(self.prefixes[t.threshold]))
         ws = [w1] + list(amps) + pad + list(reversed(comp)) + list(reversed(pre))
         ws[-1] = math.copysign(ws[-1], tau)       # RN is odd: the output weight's sign flips the whole chain
-        bs, z_on, z_off = list(biases), list(zs), list(zos)
-        cur = act.T(z_on[-1])
-        curo = None if z_off[-1] is None else act.T(z_off[-1])
-        for w in ws[len(bs) + 0: -1] if len(ws) - 1 > len(bs) else []:
+        tb, tz, tzo = self._tail(zs[-1], zos[-1], tuple(ws[len(biases):-1]))
+        bs, z_on, z_off = list(biases) + tb, list(zs) + tz, list(zos) + tzo
+        steps = tuple((w, act.dT(z)) for w, z in zip(reversed(ws[1:]), reversed(z_on))) + (ws[0],)
+        key = (steps, t.threshold, tau)
+        if key not in self._checked:
+            self._checked.add(key)
+            self._pending.append(key)
+        return ws, bs, z_on, z_off
+
+    def _tail(self, z_on: float, z_off, weights: tuple):
+        """(biases, z_on list, z_off list) of the relays after the amplification (cached: the tail is
+        a function of the last amplification states and the weights only)."""
+        key = (z_on, z_off, weights)
+        if key in self._tails:
+            return self._tails[key]
+        F, act = self.F, self.act
+        bs, zl, zol = [], [], []
+        cur = act.T(z_on)
+        curo = None if z_off is None else act.T(z_off)
+        for w in weights:
             P = mul_float(w, cur, F)
             Po = None if curo is None else mul_float(w, curo, F)
             if P is None or (curo is not None and Po is None):
                 raise ConstructionError("a relay's forward product overflows")
             b, z, zo = act.relay_bias(P, Po)
             bs.append(b)
-            z_on.append(z)
-            z_off.append(zo)
+            zl.append(z)
+            zol.append(zo)
             cur, curo = act.T(z), None if zo is None else act.T(zo)
-        # the chain, exactly, on every positive y: tau for y >= threshold, 0 below
-        steps = tuple((w, act.dT(z)) for w, z in zip(reversed(ws[1:]), reversed(z_on))) + (ws[0],)
-        key = (steps, t.threshold, tau)
-        if key not in self._checked:
-            # every factor is positive but the output weight, and RN is monotone, so |chain(y)| is
-            # nondecreasing in y > 0: 0 just below t and tau at both t and max|y| decide every y
-            below = float(F.next_down(t.threshold))
-            for y, want in ((below, 0.0), (t.threshold, tau), (self.ymax, tau)):
-                if y <= 0:
-                    continue
-                back = step_chain_scalar(y, steps, F)
-                if back != want:
-                    raise ConstructionError(f"internal: the chain for threshold {t.threshold!r} gives {back!r} "
-                                            f"at y = {y!r}, not {want!r}")
-            if any(not (w > 0 and dd > 0) for w, dd in steps[1:-1]) or steps[-1] <= 0:
-                raise ConstructionError("internal: a chain factor is not positive")       # pragma: no cover
-            self._checked.add(key)
-        return ws, bs, z_on, z_off
+        self._tails[key] = (bs, zl, zol)
+        return self._tails[key]
+
+    def check_built(self) -> None:
+        """Every chain built so far, exactly, on every positive y: tau for y >= its threshold, 0 below.
+        Every factor is positive but the output weight, and RN is monotone, so |chain(y)| is nondecreasing
+        in y > 0: 0 just below t and tau at both t and max|y| decide every y.  All chains at once (they
+        have one length per construction; grouped by length otherwise)."""
+        F = self.F
+        by_len = {}
+        for key in self._pending:
+            by_len.setdefault(len(key[0]), []).append(key)
+        self._pending = []
+        for keys in by_len.values():
+            for steps, _, _ in keys:
+                if any(not (w > 0 and dd > 0) for w, dd in steps[1:-1]) or steps[-1] <= 0:
+                    raise ConstructionError("internal: a chain factor is not positive")   # pragma: no cover
+            th = np.array([k[1] for k in keys])
+            tau = np.array([k[2] for k in keys])
+            below = np.array([float(F.next_down(t)) for t in th.tolist()])
+            Y = np.stack([below, th, np.full(len(keys), self.ymax)], axis=1)         # (chain, 3)
+            want = np.stack([np.zeros(len(keys)), tau, tau], axis=1)
+            u = Y
+            n = len(keys[0][0])
+            for k in range(n - 1):
+                w = np.array([key[0][k][0] for key in keys])[:, None]
+                dd = np.array([key[0][k][1] for key in keys])[:, None]
+                u = rn_mul(rn_mul(u, w, F), dd, F)
+            u = rn_mul(u, np.array([key[0][-1] for key in keys])[:, None], F)
+            bad = (u != want) & (Y > 0)
+            if bad.any():
+                c, j = np.argwhere(bad)[0]
+                raise ConstructionError(f"internal: the chain for threshold {th[c]!r} gives {u[c, j]!r} at "
+                                        f"y = {Y[c, j]!r}, not {want[c, j]!r}")
 
 
 def _plan_chains(ch: "_Chains", items, c: float, a_on: float, a_off=None) -> list:
@@ -1115,37 +1214,41 @@ def _plan_chains(ch: "_Chains", items, c: float, a_on: float, a_off=None) -> lis
 
 
 def _construct_generic_one(act: "_Act", F: Format, X, fv, Y, G, implementation, verify_result):
-    """One point: every chain starts at x (input weight w_1) and every hidden neuron sits on a pass state."""
+    """One point: every chain starts at its coordinate x_c (input weight w_1) and every hidden neuron sits on
+    a pass state; coordinate c's chains realize the table G[0, :, c]."""
     from .netfile import Claim
 
-    x0, f0 = float(X[0, 0]), float(fv[0])
+    d_in = X.shape[1]
+    f0 = float(fv[0])
     ymax = float(np.abs(Y).max()) if Y.size else 0.0
     ch = _Chains(act, ymax)
-    terms = _point_terms(F, Y, G[0], ch.prefixes)
-    R, comp, c = ch.lengths(terms)
-    planned = _plan_chains(ch, [(t, t.sign * t.d) for t in terms], c, x0)
-    A = max([len(p[1]) for _, _, p in planned], default=0)
-    built = [ch.build(t, tau, R, comp, c, *p, A) for t, tau, p in planned]
-    n_hidden = max([len(b[1]) for b in built], default=1)
+    terms = [(c, _point_terms(F, Y, G[0, :, c], ch.prefixes)) for c in range(d_in)]
+    R, comp, c_sat = ch.lengths([t for _, ts in terms for t in ts])
+    planned = [(c, t, tau, p) for c, ts in terms
+               for t, tau, p in _plan_chains(ch, [(t, t.sign * t.d) for t in ts], c_sat, float(X[0, c]))]
+    A = max([len(p[1]) for _, _, _, p in planned], default=0)
+    built = [(c, ch.build(t, tau, R, comp, c_sat, *p, A)) for c, t, tau, p in planned]
+    ch.check_built()
+    n_hidden = max([len(b[1]) for _, b in built], default=1)
     L = n_hidden + 1
     bC, wC, nC, C = _absorber(act, ymax)
     quarter = 2.0 ** (math.frexp(C)[1] - 1 - F.M - 2)
-    for ws, bs, zon, _ in built:
+    for _, (ws, bs, zon, _) in built:
         out = mul_float(ws[-1], act.T(zon[-1]), F)
         if out is None or abs(out) > quarter:
             raise ConstructionError(f"a chain's forward output {out!r} is too large to be absorbed by C = {C!r}")
     B = _Builder(L)
     cps = [(B.add(L - 1, [], bC), wC) for _ in range(nC)]
     ends = []
-    for ws, bs, zon, _ in built:
-        cur = B.add(1, [(0, ws[0])], bs[0])
+    for c, (ws, bs, zon, _) in built:
+        cur = B.add(1, [(c, ws[0])], bs[0])
         for l in range(2, L):
             cur = B.add(l, [(cur, ws[l - 1])], bs[l - 1])
         ends.append((cur, ws[-1]))
     cms = [(B.add(L - 1, [], bC), -wC) for _ in range(nC)]
     B.add(L, cps + ends + cms, f0)
-    net = B.network(F, implementation, act.name)
-    claim = Claim(7, X, fv, Y, G.reshape(1, -1, 1))
+    net = B.network(F, implementation, act.name, d_in)
+    claim = Claim(7, X, fv, Y, G)
     return _finish(net, claim, {"pass derivative": act.d, "amplification": A, "compression": len(comp),
                                 "threshold prefix": R}, verify_result)
 
@@ -1189,7 +1292,7 @@ def _pass_plans_uncached(act: "_Act"):
         u = rn_mul(u, d, F)
     u = rn_mul(u[:, :, :, :, None, :], np.array(ws_ok)[None, None, None, None, :, None], F)    # (.., w_s, g)
     plans, cover = [], []
-    for n_src in (1, 2):
+    for n_src in (1, 2, 4):
         for il, lam in enumerate(lams):
             for ig, a_g in enumerate(pw):
                 for i3, a3 in enumerate(spw):
@@ -1224,23 +1327,40 @@ def _value_parts(F: Format, f: float, cap: float):
     return [math.copysign(p, f) for p in parts]
 
 
-def _check_value_branch(vctx, br, i: int, ymax: float, F: Format) -> None:
+def _check_value_branch(vctx, br, i: int, ymax: float, F: Format, pre=None) -> None:
     """Every product of a value branch's backward chain finite for |y| <= ymax (RN is monotone, so
     |y| = ymax decides): at its point y A, d4, a, d3, then each gating weight (the relays it reads are
-    dead there); at the other points y A, d0, a (its gate is dead there)."""
+    dead there); at the other points y A, d0, a (its gate is dead there).  All points at once."""
     kit = vctx.kit
-    pre = vctx._gate_row(i, sorted(vctx.gating(i)), br.beta, None, br.gamma)
+    if pre is None:                  # the gate's pre-activations on every point (``_gate`` returns them)
+        pre = vctx._gate_row(i, sorted(vctx.gating(i)), br.beta, None, br.gamma)
+    pre = np.asarray(pre, float)
     a, c = br.post[0]
-    for k in range(len(pre)):
-        v = float(kit.T(pre[k]))
-        q = float(kit.add(kit.mul(a, v), c))
-        chain_ = [br.out_weight, float(kit.dT(q)), a]
-        if k == i:
-            chain_.append(float(kit.dT(pre[k])))
-        u = step_chain(np.array([ymax]), chain_, F)[0]
-        if not np.isfinite(u) or (k == i and any(not np.isfinite(step_chain(np.array([u]), [b], F)[0])
-                                                 for b in br.beta)):
-            raise ConstructionError(f"point {i + 1}: the value branch's backward value overflows for |y| = {ymax!r}")
+    q = kit.add(kit.mul(a, kit.T(pre)), c)
+    u = step_chain(np.full(pre.shape, ymax), [br.out_weight], F)
+    u = rn_mul(rn_mul(u, kit.dT(q), F), a, F)
+    ok = np.isfinite(u).all()
+    if ok:
+        ui = step_chain(u[i:i + 1], [float(kit.dT(pre[i]))], F)[0]
+        ok = np.isfinite(ui) and all(np.isfinite(step_chain(np.array([ui]), [b], F)[0]) for b in br.beta)
+    if not ok:
+        raise ConstructionError(f"point {i + 1}: the value branch's backward value overflows for |y| = {ymax!r}")
+
+
+def _value_candidates_finite(kit, F: Format, ymax: float, A: float, a, p_on, z0: float, pre_i: float, betas,
+                             others: bool) -> np.ndarray:
+    """Mask of the candidates (a, p_on) of a value branch whose backward chain stays finite for |y| <=
+    ymax (``_check_value_branch`` when every other point is in the dead tail: there q = z0)."""
+    u0 = rn_mul(np.array([ymax]), A, F)
+    ok = np.ones(len(a), bool)
+    if others:
+        ok &= np.isfinite(rn_mul(rn_mul(u0, kit.dT(z0), F), a, F))
+    ui = rn_mul(rn_mul(rn_mul(np.full(len(a), u0[0]), np.asarray(kit.dT(p_on), float), F), a, F),
+                kit.dT(pre_i), F)
+    ok &= np.isfinite(ui)
+    for b in betas:
+        ok &= np.isfinite(rn_mul(ui, b, F))
+    return ok
 
 
 def _value_branch(vctx, i: int, f: float, ymax: float, F: Format):
@@ -1272,6 +1392,10 @@ def _value_branch(vctx, i: int, f: float, ymax: float, F: Format):
             break
         targets.remove(float(pre[i]))
         v = float(kit.T(pre[i]))
+        # the other points sit in the dead tail (sigma~ = L there): their backward chains are all alike,
+        # so the candidates can be screened at once (``_value_candidates_finite``); the chosen one is
+        # still checked on every point
+        dead_same = bool((np.asarray(kit.T(np.delete(pre, i)), float) == st.L).all())
         r_on, o1 = mul_array(A_all, np.full_like(A_all, v), F)
         r_off, o2 = mul_array(A_all, np.full_like(A_all, st.L), F)
         for P in pows:
@@ -1282,11 +1406,15 @@ def _value_branch(vctx, i: int, f: float, ymax: float, F: Format):
                 good = ~(o1 | o2 | oc | o3 | o4) & (p_off == z0) & np.isin(p_on, z)
                 if good.any():
                     good[good] = kit.T(p_on[good]) == P
-                for k in np.flatnonzero(good)[:16]:
+                ks = np.flatnonzero(good)
+                if ks.size and dead_same:
+                    ks = ks[_value_candidates_finite(kit, F, ymax, f / P, A_all[ks], p_on[ks], z0,
+                                                     float(pre[i]), betas, len(pre) > 1)]
+                for k in ks[:16]:
                     br = SimpleNamespace(gating=sorted(vctx.gating(i)), beta=betas, gamma=gamma,
                                          post=[(float(A_all[k]), float(c[k]))], out_weight=f / P)
                     try:
-                        _check_value_branch(vctx, br, i, ymax, F)
+                        _check_value_branch(vctx, br, i, ymax, F, pre)
                     except CondcheckError as e:
                         err = str(e)
                         continue
@@ -1298,8 +1426,13 @@ def _value_branches(vctx, i: int, f: float, ymax: float, F: Format) -> list:
     """The value f* of point i as one or more zero-gradient value branches (theorem5's value gate and V'
     map on the relayed boosts).  Where the backward gain of one branch, |f / P| and the factors behind it,
     would overflow for |y| <= ymax, f is split into powers of two of at most half, a quarter, ... of it
-    (their left-to-right sum is exact): each branch then carries a smaller output weight."""
+    (their left-to-right sum is exact): each branch then carries a smaller output weight.  One branch
+    carrying f whole is tried first (output weight f / P: one gate search instead of one per bit)."""
     err = None
+    try:
+        return [_value_branch(vctx, i, f, ymax, F)]
+    except CondcheckError as e:
+        err = e
     cap = float("inf")
     for _ in range(F.M + 6):
         parts = _value_parts(F, f, cap)
@@ -1316,62 +1449,44 @@ def _value_branches(vctx, i: int, f: float, ymax: float, F: Format) -> list:
 
 
 class _Gating:
-    """Layers 1-3 (separators, steps, boosts) built with condcheck.theorem5's 1-D machinery, and gates."""
+    """Layers 1-3 (separators, steps, boosts) built with condcheck.theorem5's machinery, and gates.
+
+    d >= 1 coordinates: two steps per gap between consecutive values of each coordinate (as theorem5
+    does); the gating steps of a point are the down-step below and the up-step above it on every
+    coordinate: all dead at the point, and at every other point (it differs in some coordinate) one on."""
 
     def __init__(self, act: "_Act", X, implementation):
-        from .theorem5 import (Kit, _boost, _chain, _Constants, _Ctx, _separator_chooser, find_states)
+        from .theorem5 import Kit, _boost, _Constants, _Ctx, _separator_chooser, find_states
         F = act.F
         self.F, self.act = F, act
         kit = Kit(act.name, F, implementation)
         st = find_states(kit, act.witness)
         self.kit, self.st = kit, st
-        vals = np.unique(X[:, 0])
-        idx = np.searchsorted(vals, X[:, 0])
-        choose = _separator_chooser(kit, vals)
-        from .theorem5 import Step
+        d = X.shape[1]
+        self.coord_vals = [np.unique(X[:, j]) for j in range(d)]
+        self.coord_idx = [np.searchsorted(self.coord_vals[j], X[:, j]) for j in range(d)]
         steps, step_pre, step_of = [], [], {}
-        M = F.M
-        for gap in range(1, len(vals)):
-            for up in (True, False):
-                chs = choose(gap, up)
-                if chs is None:
-                    raise ConstructionError(f"distinguishability fails: no neuron sigma~(w x + b) separates the values "
-                                            f"<= {float(vals[gap - 1])!r} from >= {float(vals[gap])!r} monotonically")
-                w, b, sg, kappa = chs
-                n = kit.T(kit.row([(w, vals)], b))
-                v = kit.add(kit.mul(sg, n), kappa)
-                on = v > 0
-                g = float(v[on].min())
-                k0 = max(math.frexp(g)[1] - 1 + M, F.e_min)
-                pre = None
-                for K in list(range(F.e_max - 1, k0 - 1, -1)) + [k0 - 1]:
-                    try:
-                        pre = kit.add(_chain(kit, v, k0, K), st.z_dead)
-                        break
-                    except Exception:
-                        continue
-                if pre is None or not (st.dead(pre[~on]).all() and not st.dead(pre[on]).any()):
-                    raise ConstructionError(f"the step at gap {gap} does not split into dead and live states")
-                tv = kit.T(pre[on]) - st.L
-                if (np.sign(tv) == 0).any() or (np.sign(tv) != np.sign(tv[0])).any():
-                    raise ConstructionError(f"the step at gap {gap}: on values on both sides of {st.L!r}")
-                ba, bc = _boost(kit, st, kit.T(pre[on]))
-                pre = kit.add(kit.mul(ba, kit.T(pre)), bc)
-                tv = kit.T(pre[on]) - st.L
-                step_of[(gap, up)] = len(steps)
-                steps.append(Step(0, gap, up, w, b, sg, kappa, k0, K, float(np.abs(tv).min()),
-                                  float(np.abs(tv).max()), float(np.sign(tv[0])), ba, bc))
-                step_pre.append(pre)
-        self.steps, self.vals, self.idx = steps, vals, idx
-        self.U_X = [kit.T(p)[idx] for p in step_pre]
+        for j in range(d):
+            vals = self.coord_vals[j]
+            choose = _separator_chooser(kit, vals) if len(vals) > 1 else None
+            for gap in range(1, len(vals)):
+                for up in (True, False):
+                    step, pre = self._step(kit, st, vals, j, gap, up, choose, _boost)
+                    step_of[(j, gap, up)] = len(steps)
+                    steps.append(step)
+                    step_pre.append(pre)
+        self.steps = steps
+        self.U_X = [kit.T(p)[self.coord_idx[s.coord]] for s, p in zip(steps, step_pre)]
+        cv, ci = self.coord_vals, self.coord_idx
 
         def gating(zi):
-            m = idx[zi]
             out = []
-            if m > 0:
-                out.append(step_of[(m, False)])
-            if m < len(vals) - 1:
-                out.append(step_of[(m + 1, True)])
+            for j in range(d):
+                m = ci[j][zi]
+                if m > 0:
+                    out.append(step_of[(j, m, False)])
+                if m < len(cv[j]) - 1:
+                    out.append(step_of[(j, m + 1, True)])
             return out
 
         self.gating = gating
@@ -1381,27 +1496,79 @@ class _Gating:
         self._boost, self._Ctx = _boost, _Ctx
         self.X = X
 
+    @staticmethod
+    def _step(kit, st, vals, j: int, gap: int, up: bool, choose, _boost):
+        """(Step, boosted pre-activations on vals): the separator of the gap (theorem5's chooser), snapped
+        by the rounded-sum chain into the dead tail on one side and far from it on the other, boosted."""
+        from .theorem5 import Step, _chain
+        F = kit.fmt
+        chs = choose(gap, up)
+        if chs is None:
+            raise ConstructionError(f"distinguishability fails: no neuron sigma~(w x_{j + 1} + b) separates the "
+                                    f"values <= {float(vals[gap - 1])!r} from >= {float(vals[gap])!r} monotonically")
+        w, b, sg, kappa = chs
+        v = kit.add(kit.mul(sg, kit.T(kit.row([(w, vals)], b))), kappa)
+        on = v > 0
+        k0 = max(math.frexp(float(v[on].min()))[1] - 1 + F.M, F.e_min)
+        pre = None
+        for K in list(range(F.e_max - 1, k0 - 1, -1)) + [k0 - 1]:
+            try:
+                pre = kit.add(_chain(kit, v, k0, K), st.z_dead)
+                break
+            except Exception:
+                continue
+        if pre is None or not (st.dead(pre[~on]).all() and not st.dead(pre[on]).any()):
+            raise ConstructionError(f"the step at coordinate {j + 1}, gap {gap} does not split into dead and "
+                                    f"live states")
+        tv = kit.T(pre[on]) - st.L
+        if (np.sign(tv) == 0).any() or (np.sign(tv) != np.sign(tv[0])).any():
+            raise ConstructionError(f"the step at coordinate {j + 1}, gap {gap}: on values on both sides of "
+                                    f"{st.L!r}")
+        ba, bc = _boost(kit, st, kit.T(pre[on]))
+        pre = kit.add(kit.mul(ba, kit.T(pre)), bc)
+        tv = kit.T(pre[on]) - st.L
+        return Step(j, gap, up, w, b, sg, kappa, k0, K, float(np.abs(tv).min()), float(np.abs(tv).max()),
+                    float(np.sign(tv[0])), ba, bc), pre
+
     def relayed(self, n: int):
         """n relay layers after the boosts: each keeps L dead and the on values live, on one side of L
-        (theorem5's boost map).  Returns the (a, c) of every relay and a context over the last values."""
+        (theorem5's boost map).  Returns the (a, c) of every relay and a context over the last values.
+        Every step of a layer at once (one row per step): the relays of the box are thousands."""
         import dataclasses
-        kit, st = self.kit, self.st
-        U = list(self.U_X)
+        kit, st, F = self.kit, self.st, self.F
+        U = np.array(self.U_X, float).reshape(len(self.U_X), -1)
         steps = list(self.steps)
         maps = []
         for _ in range(n):
-            layer = []
+            layer = [self._boost(kit, st, u[u != st.L]) for u in U]
+            a = np.array([m[0] for m in layer], float)[:, None]
+            c = np.array([m[1] for m in layer], float)[:, None]
+            new = kit.T(kit.add(kit.mul(a, U), np.broadcast_to(c, U.shape)))
+            if ((new != st.L) != (U != st.L)).any():
+                raise ConstructionError("internal: a relay of a step changed its dead points")
+            U = new
+            maps.append(layer)
+        if n:
             for i, u in enumerate(U):
-                a, c = self._boost(kit, st, u[u != st.L])
-                layer.append((a, c))
-                U[i] = kit.T(kit.row([(a, u)], c))
-                on = U[i][U[i] != st.L] - st.L
-                if (U[i] != st.L).sum() != (u != st.L).sum():
-                    raise ConstructionError("internal: a relay of a step changed its dead points")
+                on = u[u != st.L] - st.L
                 steps[i] = dataclasses.replace(steps[i], on_min=float(np.abs(on).min()),
                                                on_max=float(np.abs(on).max()), on_sign=float(np.sign(on[0])))
-            maps.append(layer)
-        return maps, self._Ctx(kit, st, self.F, self.X, steps, U, self.gating)
+        return maps, self._Ctx(kit, st, F, self.X, steps, list(U), self.gating)
+
+
+def _chain_off_check(act: "_Act", ws, zon, zoff, ymax: float, quarter: float, C: float) -> float:
+    """A chain's forward outputs (on and off) small enough to be absorbed by C, and its backward value
+    at |y| = ymax on the off states (where its gate is dead) finite; returns that |value|."""
+    F = act.F
+    for z in (zon[-1], zoff[-1]):
+        out = mul_float(ws[-1], act.T(z), F)
+        if out is None or abs(out) > quarter:
+            raise ConstructionError(f"a chain's forward output {out!r} is too large to be absorbed by C = {C!r}")
+    back = step_chain_scalar(ymax, [(w, act.dT(z)) for w, z in zip(reversed(ws[1:]), reversed(zoff))]
+                             + [ws[0]], F)
+    if not math.isfinite(back):
+        raise ConstructionError("a chain's backward value overflows at the points where its gate is dead")
+    return abs(back)
 
 
 def _construct_generic_gated(act: "_Act", F: Format, X, fv, Y, G, implementation, verify_result):
@@ -1409,12 +1576,14 @@ def _construct_generic_gated(act: "_Act", F: Format, X, fv, Y, G, implementation
     from .netfile import Claim
 
     N = X.shape[0]
-    xs = X[:, 0].tolist()
+    dim = X.shape[1]
     d = act.d
     ymax = float(np.abs(Y).max()) if Y.size else 0.0
     ch = _Chains(act, ymax)
-    per_point = [_point_terms(F, Y, G[i], ch.prefixes) for i in range(N)]
-    all_terms = [t for ts in per_point for t in ts]
+    # one unit per (point, coordinate): its own gates, chains and pass paths to that coordinate
+    units = [(i, cc) for i in range(N) for cc in range(dim)]
+    per_unit = [_point_terms(F, Y, G[i, :, cc], ch.prefixes) for i, cc in units]
+    all_terms = [t for ts in per_unit for t in ts]
     R, comp, c = ch.lengths(all_terms)
     gt = _Gating(act, X, implementation)
     kit = gt.kit
@@ -1432,13 +1601,14 @@ def _construct_generic_gated(act: "_Act", F: Format, X, fv, Y, G, implementation
     # Omega / 4 (at the point the gating steps are dead, but the product must stay finite)
     lams = np.array([p[0] for p in plans])
 
-    def pass_forward(i, plan):
-        """The pass path of point i under a plan, on every point (None where a value overflows)."""
+    def pass_forward(i, cc, plan):
+        """The pass path of point i to coordinate cc under a plan, on every point (None where a value
+        overflows)."""
         lam, a_g, a3, a2, w_s, n_src, _ = plan
-        xi = xs[i]
+        xi = float(X[i, cc])
         try:
             b_s, z_s, _ = act.relay_bias(mul_float(w_s, xi, F))
-            S = kit.T(kit.row([(w_s, X[:, 0])], b_s))
+            S = kit.T(kit.row([(w_s, X[:, cc])], b_s))
             c2, z2, _ = act.relay_bias(float(kit.row([(a2, S[i:i + 1])] * n_src, 0.0)[0]))
             P2 = kit.T(kit.row([(a2, S)] * n_src, c2))
             c3, z3, _ = act.relay_bias(float(kit.mul(a3, P2[i])))
@@ -1448,44 +1618,47 @@ def _construct_generic_gated(act: "_Act", F: Format, X, fv, Y, G, implementation
             return None
         return b_s, c2, c3, P3
 
-    groups = []                                    # (point, plan index, [terms], pass forward)
-    for i, ts in enumerate(per_point):
-        try:
-            probe, _, _ = gt.ctx._gate(i, None, gate_targets, small_first=False)
-            bprobe = max([abs(b) for b in probe] + [1.0])
-        except CondcheckError:
-            bprobe = 1.0
+    groups = []                                    # (point, coordinate, plan index, [terms], pass forward)
+    probes = {}
+    for (i, cc), ts in zip(units, per_unit):
+        if i not in probes:
+            try:
+                probe, _, _ = gt.ctx._gate(i, None, gate_targets, small_first=False)
+                probes[i] = max([abs(b) for b in probe] + [1.0])
+            except CondcheckError:
+                probes[i] = 1.0
+        bprobe = probes[i]
         byplan, fwd = {}, {}
         for t in ts:
             cand = np.flatnonzero(cover[:, col[abs(t.d)]] & (lams * abs(t.d) * d * bprobe <= float(F.Omega) / 4))
             chosen = None
             for k in cand.tolist():
                 if k not in fwd:
-                    fwd[k] = pass_forward(i, plans[k])
+                    fwd[k] = pass_forward(i, cc, plans[k])
                 if fwd[k] is not None:
                     chosen = k
                     break
             if chosen is None:
                 raise ConstructionError(f"no pass path carries the gradient {t.d!r} exactly without overflow "
-                                        f"({act.name}, point {xs[i]!r}, gating weight {bprobe!r})")
+                                        f"({act.name}, point {_pt(X[i])}, gating weight {bprobe!r})")
             byplan.setdefault(chosen, []).append(t)
         for k in sorted(byplan):
-            groups.append((i, k, byplan[k], fwd[k]))
+            groups.append((i, cc, k, byplan[k], fwd[k]))
 
     # pass paths and gates
     gates = []
-    for i, k, ts, (b_s, c2, c3, P3) in groups:
+    for i, cc, k, ts, (b_s, c2, c3, P3) in groups:
         lam, a_g, a3, a2, w_s, n_src, psign = plans[k]
-        xi = xs[i]
+        xi = _pt(X[i])
         betas, gamma, preG = gt.ctx._gate(i, (a_g, P3), gate_targets, small_first=False)
         if float(preG[i]) not in act._pass_set:
             raise ConstructionError("internal: the gate is not on a pass state")   # pragma: no cover
         gmax = max(abs(t.d) for t in ts) * lam * d
         bmax = max([abs(b) for b in betas] + [0.0])
         if gmax * bmax > float(F.Omega):
-            raise ConstructionError(f"point {xi!r}: the gate's backward value {gmax!r} times its gating weight "
+            raise ConstructionError(f"point {xi}: the gate's backward value {gmax!r} times its gating weight "
                                     f"{bmax!r} overflows")
-        gates.append(dict(i=i, plan=plans[k], terms=ts, b_s=b_s, c2=c2, c3=c3, betas=betas, gamma=gamma,
+        gates.append(dict(i=i, cc=cc, plan=plans[k], terms=ts, b_s=b_s, c2=c2, c3=c3, betas=betas, gamma=gamma,
                           Gz=float(kit.T(preG[i]))))
 
     # chains after each gate
@@ -1499,6 +1672,7 @@ def _construct_generic_gated(act: "_Act", F: Format, X, fv, Y, G, implementation
     for gi, t, tau, p in chains:
         ws, bs, zon, zoff = ch.build(t, tau, R, comp, c, *p, A)
         built.append((gi, ws, bs, zon, zoff))
+    ch.check_built()
     n_chain = max([len(b[2]) for b in built], default=1)
     L = 4 + n_chain + 1
     L = max(L, 7)
@@ -1506,17 +1680,11 @@ def _construct_generic_gated(act: "_Act", F: Format, X, fv, Y, G, implementation
     quarter = 2.0 ** (math.frexp(C)[1] - 1 - F.M - 2)
     # at the other points every chain runs on its off states: finite, absorbed, and the backward sum
     # that reaches the (dead) gate finite
-    off_sum = {}
+    off_sum, seen = {}, {}
     for gi, ws, bs, zon, zoff in built:
-        for z in (zon[-1], zoff[-1]):
-            out = mul_float(ws[-1], act.T(z), F)
-            if out is None or abs(out) > quarter:
-                raise ConstructionError(f"a chain's forward output {out!r} is too large to be absorbed by C = {C!r}")
-        back = step_chain_scalar(ymax, [(w, act.dT(z)) for w, z in zip(reversed(ws[1:]), reversed(zoff))]
-                                 + [ws[0]], F)
-        if not math.isfinite(back):
-            raise ConstructionError("a chain's backward value overflows at the points where its gate is dead")
-        off_sum[gi] = off_sum.get(gi, 0.0) + abs(back)
+        if id(ws) not in seen:         # chains from _Chains.build's cache share their lists: check each once
+            seen[id(ws)] = _chain_off_check(act, ws, zon, zoff, ymax, quarter, C)
+        off_sum[gi] = off_sum.get(gi, 0.0) + seen[id(ws)]
     if off_sum and max(off_sum.values()) > float(F.Omega):
         raise ConstructionError("the backward sum at a dead gate may overflow")
     if any(len(b[2]) != L - 5 for b in built):
@@ -1533,7 +1701,7 @@ def _construct_generic_gated(act: "_Act", F: Format, X, fv, Y, G, implementation
     # ---- assemble -----------------------------------------------------------------------------------------
     B = _Builder(L)
     const, st = gt.const, gt.st
-    sep = [B.add(1, [(0, s.w)], s.b) for s in gt.steps]
+    sep = [B.add(1, [(s.coord, s.w)], s.b) for s in gt.steps]
     kap_col = {}
     for s in gt.steps:
         b, _ = const.pick(s.kappa)
@@ -1547,7 +1715,7 @@ def _construct_generic_gated(act: "_Act", F: Format, X, fv, Y, G, implementation
     src = []
     for g in gates:
         w_s, n_src = g["plan"][4], g["plan"][5]
-        src.append([B.add(1, [(0, w_s)], g["b_s"]) for _ in range(n_src)])
+        src.append([B.add(1, [(g["cc"], w_s)], g["b_s"]) for _ in range(n_src)])
     # layer 2: steps (separator, kappa, chain constants in increasing k, bias z_dead), P2
     stp = []
     for i, s in enumerate(gt.steps):
@@ -1599,7 +1767,7 @@ def _construct_generic_gated(act: "_Act", F: Format, X, fv, Y, G, implementation
         v = B.add(L - 1, [(v, a)], cc)
         vends.append((v, br.out_weight))
     B.add(L, cps + ends + cms + vends, 0.0)
-    net = B.network(F, implementation, act.name)
-    claim = Claim(7, X, fv, Y, G.reshape(N, -1, 1))
+    net = B.network(F, implementation, act.name, dim)
+    claim = Claim(7, X, fv, Y, G)
     return _finish(net, claim, {"pass derivative": d, "separator-step-boost": 3, "gate": 1, "amplification": A,
                                 "compression": len(comp), "threshold prefix": R, "gates": len(gates)}, verify_result)

@@ -4,8 +4,10 @@ A claim holds when for every point the forward value equals the claimed value an
 upstream value, ``D_(f,x)(y)`` equals the claimed gradient, by value (``+0 == -0``), with no overflow
 or NaN anywhere -- under the network's semantics (``Network.semantics``: "finite", or "ieee", where
 Inf may pass through but NaN, a non-finite value or a non-finite gradient fails; ``condcheck.ieee``).
-``method="fast"`` uses the vectorized interpreter, ``method="exact"`` the exact
-rational reference path (slow; the standalone re-check).
+``method="fast"`` uses the vectorized interpreter, ``method="sparse"`` the same numbers computed on the
+active neurons only (``condcheck.sparse_ad``: for Theorem 7 networks, where almost every neuron is dead at
+a given x; finite semantics only), ``method="exact"`` the exact rational reference path (slow; the
+standalone re-check).
 """
 from __future__ import annotations
 
@@ -67,8 +69,12 @@ def _fmt_point(p) -> str:
 def verify(net: Network, claim: Claim | None, method: str = "fast", progress=None) -> VerifyResult:
     if claim is None:
         raise CondcheckError("the network has no claim: nothing to verify")
-    if method not in ("fast", "exact"):
-        raise CondcheckError(f"verification method must be 'fast' or 'exact', not {method!r}")
+    if method not in ("fast", "sparse", "exact"):
+        raise CondcheckError(f"verification method must be 'fast', 'sparse' or 'exact', not {method!r}")
+    if method == "sparse":
+        from .sparse_ad import supports
+        if not supports(net):
+            method = "fast"      # the sparse shortcut: finite semantics, formats of at most 16 bits, numba
     _check_claim_against(net, claim)
     N, d = claim.points.shape
     K = claim.upstream.shape[0] if claim.theorem == 7 else 1
@@ -79,6 +85,9 @@ def verify(net: Network, claim: Claim | None, method: str = "fast", progress=Non
     try:
         if method == "fast":
             values, grads = net.evaluate(claim.points, np.ascontiguousarray(Y), progress=progress)
+        elif method == "sparse":
+            from .sparse_ad import evaluate_sparse
+            values, grads = evaluate_sparse(net, claim.points, np.ascontiguousarray(Y), progress=progress)
         else:
             values = np.empty(N)
             grads = np.empty((N, K, d))

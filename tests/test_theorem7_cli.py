@@ -88,7 +88,7 @@ def test_a_tampered_file_fails_verify(tmp_path):
 
 @pytest.mark.parametrize("args, message", [
     (["nosuchact", "float6_e3m2fn"], "nosuchact"),
-    (["relu", "float6_e3m2fn", "--dim", "2"], "d = 1"),
+    (["relu", "float6_e3m2fn", "--dim", "2"], "sample:N"),
     (["relu", "float6_e3m2fn", "--targets", "random:x"], "integer seed"),
     (["relu", "nosuchformat"], "format"),
 ])
@@ -99,12 +99,19 @@ def test_bad_input_exits_2_saying_what_is_supported(tmp_path, args, message):
     assert not (tmp_path / "n.json").exists()
 
 
-def test_points_with_two_coordinates_exit_2(tmp_path):
+def test_points_with_two_coordinates(tmp_path):
+    """d = 2 from a points file: one random table per coordinate, built, verified, re-verified from file."""
     p = tmp_path / "p2.json"
-    p.write_text(json.dumps([[1.0, 2.0]]))
-    r = CliRunner().invoke(main, ["construct", "theorem7", "relu", "float6_e3m2fn", "--domain", str(p),
-                                  "--out", str(tmp_path / "n.json")])
-    assert r.exit_code == 2 and "d = 1" in r.output
+    p.write_text(json.dumps([[1.0, 2.0], [-0.5, 2.0]]))
+    out = tmp_path / "n.json"
+    r = CliRunner().invoke(main, ["construct", "theorem7", "tanh", "float8_e4m3", "--domain", str(p),
+                                  "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    assert "2 points (d = 2)" in r.output
+    d = json.loads(out.read_text())
+    assert d["input_dim"] == 2 and len(d["claim"]["gradients"][0][0]) == 2
+    r = _run("verify", str(out))
+    assert r.exit_code == 0 and "VERIFIED" in r.output
 
 
 def _targets_file(tmp_path, G, Y, values):

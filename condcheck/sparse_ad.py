@@ -1,0 +1,534 @@
+"""Sparse reverse-mode AD over many (x, y) pairs at once, bit for bit equal to ``Network.evaluate``.
+
+Why: a Theorem 7 network holds one family of chains per point; at any other point a chain runs on its
+"off" states, which its gate (dead there) blocks, sometimes earlier (sigma~' = 0).  The dense interpreter
+computes every neuron for every (x, y): N x K x width x depth, which for the float8 box (225 points, 247
+upstream values, width ~50,000, depth 57) is hundreds of billions of rounded operations.  Here the
+backward pass of one point only visits the *active* neurons: those reached from the output through
+nonzero weights and nonzero sigma~' (per point: ``_backward``).  When every point has the same upstream values (Theorem 7 claims:
+``_evaluate_shared``) it goes further: going down from the output, the points of each neuron are grouped
+by the groups of the neurons it feeds and by its own sigma~'; points in one group provably have equal
+backward values for every y (they are computed from equal inputs by equal operations), so each group is
+computed once, at its first point.  A chain neuron sits in one state at its own point and in one shared
+state at all the others: two groups instead of one computation per point.
+
+Why it is exact (finite semantics, SPEC 2.1/2.3): an inactive neuron's upstream value is +-0 (its
+sigma~' is 0, or every term of its backward sum is a product with a +-0).  In a rounded left-to-right sum
+``acc (+) (+-0 (x) w)`` equals ``acc`` when acc != 0 and is a zero otherwise, so leaving such terms out
+changes no value (only, possibly, the sign of a zero, and equality is numeric: +0 == -0).  Nothing
+overflows in a skipped term.  The forward pass is the dense one (every neuron, every point), and the
+checks of the dense interpreter are kept: every pre-activation, sigma~ and sigma~' finite, every
+backward sum and product of an active neuron finite (a skipped one is zero).  Under IEEE semantics
+(Inf passes, Inf x 0 = NaN matters) this shortcut is not valid; ``evaluate_sparse`` refuses it.
+tests/test_sparse_ad.py compares it with the dense and the exact interpreters.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import kernels
+from .errors import CondcheckError, NetworkOverflowError
+
+if kernels.HAVE_NUMBA:
+    import numba
+    from .kernels import _rn
+
+# how many hidden-neuron entries (points x neurons) one chunk holds: the memory bound
+CHUNK_ENTRIES = 1 << 22
+
+
+def _backward_py(Y, dT, offs, widths, csr_ptr, csr_idx, csc_ptr, csc_idx, csc_w, lay_ptr, d_in,
+                 shift, half, mask, small_bits, Kc, omega, grads, err):
+    """For every point p: the backward pass restricted to active neurons (see the module docstring).
+
+    Layer l (0-based, 0..L-1) has widths[l] outputs; its row pointers (CSR: rows -> columns) and column
+    pointers (CSC: columns -> rows, ascending) start at lay_ptr[l] in csr_ptr and csc_ptr (both padded to
+    one length per layer).  dT[p, offs[l] + j] is sigma~' of neuron j of hidden layer l.  err[p] = 0, or
+    kind + 4 (layer + 1024 neuron) with kind 1 (a backward sum) or 2 (a product by sigma~') at the first
+    non-finite value (decoded by the caller).
+    """
+    P, K = Y.shape
+    L = widths.shape[0]
+    wmax = 1
+    for l in range(L):
+        if widths[l] > wmax:
+            wmax = widths[l]
+    if d_in > wmax:
+        wmax = d_in
+    for p in numba.prange(P):
+        pos = np.full(wmax, -1, np.int64)          # index of a neuron of the current upstream layer in act
+        mark = np.zeros(wmax, np.bool_)
+        act = np.zeros(1, np.int64)                 # active neurons of the upstream layer (output: row 0)
+        U = np.empty((1, K))
+        for k in range(K):
+            U[0, k] = Y[p, k]
+        pos[0] = 0
+        for l in range(L - 1, -1, -1):
+            n_in = widths[l - 1] if l > 0 else d_in
+            # candidates: every column reached from an active row through a nonzero weight
+            base = lay_ptr[l]
+            cnt = 0
+            for a in range(act.shape[0]):
+                i = act[a]
+                cnt += csr_ptr[base + i + 1] - csr_ptr[base + i]
+            cand = np.empty(cnt, np.int64)
+            nc = 0
+            for a in range(act.shape[0]):
+                i = act[a]
+                for t in range(csr_ptr[base + i], csr_ptr[base + i + 1]):
+                    j = csr_idx[t]
+                    if not mark[j]:
+                        mark[j] = True
+                        cand[nc] = j
+                        nc += 1
+            cand = np.sort(cand[:nc])
+            V = np.zeros((nc, K))
+            for c in range(nc):
+                j = cand[c]
+                mark[j] = False
+                for t in range(csc_ptr[base + j], csc_ptr[base + j + 1]):
+                    i = csc_idx[t]
+                    q = pos[i]
+                    if q < 0:
+                        continue
+                    w = csc_w[t]
+                    for k in range(K):
+                        prod = _rn(U[q, k] * w, shift, half, mask, small_bits, Kc, omega, False)
+                        V[c, k] = _rn(V[c, k] + prod, shift, half, mask, small_bits, Kc, omega, False)
+                for k in range(K):
+                    if not (abs(V[c, k]) <= omega):
+                        if err[p] == 0:
+                            err[p] = 1 + 4 * (l + 1 + 1024 * j)      # backward sum, layer l+1, neuron j
+                        break
+            for a in range(act.shape[0]):
+                pos[act[a]] = -1
+            if err[p] != 0:
+                break
+            if l == 0:
+                for c in range(nc):
+                    for k in range(K):
+                        grads[p, k, cand[c]] = V[c, k]
+                break
+            # through sigma~' of hidden layer l-1 (0-based): the new active set
+            o = offs[l - 1]
+            keep = 0
+            for c in range(nc):
+                if dT[p, o + cand[c]] != 0.0:
+                    keep += 1
+            act = np.empty(keep, np.int64)
+            U = np.empty((keep, K))
+            q = 0
+            for c in range(nc):
+                dv = dT[p, o + cand[c]]
+                if dv == 0.0:
+                    continue
+                act[q] = cand[c]
+                pos[cand[c]] = q
+                for k in range(K):
+                    r = _rn(V[c, k] * dv, shift, half, mask, small_bits, Kc, omega, False)
+                    U[q, k] = r
+                    if not (abs(r) <= omega) and err[p] == 0:
+                        err[p] = 2 + 4 * (l + 1024 * cand[c])      # activation derivative, layer l, neuron
+                q += 1
+            if err[p] != 0:
+                break
+
+
+if kernels.HAVE_NUMBA:
+    _backward = numba.njit(cache=True, parallel=True)(_backward_py)
+
+
+def _codes_py(z, zero_index, M, e_min, out):
+    """out[n, i] = index of z[n, i] among the format's ascending values (``kernels._lookup_py``'s rank)."""
+    sub_scale = 2.0 ** (M - e_min)
+    for n in numba.prange(z.shape[0]):
+        for i in range(z.shape[1]):
+            v = z[n, i]
+            a = abs(v)
+            bits = np.float64(a).view(np.int64)
+            e = (bits >> 52) - 1023
+            if e < e_min:
+                rank = np.int64(a * sub_scale)
+            else:
+                rank = ((e - e_min + 1) << M) | ((bits & 0xFFFFFFFFFFFFF) >> (52 - M))
+            out[n, i] = zero_index + rank if v >= 0 else zero_index - rank
+
+
+def _same(cls, p, q, idx, lo, hi):
+    for t in range(lo, hi):
+        if cls[p, idx[t]] != cls[q, idx[t]]:
+            return False
+    return True
+
+
+def _vclasses_py(cls_up, cp, ci, vc, nvc):
+    """Group the points by the classes of neuron j's successors (column j of the layer): equal groups
+    have equal backward sums v_j for every y.  vc[p, j] = group (numbered in order of first point), or -1
+    when every successor is zero there."""
+    P = cls_up.shape[0]
+    for j in numba.prange(vc.shape[1]):
+        reps = np.empty(P, np.int32)
+        lo, hi = cp[j], cp[j + 1]
+        n = 0
+        for p in range(P):
+            live = False
+            for t in range(lo, hi):
+                if cls_up[p, ci[t]] >= 0:
+                    live = True
+                    break
+            if not live:
+                vc[p, j] = -1
+                continue
+            found = -1
+            for r in range(n):
+                if _same(cls_up, p, reps[r], ci, lo, hi):
+                    found = r
+                    break
+            if found < 0:
+                reps[n] = p
+                found = n
+                n += 1
+            vc[p, j] = found
+        nvc[j] = n
+
+
+def _first_py(cls, off, reps):
+    """reps[off[j] + g] = the first point of group g of neuron j (reps starts at -1)."""
+    for j in numba.prange(cls.shape[1]):
+        for p in range(cls.shape[0]):
+            g = cls[p, j]
+            if g >= 0 and reps[off[j] + g] < 0:
+                reps[off[j] + g] = p
+
+
+def _vsums_py(cls_up, U_up, uoff, cp, ci, cw, reps, voff, V, err,
+              shift, half, mask, small_bits, Kc, omega):
+    """V[voff[j] + r] = the left-to-right rounded backward sum of neuron j at the representative point of
+    its group r (zero successors skipped: see the module docstring); err[j] = 1 where one is not finite."""
+    K = V.shape[1]
+    for j in numba.prange(voff.shape[0] - 1):
+        for row in range(voff[j], voff[j + 1]):
+            q = reps[row]
+            for t in range(cp[j], cp[j + 1]):
+                c = cls_up[q, ci[t]]
+                if c < 0:
+                    continue
+                src = uoff[ci[t]] + c
+                w = cw[t]
+                for k in range(K):
+                    prod = _rn(U_up[src, k] * w, shift, half, mask, small_bits, Kc, omega, False)
+                    V[row, k] = _rn(V[row, k] + prod, shift, half, mask, small_bits, Kc, omega, False)
+            for k in range(K):
+                if not (abs(V[row, k]) <= omega):
+                    err[j] = 1
+                    break
+
+
+def _point_codes(mode, ep, et, ec, g, P):
+    """The pre-activation codes of hidden neuron g (global index) at every point: its most common code,
+    then its exceptions."""
+    pc = np.full(P, mode[g], np.int64)
+    for t in range(ep[g], ep[g + 1]):
+        pc[et[t]] = ec[t]
+    return pc
+
+
+def _uclasses_py(vc, mode, ep, et, ec, off, dtab, cls, nuc):
+    """Through sigma~': group the points of neuron j by (v group, sigma~'(z_j)); -1 where the product is
+    certainly zero (no v, or sigma~' = 0)."""
+    P = vc.shape[0]
+    for j in numba.prange(vc.shape[1]):
+        pc = _point_codes(mode, ep, et, ec, off + j, P)
+        reps = np.empty(P, np.int32)
+        n = 0
+        for p in range(P):
+            g = vc[p, j]
+            dv = dtab[pc[p]]
+            if g < 0 or dv == 0.0:
+                cls[p, j] = -1
+                continue
+            found = -1
+            for r in range(n):
+                q = reps[r]
+                if vc[q, j] == g and dtab[pc[q]] == dv:
+                    found = r
+                    break
+            if found < 0:
+                reps[n] = p
+                found = n
+                n += 1
+            cls[p, j] = found
+        nuc[j] = n
+
+
+def _uvalues_py(vc, mode, ep, et, ec, off, dtab, ureps, uoff, voff, V, U, err,
+                shift, half, mask, small_bits, Kc, omega):
+    K = V.shape[1]
+    P = vc.shape[0]
+    for j in numba.prange(uoff.shape[0] - 1):
+        if uoff[j + 1] == uoff[j]:
+            continue
+        pc = _point_codes(mode, ep, et, ec, off + j, P)
+        for row in range(uoff[j], uoff[j + 1]):
+            q = ureps[row]
+            dv = dtab[pc[q]]
+            src = voff[j] + vc[q, j]
+            for k in range(K):
+                u = _rn(V[src, k] * dv, shift, half, mask, small_bits, Kc, omega, False)
+                U[row, k] = u
+                if not (abs(u) <= omega):
+                    err[j] = 2
+
+
+if kernels.HAVE_NUMBA:
+    _codes = numba.njit(cache=True, parallel=True)(_codes_py)
+    _same = numba.njit(cache=True, inline="always")(_same)
+    _point_codes = numba.njit(cache=True, inline="always")(_point_codes)
+    _vclasses = numba.njit(cache=True, parallel=True)(_vclasses_py)
+    _first = numba.njit(cache=True, parallel=True)(_first_py)
+    _vsums = numba.njit(cache=True, parallel=True)(_vsums_py)
+    _uclasses = numba.njit(cache=True, parallel=True)(_uclasses_py)
+    _uvalues = numba.njit(cache=True, parallel=True)(_uvalues_py)
+
+
+class _Structure:
+    """The network's sparse patterns, concatenated for the kernel (built once per network)."""
+
+    def __init__(self, net):
+        csr_ptr, csr_idx, csc_ptr, csc_idx, csc_w, lay_ptr = [], [], [], [], [], []
+        p_csr = p_csc = 0
+        ptr_at = 0
+        for layer in net.layers:
+            w = layer.weight
+            c = layer._csc
+            lay_ptr.append(ptr_at)
+            n = max(w.shape) + 1               # row and column pointers padded to one length per layer
+            rp = np.full(n, w.indptr[-1], np.int64)
+            rp[:w.shape[0] + 1] = w.indptr
+            cp = np.full(n, c.indptr[-1], np.int64)
+            cp[:w.shape[1] + 1] = c.indptr
+            csr_ptr.append(rp + p_csr)
+            csr_idx.append(w.indices.astype(np.int64))
+            csc_ptr.append(cp + p_csc)
+            csc_idx.append(c.indices.astype(np.int64))
+            csc_w.append(c.data.astype(np.float64))
+            p_csr += w.nnz
+            p_csc += c.nnz
+            ptr_at += n
+        self.csr_ptr = np.concatenate(csr_ptr)
+        self.csr_idx = np.concatenate(csr_idx)
+        self.csc_ptr = np.concatenate(csc_ptr)
+        self.csc_idx = np.concatenate(csc_idx)
+        self.csc_w = np.concatenate(csc_w)
+        self.lay_ptr = np.array(lay_ptr, np.int64)
+        self.widths = np.array([layer.shape[0] for layer in net.layers], np.int64)
+        hidden = self.widths[:-1]
+        self.offs = np.concatenate([[0], np.cumsum(hidden)]).astype(np.int64)
+
+
+def _round_params(fmt):
+    shift = 52 - fmt.M
+    return (shift, np.int64((1 << (shift - 1)) - 1), np.int64(~((1 << shift) - 1)),
+            np.float64(2.0 ** fmt.e_min).view(np.int64), 2.0 ** (fmt.e_min - fmt.M + 52), float(fmt.max))
+
+
+def supports(net) -> bool:
+    """Whether ``evaluate_sparse`` applies: finite semantics, a format of at most 16 bits, numba."""
+    f = net.format
+    return kernels.HAVE_NUMBA and not net.ieee and f.bits <= 16 and f.fits_float64 and f.M < 52
+
+
+# bytes of per-group backward values of one layer the shared-y path aims at (it runs a few y at a time
+# when they would not fit; the grouping is then recomputed for each batch of y)
+CLASS_BYTES = 1 << 27
+
+
+def _store_dtype(fmt):
+    """float32 holds every value of the format exactly (all float8/float16/bfloat16 formats): half the
+    memory for the per-group backward values; float64 otherwise."""
+    ok = fmt.M <= 23 and fmt.e_max <= 127 and fmt.e_min - fmt.M >= -149
+    return np.float32 if ok else np.float64
+
+
+def _derivative_table(net):
+    """(sigma~' on every value of the format, inf where it overflows; index of 0 among the values)."""
+    t = net.rounded.table()
+    d = np.where(t.dsigma_overflow, np.inf, t.dsigma).astype(np.float64)
+    return np.ascontiguousarray(d), int(np.searchsorted(t.points, 0.0))
+
+
+def _forward_compressed(net, S, X, values, zero_index, dtab):
+    """Forward values of every point (``Network._forward_chunk`` layer by layer, with its checks: every
+    pre-activation and sigma~ finite) and the index of every hidden pre-activation among the format's
+    values, compressed per neuron: its most common code (on the first chunk of points) and the (point,
+    code) exceptions.  A chain neuron takes one state at its point and one at all the others, so this is
+    about two numbers per neuron instead of one per point."""
+    fmt = net.format
+    N = X.shape[0]
+    n_hidden = int(S.offs[-1])
+    mode = np.zeros(n_hidden, np.int64)
+    exc = []                                        # (global neuron, point, code) arrays
+    bad_d = not np.isfinite(dtab).all()
+    chunk = max(1, (1 << 22) // max(net.widths))
+    for s in range(0, N, chunk):
+        e = min(N, s + chunk)
+        v = X[s:e].astype(net._dtype)
+        for l, layer in enumerate(net.layers, 1):
+            z = layer.forward_sums(v, fmt, False)
+            net._check(z, "forward", l, s, X)
+            if l == net.depth:
+                values[s:e] = z[:, 0]
+                break
+            c = np.empty(z.shape, np.int64)
+            _codes(np.ascontiguousarray(z, dtype=np.float64), zero_index, fmt.M, fmt.e_min, c)
+            if bad_d and not np.isfinite(dtab[c]).all():
+                net._check(dtab[c], "backward (activation derivative)", l, s, X)
+            o0, o1 = int(S.offs[l - 1]), int(S.offs[l])
+            if s == 0:
+                mode[o0:o1] = _column_modes(c)
+            pts, cols = np.nonzero(c != mode[None, o0:o1])
+            exc.append((cols + o0, pts + s, c[pts, cols]))
+            a = net._activation(z, derivative=False)
+            net._check(a, "forward (activation)", l, s, X)
+            v = a.astype(net._dtype)
+    g = np.concatenate([x[0] for x in exc]) if exc else np.zeros(0, np.int64)
+    order = np.argsort(g, kind="stable")                    # by neuron, points ascending within
+    ep = np.concatenate([[0], np.cumsum(np.bincount(g, minlength=n_hidden))]).astype(np.int64)
+    et = (np.concatenate([x[1] for x in exc]) if exc else np.zeros(0, np.int64))[order].astype(np.int64)
+    ec = (np.concatenate([x[2] for x in exc]) if exc else np.zeros(0, np.int64))[order].astype(np.int64)
+    return mode, ep, et, ec
+
+
+def _column_modes(c: np.ndarray) -> np.ndarray:
+    """The most common value of every column (the first row's where it holds at least half of them)."""
+    mode = c[0].copy()
+    bad = np.flatnonzero((c == mode[None, :]).sum(axis=0) * 2 < c.shape[0])
+    for j in bad.tolist():
+        vals, counts = np.unique(c[:, j], return_counts=True)
+        mode[j] = vals[np.argmax(counts)]
+    return mode
+
+
+def _backward_classes(net, S, comp, Y, dtab, X, rp):
+    """Gradients (N, K, d) of every point for the shared upstream values Y: top-down, every neuron's
+    points are grouped by the classes of its successors and its sigma~' (equal groups have equal
+    backward values for every y: they are computed once, for the group's first point)."""
+    mode, ep, et, ec = comp
+    P, K = X.shape[0], Y.shape[0]
+    cls_up = np.zeros((P, 1), np.int32)
+    dt = _store_dtype(net.format)
+    U_up = np.ascontiguousarray(Y[None, :], dt)
+    uoff_up = np.zeros(1, np.int64)
+    for l in range(net.depth, 0, -1):
+        c = net.layers[l - 1]._csc
+        cp, ci, cw = c.indptr.astype(np.int64), c.indices.astype(np.int64), c.data.astype(np.float64)
+        n_in = c.shape[1]
+        vc = np.empty((P, n_in), np.int32)
+        nvc = np.zeros(n_in, np.int64)
+        _vclasses(cls_up, cp, ci, vc, nvc)
+        voff = np.concatenate([[0], np.cumsum(nvc)]).astype(np.int64)
+        reps = np.full(int(voff[-1]), -1, np.int32)
+        _first(vc, voff, reps)
+        V = np.zeros((int(voff[-1]), K), dt)
+        err = np.zeros(n_in, np.int64)
+        _vsums(cls_up, U_up, uoff_up, cp, ci, cw, reps, voff, V, err, *rp)
+        if err.any():
+            j = int(np.flatnonzero(err)[0])
+            r = int(np.flatnonzero(~np.isfinite(V[voff[j]:voff[j + 1]]).any(axis=1))[0])
+            raise net._overflow("backward", l, j, X[reps[voff[j] + r]].tolist(), int(reps[voff[j] + r]))
+        if l == 1:
+            G = np.zeros((P, K, n_in))
+            for j in range(n_in):
+                on = vc[:, j] >= 0
+                G[on, :, j] = V[voff[j] + vc[on, j]]
+            return G
+        off = int(S.offs[l - 2])
+        cls = np.empty((P, n_in), np.int32)
+        nuc = np.zeros(n_in, np.int64)
+        _uclasses(vc, mode, ep, et, ec, off, dtab, cls, nuc)
+        uoff = np.concatenate([[0], np.cumsum(nuc)]).astype(np.int64)
+        ureps = np.full(int(uoff[-1]), -1, np.int32)
+        _first(cls, uoff, ureps)
+        U = np.empty((int(uoff[-1]), K), dt)
+        err = np.zeros(n_in, np.int64)
+        _uvalues(vc, mode, ep, et, ec, off, dtab, ureps, uoff, voff, V, U, err, *rp)
+        if err.any():
+            j = int(np.flatnonzero(err)[0])
+            r = int(np.flatnonzero(~np.isfinite(U[uoff[j]:uoff[j + 1]]).any(axis=1))[0])
+            q = int(ureps[uoff[j] + r])
+            raise net._overflow("backward (activation derivative)", l - 1, j, X[q].tolist(), q)
+        cls_up, U_up, uoff_up = cls, U, uoff[:-1].copy()
+    raise AssertionError("unreachable")
+
+
+def _evaluate_shared(net, S, X, Y, progress):
+    """``evaluate_sparse`` when every point has the same upstream values Y (Theorem 7 claims): one
+    forward pass over every point (compressed codes), then the grouped backward pass, a few y at a time
+    (the per-group values of a layer: ~2 groups per neuron x y x 8 bytes)."""
+    N = X.shape[0]
+    dtab, zero_index = _derivative_table(net)
+    rp = _round_params(net.format)
+    values = np.empty(N)
+    comp = _forward_compressed(net, S, X, values, zero_index, dtab)
+    grads = np.zeros((N, Y.shape[0], net.input_dim))
+    ky = max(8, CLASS_BYTES // (2 * np.dtype(_store_dtype(net.format)).itemsize * max(net.widths)))
+    for k0 in range(0, Y.shape[0], ky):
+        k1 = min(Y.shape[0], k0 + ky)
+        grads[:, k0:k1] = _backward_classes(net, S, comp, Y[k0:k1], dtab, X, rp)
+        if progress:
+            progress(k1, Y.shape[0])
+    return values, grads
+
+
+def evaluate_sparse(net, X, Y, progress=None):
+    """(values (N,), gradients (N, K, d)): the same numbers as ``net.evaluate(X, Y)`` with Y of shape
+    (N, K) (or (K,): the same upstream values at every point), computed on the active neurons only."""
+    if net.ieee:
+        raise CondcheckError("the sparse interpreter implements the finite semantics only; use the dense one "
+                             "(method='fast') under IEEE semantics")
+    if not kernels.HAVE_NUMBA:
+        raise CondcheckError("the sparse interpreter needs numba")
+    fmt = net.format
+    if fmt.M == 52 or not fmt.fits_float64 or fmt.bits > 16:
+        raise CondcheckError(f"the sparse interpreter handles formats of at most 16 bits, not {fmt.name}")
+    X = net._inputs(X)
+    N = X.shape[0]
+    Y = np.asarray(Y, dtype=np.float64)
+    Y2 = np.ascontiguousarray(np.broadcast_to(Y, (N, Y.shape[-1])) if Y.ndim == 1 else Y.reshape(N, -1))
+    from .network import _not_in_format
+    bad = _not_in_format(Y2.ravel(), fmt)
+    if bad is not None:
+        raise CondcheckError(f"upstream value {Y2.ravel()[bad]!r} is not a value of {fmt.name}")
+    K = Y2.shape[1]
+    S = _Structure(net)
+    if net.format.bits <= 16 and (Y2 == Y2[:1]).all():
+        return _evaluate_shared(net, S, X, Y2[0], progress)
+    n_hidden = int(S.offs[-1])
+    chunk = max(1, min(N, CHUNK_ENTRIES // max(1, n_hidden + max(net.widths) * 4)))
+    values = np.empty(N)
+    grads = np.zeros((N, K, net.input_dim))
+    rp = _round_params(fmt)
+    for s in range(0, N, chunk):
+        e = min(N, s + chunk)
+        val, pre = net._forward_chunk(X[s:e], s, X)
+        values[s:e] = val
+        dT = np.empty((e - s, n_hidden))
+        for l, z in enumerate(pre):
+            d = net._activation(z, derivative=True)
+            net._check(d, "backward (activation derivative)", l + 1, s, X)
+            dT[:, S.offs[l]:S.offs[l + 1]] = d
+        err = np.zeros(e - s, np.int64)
+        g = np.zeros((e - s, K, net.input_dim))
+        _backward(Y2[s:e], dT, S.offs, S.widths, S.csr_ptr, S.csr_idx, S.csc_ptr, S.csc_idx, S.csc_w,
+                  S.lay_ptr, net.input_dim, *rp, g, err)
+        if err.any():
+            p = int(np.flatnonzero(err)[0])
+            code = int(err[p])
+            kind, rest = code % 4, code // 4
+            layer, neuron = rest % 1024, rest // 1024
+            name = "backward" if kind == 1 else "backward (activation derivative)"
+            raise net._overflow(name, layer, neuron, X[s + p].tolist(), s + p)
+        grads[s:e] = g
+        if progress:
+            progress(e, N)
+    return values, grads

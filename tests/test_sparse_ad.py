@@ -1,0 +1,74 @@
+"""The sparse interpreter (condcheck.sparse_ad) against the dense and the exact interpreters."""
+import numpy as np
+import pytest
+
+from condcheck.errors import CondcheckError, NetworkOverflowError
+from condcheck.formats import get_format
+from condcheck.network import Layer, Network
+from condcheck.rounding import round_array
+from condcheck.sparse_ad import evaluate_sparse
+
+
+def _values(fmt, rng, shape, scale, zero_fraction):
+    x = rng.standard_normal(shape) * scale
+    x[rng.random(shape) < zero_fraction] = 0.0
+    return round_array(x, fmt)[0]
+
+
+def _network(fmt_name, act, rng, widths, scale, zero_fraction=0.6):
+    fmt = get_format(fmt_name)
+    layers = [Layer(_values(fmt, rng, (o, i), scale, zero_fraction), _values(fmt, rng, o, scale, 0.2))
+              for i, o in zip(widths[:-1], widths[1:])]
+    return Network(fmt_name, act, layers)
+
+
+@pytest.mark.parametrize("fmt_name, act", [("float8_e4m3", "relu"), ("float8_e4m3", "tanh"),
+                                           ("float8_e5m2", "sigmoid"), ("float6_e3m2fn", "relu"),
+                                           ("float16", "gelu")])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_sparse_equals_dense_and_exact(fmt_name, act, seed):
+    """Random sparse networks with many dead neurons (relu, saturated tanh/sigmoid): the same values and
+    gradients bit for bit as the dense interpreter on every input, and as the exact one on a few."""
+    fmt = get_format(fmt_name)
+    rng = np.random.default_rng(seed)
+    net = _network(fmt_name, act, rng, [2, 12, 9, 7, 1], scale=0.7 if act == "relu" else 2.0)
+    vals = fmt.values()
+    vals = vals[np.abs(vals) <= (2 if act == "relu" else 8)]
+    X = rng.choice(vals, (40, 2))
+    Y = rng.choice(vals, 17)
+    try:
+        dv, dg = net.evaluate(X, np.broadcast_to(Y, (len(X), len(Y))))
+    except NetworkOverflowError:
+        with pytest.raises(NetworkOverflowError):
+            evaluate_sparse(net, X, Y)
+        return
+    sv, sg = evaluate_sparse(net, X, Y)                      # shared y: the grouped (class) path
+    assert np.array_equal(dv, sv) and np.array_equal(dg, sg)
+    Y2 = rng.choice(vals, (len(X), 5))                          # per-point y: the per-point kernel
+    assert np.array_equal(net.evaluate(X, Y2)[1], evaluate_sparse(net, X, Y2)[1])
+    for n in range(0, len(X), 13):
+        val, pre = net.forward_exact(X[n].tolist())
+        assert float(val) == sv[n]
+        for k in range(0, len(Y), 5):
+            assert [float(g) for g in net.gradient_exact(X[n].tolist(), Y[k], pre)] == sg[n, k].tolist()
+
+
+def test_sparse_reports_backward_overflow_like_the_dense_one():
+    """A weight chain that overflows only backward (forward values stay small): both interpreters refuse."""
+    import scipy.sparse as sp
+    big = float(get_format("float8_e4m3").Omega)
+    layers = [Layer(sp.csr_matrix([[1.0]]), np.array([0.0])), Layer(sp.csr_matrix([[big]]), np.array([0.0])),
+              Layer(sp.csr_matrix([[big]]), np.array([0.0]))]
+    net = Network("float8_e4m3", "relu", layers)
+    X = np.array([[2.0 ** -9]])
+    with pytest.raises(NetworkOverflowError):
+        net.evaluate(X, np.array([[1.0]]))
+    with pytest.raises(NetworkOverflowError, match="backward"):
+        evaluate_sparse(net, X, np.array([1.0]))
+
+
+def test_sparse_refuses_ieee_semantics():
+    net = _network("float8_e4m3", "relu", np.random.default_rng(0), [1, 3, 1], 1.0)
+    net.semantics = "ieee"
+    with pytest.raises(CondcheckError, match="finite semantics"):
+        evaluate_sparse(net, np.array([[1.0]]), np.array([1.0]))
