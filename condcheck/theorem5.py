@@ -48,6 +48,12 @@ no gradient at all, whatever its upstream.  Layers (d = input dimension):
    source cannot (|g*| / (|w_g| |T'(s0)|) > Omega, e.g. sigmoid with T' <= 1/4), two branches carry
    g*/2 each and their contributions meet exactly in x_j's sum.
 
+Formats too large to enumerate (float32, float64): the activation is known on sampled states only
+(``find_states``: short significands of every binade, the preimages of powers of two, nothing inside
+the dead tail), separators are evaluated on demand (``separators._SampledAct``), and every set above
+(S_0, preimages, weights, biases) is a candidate set around the solution of its equation, kept only
+where the exact test holds.  A coarse candidate set can make a search fail, never make it wrong.
+
 Every number is chosen by exact computation on the domain and the network is verified exactly on
 every point before it is returned.  A failure of any requirement raises ConstructionError naming it.
 """
