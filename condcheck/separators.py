@@ -41,6 +41,7 @@ from __future__ import annotations
 import numpy as np
 
 from .ops import add_array, mul_array
+from .rounding import round_down_up
 from .rounded_activation import _table_index
 
 _SMALL = 2e8                    # |F|^2 * len(vals) of the formats where spreads are optimized by default
@@ -136,7 +137,7 @@ class _SampledAct(_Act):
 
     def top_weights(self, vmax: float, n: int) -> np.ndarray:
         F = self.F
-        w = np.array([_floor_value(F, float(F.max_float) / float(vmax))])     # inf -> Omega
+        w = np.array([float(round_down_up(min(float(F.max_float) / float(vmax), F.max_float), F)[0])])
         out = []
         while len(out) < n and w[0] > 0:
             _, o = mul_array(w, np.full_like(w, vmax), F)
@@ -158,14 +159,6 @@ def _step(F, z, direction: int):
     step = np.where(z == 0, float(sub), np.where(away, u, below))
     r = z + direction * step
     return np.where(np.abs(r) > F.max_float, z, r)
-
-
-def _floor_value(F, x: float) -> float:
-    from .rounding import round_float
-    r = round_float(x, F)
-    if r is None:
-        return float(F.max_float)
-    return r if r <= x else float(_step(F, np.array([r]), -1)[0])
 
 
 def _shape(s: np.ndarray):

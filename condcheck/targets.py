@@ -9,13 +9,12 @@ zeros, the largest values and subnormals all occur), upstream values from the fo
 from __future__ import annotations
 
 import json
-from fractions import Fraction
 
 import numpy as np
 
 from .errors import CondcheckError
 from .formats import Format, get_format
-from .rounding import round_fraction
+from .rounding import round_down_up
 
 
 def box_bound(activation: str, fmt: Format) -> float:
@@ -29,7 +28,7 @@ def full_box(activation: str, fmt, dim: int) -> np.ndarray:
     fmt = get_format(fmt)
     if dim < 1:
         raise CondcheckError(f"--dim must be at least 1, got {dim}")
-    if not fmt.enumerable or fmt.bits > 16:
+    if not enumerated(fmt):
         raise CondcheckError(f"the full box needs an enumerable format of at most 16 bits; {fmt.name} has "
                              f"{fmt.bits}; give a list of points instead")
     V = fmt.values()
@@ -52,7 +51,7 @@ def box_sample(activation: str, fmt, dim: int, n: int, seed: int = 0) -> np.ndar
     if not 1 <= n <= size:
         raise CondcheckError(f"the sample size must be between 1 and the {size} values of the box, got {n}")
     rng = np.random.default_rng(seed)
-    if _small(fmt):
+    if enumerated(fmt):
         V = fmt.values()
         return np.sort(rng.choice(V[np.abs(V) <= bound], n, replace=False)).reshape(-1, 1)
     out = np.unique(random_values(fmt, rng, 2 * n, bound))
@@ -61,7 +60,9 @@ def box_sample(activation: str, fmt, dim: int, n: int, seed: int = 0) -> np.ndar
     return np.sort(rng.choice(out, n, replace=False)).reshape(-1, 1)
 
 
-def _small(fmt: Format) -> bool:
+def enumerated(fmt: Format) -> bool:
+    """Formats whose values the constructors list in full (at most 16 bits: the activation's table too);
+    larger ones are sampled."""
     return fmt.enumerable and fmt.bits <= 16
 
 
@@ -75,15 +76,9 @@ def _pattern_of(fmt: Format, v: float) -> int:
     return int(((e - fmt.e_min + 1) << fmt.M) | (m - 2 ** fmt.M))
 
 
-def _floor_value(fmt: Format, x: float) -> float:
-    """The largest value of fmt at most x (x >= 0, at most Omega)."""
-    r = float(round_fraction(Fraction(x), fmt))
-    return r if r <= x else float(fmt.next_down(r))
-
-
 def _count_upto(fmt: Format, bound: float) -> int:
     """Number of values v of fmt with |v| <= bound (bound a value of fmt; one zero)."""
-    return 2 * _pattern_of(fmt, _floor_value(fmt, bound)) + 1
+    return 2 * _pattern_of(fmt, float(round_down_up(bound, fmt)[0])) + 1
 
 
 def random_values(fmt, rng, n: int, bound: float | None = None) -> np.ndarray:
@@ -94,10 +89,10 @@ def random_values(fmt, rng, n: int, bound: float | None = None) -> np.ndarray:
     in proportion to their count)."""
     fmt = get_format(fmt)
     bound = float(fmt.max) if bound is None else float(bound)
-    if _small(fmt):
+    if enumerated(fmt):
         V = fmt.values()
         return rng.choice(V[np.abs(V) <= bound], n)
-    top = _pattern_of(fmt, _floor_value(fmt, min(bound, float(fmt.max))))
+    top = _pattern_of(fmt, float(round_down_up(min(bound, float(fmt.max)), fmt)[0]))
     k = rng.integers(-top, top + 1, size=n, dtype=np.int64)       # -0 and +0 collapse: one zero
     a = np.abs(k)
     biased, frac = a >> fmt.M, (a & ((1 << fmt.M) - 1)).astype(float)

@@ -73,6 +73,7 @@ from .network import Layer, Network
 from .ops import add_array, add_float, mul_array, mul_float
 from .rounded_activation import get_rounded
 from .rounding import round_array, round_float
+from .targets import enumerated
 
 
 #: domains with at most this many points evaluate each gate's sum on every point; larger ones bound it
@@ -138,14 +139,14 @@ class Kit:
         return v
 
     def T(self, z, what="an activation value"):
-        if np.ndim(z) == 0 and self.fmt.enumerable and self.fmt.bits <= 16:
+        if np.ndim(z) == 0 and enumerated(self.fmt):
             return self._table_lookup(z, False, what)
         z = np.asarray(z, float)
         v, o = self.R.value_array(z.ravel())
         return self._ok(v, o, what).reshape(z.shape)
 
     def dT(self, z, what="an activation derivative"):
-        if np.ndim(z) == 0 and self.fmt.enumerable and self.fmt.bits <= 16:
+        if np.ndim(z) == 0 and enumerated(self.fmt):
             return self._table_lookup(z, True, what)
         z = np.asarray(z, float)
         v, o = self.R.derivative_array(z.ravel())
@@ -246,11 +247,6 @@ class States:
         return self.z[m], self.t[m]
 
 
-def _enumerable(fmt: Format) -> bool:
-    """Formats whose activation table (every value) the construction reads; larger ones use candidates."""
-    return fmt.enumerable and fmt.bits <= 16
-
-
 def _state_candidates(F: Format, z_dead: float) -> np.ndarray:
     """Pre-activations whose states stand for the activation on formats too large to enumerate.
 
@@ -279,7 +275,7 @@ def find_states(kit: Kit, tail: dict) -> States:
     the dead tail is Condition 1's witness ``tail``."""
     z_dead = float(Fraction(tail["z_dead"]["fraction"]))
     L = float(Fraction(tail["L"]["fraction"]))
-    if _enumerable(kit.fmt):
+    if enumerated(kit.fmt):
         tab = kit.R.table()
         z, t, dt, o1, o2 = tab.points, tab.sigma, tab.dsigma, tab.sigma_overflow, tab.dsigma_overflow
     else:
@@ -426,7 +422,7 @@ def _separator_chooser(kit: Kit, vals, states=None):
         table = _extremes(_separator_table(kit, vals, None))
         return lambda gap, up: _choose_step(kit, vals, gap, up, table)
     from .separators import find_separators
-    found = find_separators(kit, vals, states=None if _enumerable(kit.fmt) else states)
+    found = find_separators(kit, vals, states=None if enumerated(kit.fmt) else states)
     return lambda gap, up: found.get((gap, up))
 
 
@@ -522,7 +518,7 @@ def _boost_search(kit: Kit, st: States, on_vals):
     F, L = kit.fmt, st.L
     on = np.unique(np.asarray(on_vals, float))
     sg = float(np.sign(on[0] - L))
-    G = F.values() if _enumerable(F) else None
+    G = F.values() if enumerated(F) else None
     best = None
     for k, a_sign in ((k, a_sign) for k in range(F.e_max, F.e_min - 1, -1) for a_sign in (sg, -sg)):
         a = math.ldexp(a_sign, k)
@@ -808,7 +804,7 @@ class _Ctx:
             ok &= ~np.isin(z, self.pass_z)
             self.gate_targets += list(z[ok][np.argsort(-np.abs(dt[ok]), kind="stable")])
         # every nonzero value where the format is enumerated (None beyond: candidates instead)
-        V = F.values() if _enumerable(F) else None
+        V = F.values() if enumerated(F) else None
         self.nonzero_values = None if V is None else V[V != 0]
         # blocker layers: weights (every nonzero value, or the values with one or two significant bits
         # when the format is large) and target states (live, T' != 0; at most 4,096, evenly spread)

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from condcheck.formats import get_format
-from condcheck.separators import _floor_value, _step
+from condcheck.rounding import round_down_up
+from condcheck.separators import _step
 from condcheck.targets import box_bound, box_sample, random_targets, random_values
 from condcheck.theorem5 import ConstructionError, construct_theorem5
 from condcheck.verify import verify
@@ -30,10 +31,10 @@ def test_the_neighbour_step_matches_nextafter_on_every_kind_of_value(fmt, dtype)
         assert np.array_equal(got, want), (direction, z[got != want], got[got != want], want[got != want])
 
 
-def test_floor_value_is_the_largest_value_not_above_x():
+def test_round_down_gives_the_largest_float32_value_not_above_x():
     F = get_format("float32")
     for x in (0.1, 1.0, 3.4e38, 1e-45, 7.3e-39):
-        v = _floor_value(F, x)
+        v = float(round_down_up(x, F)[0])
         assert v <= x and float(np.float32(v)) == v
         assert float(np.nextafter(np.float32(v), np.float32(np.inf))) > x
 
