@@ -281,8 +281,11 @@ def find_states(kit: Kit, tail: dict) -> States:
     else:
         z = _state_candidates(kit.fmt, z_dead)
         t, o1 = kit.R.value_array(z)
-        z = np.union1d(z, _pow2_preimages(kit, z[~o1], t[~o1]))
-        (t, o1), (dt, o2) = kit.R.value_array(z), kit.R.derivative_array(z)
+        extra = np.setdiff1d(_pow2_preimages(kit, z[~o1], t[~o1]), z)
+        te, oe = kit.R.value_array(extra)
+        order = np.argsort(np.concatenate([z, extra]), kind="stable")
+        z, t, o1 = (np.concatenate(p)[order] for p in ((z, extra), (t, te), (o1, oe)))
+        dt, o2 = kit.R.derivative_array(z)
     ok = ~(o1 | o2)
     z, t, dt = z[ok], t[ok], dt[ok]
     return States(z, t, dt, L, z_dead, int(np.count_nonzero(z <= z_dead)))
