@@ -975,8 +975,10 @@ class _Ctx:
         lo_o = np.where(bad | ~np.isfinite(lo_o), 0.0, lo_o)
         return np.where(bad, 0.0, at_z), hi_o, lo_o, bad
 
-    def _map_two(self, v_off, v_on, off_ok, on_target):
-        """(a, c) with off_ok(T(RN(a v_off + c))) and T(RN(a v_on + c)) == on_target."""
+    def _map_two(self, v_off, v_on, off_ok, on_target, choices=False):
+        """(a, c) with off_ok(T(RN(a v_off + c))) and T(RN(a v_on + c)) == on_target.
+
+        With choices: a list of up to two such pairs, the preferred one and the smallest |a|."""
         kit, F = self.kit, self.F
         zs = self.zero_states if off_ok == "zero" else off_ok
         zs = zs[np.argsort(np.abs(zs - 0))][:16]
@@ -1001,15 +1003,18 @@ class _Ctx:
             t_on, ov = kit.R.value_array(p_on[good])
             hit = (~ov) & (t_on == on_target)
             if hit.any():
-                k = np.nonzero(hit)[0]
+                k = k_all = np.nonzero(hit)[0]
                 if not self.small_format:
                     # a flat on state (T' = 0, e.g. tanh saturated at 1) first: the backward value that
                     # reaches it stops there, so a large output weight costs no gain behind it
                     d_on, od = kit.R.derivative_array(p_on[good][k])
                     flat = k[(d_on == 0) & ~od]
                     k = flat if len(flat) else k
-                return float(A[good][k[0]]), float(c[good][k[0]])
-        return None
+                pair = lambda i: (float(A[good][i]), float(c[good][i]))
+                if choices:
+                    return list(dict.fromkeys([pair(k[0]), pair(k_all[0])]))
+                return pair(k[0])
+        return [] if choices else None
 
     def _value_states(self):
         """Candidate live states of value gates (computed once): z, T, T', log2|T|, T not a power of two."""
@@ -1060,38 +1065,60 @@ class _Ctx:
             prefs.remove(float(pre[zi]))
             Pv = float(kit.T(pre[zi]))
             d3 = abs(float(kit.dT(pre[zi])))
-            for P in sorted(pows, key=lambda P: (abs(f) > P, abs(_lg(f) - _lg(P))))[:6]:
-                m = self._map_two(st.L, Pv, "zero", P)
-                if m is None:
-                    continue
-                a, c = m
-                q4 = float(kit.add(kit.mul(a, Pv), c))
-                d4 = abs(float(kit.dT(q4)))
-                d0 = abs(float(kit.dT(kit.add(kit.mul(a, st.L), c))))
-                A = f / P
-                bmax = max((abs(b) for b in betas), default=1.0)
-                # every prefix of the backward chain y A (relays) T'(q4) a T'(q3) beta at the point, where
-                # y = h*(z), and y A (relays) T'(z0) a elsewhere, where |y| <= y_max, must stay finite:
-                # each gain is the largest prefix product
-                g_on = abs(A) * max(1.0, d4, d4 * abs(a), d4 * abs(a) * d3, d4 * abs(a) * d3 * bmax * self.share)
-                g_off = abs(A) * max(1.0, d0, d0 * abs(a))
-                post = [(a, c)]
-                for _ in range(n_post - 1):
-                    r = self._map_two(0.0, P, "zero", P)
-                    if r is None:
-                        break
-                    ra, rc = r
-                    don = abs(float(kit.dT(kit.add(kit.mul(ra, P), rc))))
-                    doff = abs(float(kit.dT(rc)))
-                    g_on *= max(1.0, don, abs(ra) * don)
-                    g_off *= max(1.0, doff, abs(ra) * doff)
-                    post.append((ra, rc))
-                if len(post) < n_post:
-                    continue
+            bmax = max((abs(b) for b in betas), default=1.0)
+            blocker_chains = None
+
+            def consider(post, g_on, g_off, A):
+                nonlocal best
                 worst = max(g_on * y_at, g_off * y_max)       # the largest backward value
                 key = (worst > F.max_float, max(g_on, g_off))
                 if best is None or key < best[0]:
                     best = (key, _Branch(zi, sorted(self.gating(zi)), betas, gamma, post, A), g_on, g_off)
+                return worst <= F.max_float
+
+            for P in sorted(pows, key=lambda P: (abs(f) > P, abs(_lg(f) - _lg(P))))[:6]:
+                A = f / P
+                fits = False
+                m = self._map_two(st.L, Pv, "zero", P)
+                if m is not None:
+                    a, c = m
+                    q4 = float(kit.add(kit.mul(a, Pv), c))
+                    d4 = abs(float(kit.dT(q4)))
+                    d0 = abs(float(kit.dT(kit.add(kit.mul(a, st.L), c))))
+                    # every prefix of the backward chain y A (relays) T'(q4) a T'(q3) beta at the point,
+                    # where y = h*(z), and y A (relays) T'(z0) a elsewhere, where |y| <= y_max, must stay
+                    # finite: each gain is the largest prefix product
+                    g_on = abs(A) * max(1.0, d4, d4 * abs(a), d4 * abs(a) * d3, d4 * abs(a) * d3 * bmax * self.share)
+                    g_off = abs(A) * max(1.0, d0, d0 * abs(a))
+                    post = [(a, c)]
+                    for _ in range(n_post - 1):
+                        r = self._map_two(0.0, P, "zero", P)
+                        if r is None:
+                            break
+                        ra, rc = r
+                        don = abs(float(kit.dT(kit.add(kit.mul(ra, P), rc))))
+                        doff = abs(float(kit.dT(rc)))
+                        g_on *= max(1.0, don, abs(ra) * don)
+                        g_off *= max(1.0, doff, abs(ra) * doff)
+                        post.append((ra, rc))
+                    if len(post) == n_post:
+                        fits = consider(post, g_on, g_off, A)
+                if fits or n_post == 1:
+                    continue
+                # the padding as blockers between V_z and V' instead: L stays dead through them, so at
+                # the other points the backward value stops at the last blocker (relays after V' map 0
+                # to a zero of T, where T' can be 1, and multiply it by their weights there)
+                if blocker_chains is None:
+                    blocker_chains = self._value_blockers(Pv, n_post - 1)
+                for chain, t_last, gains in blocker_chains:
+                    for a2, c2 in self._map_two(st.L, t_last, "zero", P, choices=True):
+                        d4 = abs(float(kit.dT(kit.add(kit.mul(a2, t_last), c2))))
+                        d0 = abs(float(kit.dT(kit.add(kit.mul(a2, st.L), c2))))
+                        prefix = [1.0, d4, d4 * abs(a2)]
+                        for gk in gains:                        # T'(p_k) a_k, last blocker first
+                            prefix.append(prefix[-1] * gk)
+                        prefix += [prefix[-1] * d3, prefix[-1] * d3 * bmax * self.share]
+                        consider(chain + [(a2, c2)], abs(A) * max(prefix), abs(A) * max(1.0, d0, d0 * abs(a2)), A)
             if best is not None and not best[0][0]:
                 break
         if best is None:
@@ -1102,6 +1129,27 @@ class _Ctx:
                 f"point {zi + 1}: the value {f!r} needs a backward gain of {g_on:g} at the point (upstream "
                 f"{y_at:g} there) and {g_off:g} elsewhere (upstream up to {y_max:g}), which overflows {F.name}")
         return best[1]
+
+    def _value_blockers(self, v_on, n, n_last=8):
+        """Up to n_last chains of n blocker layers after a value gate whose on value is v_on: each
+        layer is dead at L and live at the point.  Returns (post, T at the point after the last layer,
+        [|T'(p_k) a_k| for the layers, last first]).  Layers with |a T'| <= 1 and on values far from L
+        come first (the next layer's weight then stays small); the last layer keeps n_last choices."""
+        L = self.st.L
+        post, gains, v = [], [], v_on
+        for k in range(n):
+            a, c, _, t, d = self._blockers(v)
+            if not len(a):
+                return []
+            order = np.lexsort([-np.abs(t - L), np.maximum(np.abs(a * d), 1.0)])
+            if k == n - 1:
+                return [(post + [(float(a[i]), float(c[i]))], float(t[i]), [abs(float(a[i] * d[i]))] + gains)
+                        for i in order[:n_last]]
+            i = order[0]
+            post.append((float(a[i]), float(c[i])))
+            gains.insert(0, abs(float(a[i] * d[i])))
+            v = float(t[i])
+        return []
 
     def _reach(self, base: float):
         """(c, q): the bias c with q = RN(base + c) the best-ranked pass state (``pass_z`` order), or None.
