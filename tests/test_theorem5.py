@@ -267,8 +267,26 @@ def test_values_and_gradients_on_a_float16_sample_of_the_box(act):
     assert (claim.gradients != 0).sum() > 16
 
 
+def test_a_large_tanh_value_pads_its_branch_with_blockers_instead_of_relays(monkeypatch):
+    # tanh~ <= 1, so f* = -59968 (point 24 of this sample) needs an output weight of 59968; relays after
+    # V' map 0 to 0 (tanh~'(0) = 1) and multiply the backward value at every other point by their
+    # weights, which overflows float16 for upstream values near 1/4.  Blockers between V_z and V' keep
+    # L dead, so the backward value elsewhere stops at the last one.
+    import condcheck.theorem5 as t5
+    from condcheck.targets import box_sample, random_targets
+
+    used = []
+    orig = t5._Ctx._value_blockers
+    monkeypatch.setattr(t5._Ctx, "_value_blockers", lambda self, *a, **k: used.append(1) or orig(self, *a, **k))
+    X = box_sample("tanh", "float16", 1, 64, seed=0)
+    f, h, g = random_targets("float16", X, 0, 0.25)
+    assert np.min(f) == -59968.0
+    net, claim = construct_theorem5("tanh", "float16", X, f, h, g)
+    assert used and verify(net, claim).ok
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("fmt, act, n", [("float16", a, 256) for a in ("relu", "gelu", "elu", "swish")]
+@pytest.mark.parametrize("fmt, act, n", [("float16", a, 256) for a in ("relu", "gelu", "elu", "swish", "tanh")]
                          + [("bfloat16", a, 16) for a in ("gelu", "tanh", "elu", "swish")])
 def test_values_and_gradients_on_larger_16_bit_samples(fmt, act, n):
     from condcheck.targets import box_sample, random_targets
