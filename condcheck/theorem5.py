@@ -70,6 +70,7 @@ import scipy.sparse as sp
 from .errors import CondcheckError
 from .formats import Format, get_format
 from .network import Layer, Network
+from .op_tables import op_tables
 from .ops import add_array, add_float, mul_array, mul_float
 from .rounded_activation import get_rounded
 from .rounding import round_array, round_float
@@ -381,40 +382,55 @@ def _separator_table(kit: Kit, vals: np.ndarray, st: States):
 
 
 def _extremes(table):
-    """Prefix and suffix minima and maxima of every candidate separator along the sorted values."""
+    """Prefix and suffix minima and maxima of every candidate separator along the sorted values, as
+    (value index, candidate) arrays, so that the rows of a gap are contiguous."""
     W, B, Tv = table
     T32 = Tv.astype(np.float32) if np.array_equal(Tv.astype(np.float32), Tv) else Tv
-    pmin = np.minimum.accumulate(T32, axis=1)
-    pmax = np.maximum.accumulate(T32, axis=1)
-    smin = np.minimum.accumulate(T32[:, ::-1], axis=1)[:, ::-1]
-    smax = np.maximum.accumulate(T32[:, ::-1], axis=1)[:, ::-1]
+    T = np.ascontiguousarray(T32.T)
+    pmin = np.minimum.accumulate(T, axis=0)
+    pmax = np.maximum.accumulate(T, axis=0)
+    smin = np.minimum.accumulate(T[::-1], axis=0)[::-1]
+    smax = np.maximum.accumulate(T[::-1], axis=0)[::-1]
     return W, B, Tv, pmin, pmax, smin, smax
 
 
-def _choose_step(kit: Kit, vals, gap, up, ext):
-    """The separator with the smallest on-side spread relative to the gap, and its sign and kappa.
+def _choose_steps(ext, n_vals: int, chunk: int = 16) -> dict:
+    """{(gap, up): (w, b, s, kappa) or None} for every gap of the coordinate: the separator with the
+    smallest on-side spread relative to the gap, and its sign and kappa (all gaps at once, vectorized
+    over the candidates; ties go to the first candidate and to s = +1).
 
     Sign s = +1: every on-side value is above every dead-side value; s = -1: below.  kappa = -(the
     dead-side value nearest to the on side) * s, so that s n + kappa <= 0 exactly on the dead side.
     """
     W, B, Tv, pmin, pmax, smin, smax = ext
-    if up:       # on = [gap:], dead = [:gap]
-        on_min, on_max, d_min, d_max = smin[:, gap], smax[:, gap], pmin[:, gap - 1], pmax[:, gap - 1]
-    else:        # on = [:gap], dead = [gap:]
-        on_min, on_max, d_min, d_max = pmin[:, gap - 1], pmax[:, gap - 1], smin[:, gap], smax[:, gap]
-    best = None
-    for s, lo_on, hi_on, edge in ((1.0, on_min, on_max, d_max), (-1.0, -on_max, -on_min, -d_min)):
-        ok = lo_on > edge
-        if not ok.any():
-            continue
-        spread = np.where(ok, (hi_on - edge) / np.where(ok, lo_on - edge, 1), np.inf)
-        i = int(np.argmin(spread))
-        if best is None or spread[i] < best[0]:
-            best = (spread[i], s, i, float(edge[i]))
-    if best is None:
-        return None
-    _, s, i, edge = best
-    return float(W[i]), float(B[i]), s, -edge
+    out = {}
+    for start in range(1, n_vals, chunk):
+        stop = min(start + chunk, n_vals)
+        gaps = np.arange(start, stop)
+        at, below = slice(start, stop), slice(start - 1, stop - 1)       # rows gap and gap - 1
+        for up in (True, False):
+            if up:       # on = [gap:], dead = [:gap]
+                on_min, on_max, d_min, d_max = smin[at], smax[at], pmin[below], pmax[below]
+            else:        # on = [:gap], dead = [gap:]
+                on_min, on_max, d_min, d_max = pmin[below], pmax[below], smin[at], smax[at]
+            best = [None] * len(gaps)
+            for s, lo_on, hi_on, edge in ((1.0, on_min, on_max, d_max), (-1.0, -on_max, -on_min, -d_min)):
+                ok = lo_on > edge
+                spread = np.where(ok, (hi_on - edge) / np.where(ok, lo_on - edge, 1), np.inf)
+                idx = np.argmin(spread, axis=1)
+                any_ok = ok.any(axis=1)
+                for k in np.flatnonzero(any_ok):
+                    i = int(idx[k])
+                    sp = spread[k, i]
+                    if best[k] is None or sp < best[k][0]:
+                        best[k] = (sp, s, i, float(edge[k, i]))
+            for k, gap in enumerate(gaps):
+                if best[k] is None:
+                    out[(int(gap), up)] = None
+                else:
+                    _, s, i, edge = best[k]
+                    out[(int(gap), up)] = (float(W[i]), float(B[i]), s, -edge)
+    return out
 
 
 def _separator_chooser(kit: Kit, vals, states=None):
@@ -422,8 +438,8 @@ def _separator_chooser(kit: Kit, vals, states=None):
     formats: the smallest spread), else the restricted search of condcheck.separators (16-bit formats;
     its "not found" is not a proof of inseparability, and the error says distinguishability fails)."""
     if kit.fmt.count_finite() ** 2 * len(vals) <= 2e8:
-        table = _extremes(_separator_table(kit, vals, None))
-        return lambda gap, up: _choose_step(kit, vals, gap, up, table)
+        chosen = _choose_steps(_extremes(_separator_table(kit, vals, None)), len(vals))
+        return lambda gap, up: chosen[(gap, up)]
     from .separators import find_separators
     found = find_separators(kit, vals, states=None if enumerated(kit.fmt) else states)
     return lambda gap, up: found.get((gap, up))
@@ -798,6 +814,7 @@ class _Ctx:
         strong = np.abs(self.pass_d) * 4 >= np.max(np.abs(self.pass_d)) if len(self.pass_d) else far
         self.gate_targets = list(self.pass_z[far & strong])
         self.small_format = F.enumerable and F.count_finite() <= 4096   # searches may try every value
+        self.tables = op_tables(F)          # grids of RN sums and products as lookups (8-bit formats)
         if not self.small_format:
             # large formats: a gate's sum at its point can be coarse (RN(at_z + gamma) lands only on
             # multiples of at_z's spacing), so strong states whose T' is not a power of two come next
@@ -1343,6 +1360,19 @@ class _Ctx:
         st, F = self.st, self.F
         A = self.block_weights if weights is None else np.asarray(weights, float)
         P = self.block_targets
+        tb = self.tables
+        if tb is not None and self.small_format:       # the same test on indices
+            iA, iP = tb.index(A), tb.index(P)
+            i_on = tb.mul(iA, tb.index(v_on))
+            i_off = tb.mul(iA, tb.index(st.L))
+            ic = tb.add(iP[None, :], tb.neg(i_on)[:, None])
+            ip_on = tb.add(i_on[:, None], ic)
+            ip_off = tb.add(i_off[:, None], ic)
+            dead = np.append(st.dead(tb.values), False)
+            good = (i_on != tb.over)[:, None] & (i_off != tb.over)[:, None] & (ic != tb.over)
+            good &= (ip_on == iP[None, :]) & dead[ip_off]
+            ia, ip = np.nonzero(good)
+            return A[ia], tb.value(ic[ia, ip]), P[ip], self.block_t[ip], self.block_d[ip]
         m_on, o1 = mul_array(A, np.full_like(A, v_on), F)
         m_off, o2 = mul_array(A, np.full_like(A, st.L), F)
         ok = ~(o1 | o2)
@@ -1485,6 +1515,10 @@ class _Ctx:
     def _rn_chain_2d(self, t, d, a):
         """RN(RN(t_i d_k) a_k) for every (i, k), NaN on overflow."""
         F = self.F
+        tb = self.tables
+        if tb is not None:
+            i = tb.mul(tb.index(t)[:, None], tb.index(d)[None, :])
+            return tb.value(tb.mul(i, tb.index(a)[None, :]))
         T = np.broadcast_to(np.asarray(t)[:, None], (len(t), len(d)))
         r, o = mul_array(np.where(np.isnan(T), 0.0, T), np.broadcast_to(d[None, :], T.shape), F)
         r2, o2 = mul_array(r, np.broadcast_to(a[None, :], T.shape), F)
@@ -1629,9 +1663,9 @@ def distinguishability(activation, fmt, points, implementation="exact"):
         vals = np.unique(X[:, j])
         if len(vals) < 2:
             continue
-        ext = _extremes(_separator_table(kit, vals, None))
+        chosen = _choose_steps(_extremes(_separator_table(kit, vals, None)), len(vals))
         for gap in range(1, len(vals)):
-            if _choose_step(kit, vals, gap, True, ext) is None or _choose_step(kit, vals, gap, False, ext) is None:
+            if chosen[(gap, True)] is None or chosen[(gap, False)] is None:
                 bad.append((j + 1, float(vals[gap - 1]), float(vals[gap])))
     return bad
 

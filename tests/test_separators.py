@@ -14,7 +14,7 @@ from condcheck.formats import get_format
 from condcheck.ops import add_array, mul_array
 from condcheck.separators import find_separators
 from condcheck.targets import box_bound
-from condcheck.theorem5 import Kit, _choose_step, _extremes, _separator_table
+from condcheck.theorem5 import Kit, _choose_steps, _extremes, _separator_table
 
 
 def _box(fmt, act, n=None, seed=1):
@@ -51,8 +51,7 @@ def _check(kit, vals, key, sep):
 
 
 def _full_search(kit, vals):
-    ext = _extremes(_separator_table(kit, vals, None))
-    return {(g, up): _choose_step(kit, vals, g, up, ext) for g in range(1, len(vals)) for up in (True, False)}
+    return _choose_steps(_extremes(_separator_table(kit, vals, None)), len(vals))
 
 
 def _spread(kit, vals, key, sep):
