@@ -32,7 +32,10 @@ no gradient at all, whatever its upstream.  Layers (d = input dimension):
    a point's gates send into its shared gating steps meet in one sum, so each is kept below
    Omega / (1 + 2d).
 5. value outputs.  V'_z = T(a_v V_z + c_v) maps L to a zero of T and the on value of V_z to a power
-   of two P_z, so that the output weight f*(z)/P_z is exact.  Two constant neurons give +C and -C.
+   of two P_z, so that the output weight f*(z)/P_z is exact.  A value branch shorter than the gradient
+   branches is padded with relays after V'_z (0 -> a zero of T, P_z -> P_z) or, when their weights
+   would overflow the backward value at the other points (tanh~'(0) = 1), with blockers between V_z
+   and V'_z, through which L stays dead.  Two constant neurons give +C and -C.
    Gradient branches get *blocker* layers B_k = T(a_k B_(k-1) + c_k) (B_0 = G_z): at z the
    pre-activation is a state with T' != 0, at every other point (input L) it is dead.  So at the
    other points the backward value stops right after the output weight, whatever the weights a_k,
