@@ -717,7 +717,7 @@ def construct_theorem5(activation, fmt, points, values, upstream, gradients, imp
         if progress:
             progress(N + zi + 1, 2 * N)
         if fv[zi] != 0:
-            values_part.append(ctx.value_branch(zi, fv[zi], h_max, n_final, float(hv[zi])))
+            values_part += ctx.value_branches(zi, fv[zi], h_max, n_final, float(hv[zi]))
     net = _assemble(kit, st, F, d, steps, values_part, grad_part, consts, C, activation, implementation)
     claim = Claim(5, X, fv, hv, gv)
     if verify_result:
@@ -1049,7 +1049,27 @@ class _Ctx:
             self._vstates = (st.z[live], t, st.dt[live], lt, not_pow2)
         return self._vstates
 
-    def value_branch(self, zi, f, y_max, n_post=1, y_at=None):
+    def value_branches(self, zi, f, y_max, n_post=1, y_at=None):
+        """The value branches of point zi: one, else 2 or 4 carrying f/parts each.
+
+        Elsewhere the backward value of a branch is at least |y| |A| = |y| |f| / P, and P <= Omega:
+        f* = -192 on float8_e4m3 (P <= 128) overflows for upstream values above 160.  Parts with f/2
+        or f/4 (exact when they are values) meet in the output sum, where at z every other term is 0;
+        each part's gate keeps its backward contribution below Omega / (parts * share), so the sum
+        that reaches a gating step stays finite.
+        """
+        first = None
+        for parts in (1, 2, 4):
+            part = f / parts
+            if not _in(self.F, part):
+                break
+            try:
+                return [self.value_branch(zi, part, y_max, n_post, y_at, share=parts * self.share)] * parts
+            except ConstructionError as e:
+                first = first or e
+        raise first
+
+    def value_branch(self, zi, f, y_max, n_post=1, y_at=None, share=None):
         """V_z (live at z, dead elsewhere), V'_z (zero of T elsewhere, a power of two P at z), then
         n_post - 1 relays that keep 0 -> a zero of T and P -> P (padding to the gradient branches' depth).
 
@@ -1059,6 +1079,7 @@ class _Ctx:
         """
         kit, st, F = self.kit, self.st, self.F
         y_at = y_max if y_at is None else abs(y_at)
+        share = self.share if share is None else share
         cand_z, cand_t, cand_d, lt, not_pow2 = self._value_states()
         with np.errstate(over="ignore", under="ignore"):
             pows = [P for P in self.pow2_values if _in(F, f / P)]
@@ -1108,7 +1129,7 @@ class _Ctx:
                     # every prefix of the backward chain y A (relays) T'(q4) a T'(q3) beta at the point,
                     # where y = h*(z), and y A (relays) T'(z0) a elsewhere, where |y| <= y_max, must stay
                     # finite: each gain is the largest prefix product
-                    g_on = abs(A) * max(1.0, d4, d4 * abs(a), d4 * abs(a) * d3, d4 * abs(a) * d3 * bmax * self.share)
+                    g_on = abs(A) * max(1.0, d4, d4 * abs(a), d4 * abs(a) * d3, d4 * abs(a) * d3 * bmax * share)
                     g_off = abs(A) * max(1.0, d0, d0 * abs(a))
                     post = [(a, c)]
                     for _ in range(n_post - 1):
@@ -1137,7 +1158,7 @@ class _Ctx:
                         prefix = [1.0, d4, d4 * abs(a2)]
                         for gk in gains:                        # T'(p_k) a_k, last blocker first
                             prefix.append(prefix[-1] * gk)
-                        prefix += [prefix[-1] * d3, prefix[-1] * d3 * bmax * self.share]
+                        prefix += [prefix[-1] * d3, prefix[-1] * d3 * bmax * share]
                         consider(chain + [(a2, c2)], abs(A) * max(prefix), abs(A) * max(1.0, d0, d0 * abs(a2)), A)
             if best is not None and not best[0][0]:
                 break

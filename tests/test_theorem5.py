@@ -285,6 +285,18 @@ def test_a_large_tanh_value_pads_its_branch_with_blockers_instead_of_relays(monk
     assert used and verify(net, claim).ok
 
 
+def test_a_value_whose_output_weight_would_overflow_elsewhere_is_split_in_two_branches():
+    # float8_e4m3: the largest power of two P a relu value branch can reach is 128, so f* = -192 needs
+    # an output weight of -1.5, and the upstream 208 at another point would give a backward value of 312
+    # there (Omega = 240).  Two branches with -96 each (weight -0.75) meet exactly in the output sum.
+    X = np.array([0.0, 1.0, 2.0])
+    f, h, g = np.array([-192.0, 0.0, 3.0]), np.array([0.25, 208.0, 1.0]), np.zeros((3, 1))
+    net, claim = construct_theorem5("relu", "float8_e4m3", X, f, h, g)
+    out = net.layers[-1].weight.toarray().ravel()
+    assert (out == -0.75).sum() == 2 and not (out == -1.5).any()
+    assert verify(net, claim).ok
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("fmt, act, n", [("float16", a, 256) for a in ("relu", "gelu", "elu", "swish", "tanh")]
                          + [("bfloat16", a, 16) for a in ("gelu", "tanh", "elu", "swish")])
