@@ -713,6 +713,8 @@ def construct_theorem5(activation, fmt, points, values, upstream, gradients, imp
     for br in grad_part:
         ctx.pad_gradient(br, n_final, h_max, quarter)
     values_part = []
+    for br in grad_part:
+        ctx.gradient_gates[br.zi] = ctx.gradient_gates.get(br.zi, 0) + 1
     for zi in range(N):
         if progress:
             progress(N + zi + 1, 2 * N)
@@ -852,6 +854,7 @@ class _Ctx:
         # that point's gating steps: their backward contributions beta (x) delta meet in one sum there,
         # so each is kept below Omega / share
         self.share = 1 + 2 * X.shape[1]
+        self.gradient_gates = {}        # point -> its number of gradient gates (set once they are built)
 
     def _betas(self, gating, shift_exp):
         out = []
@@ -1054,17 +1057,21 @@ class _Ctx:
 
         Elsewhere the backward value of a branch is at least |y| |A| = |y| |f| / P, and P <= Omega:
         f* = -192 on float8_e4m3 (P <= 128) overflows for upstream values above 160.  Parts with f/2
-        or f/4 (exact when they are values) meet in the output sum, where at z every other term is 0;
-        each part's gate keeps its backward contribution below Omega / (parts * share), so the sum
-        that reaches a gating step stays finite.
+        or f/4 (exact when they are values) meet in the output sum, where at z every other term is 0.
+        The backward contributions of a point's gates meet in its gating steps' sums: each of its n_g
+        gradient gates keeps below Omega / share, and the value gates split the rest, so that sum stays
+        finite.
         """
         first = None
+        # the point's n_g gradient gates each keep below Omega / share; the value gates share the rest
+        n_g = self.gradient_gates.get(zi, 0)
+        rest = (self.share - n_g) / self.share
         for parts in (1, 2, 4):
             part = f / parts
             if not _in(self.F, part):
                 break
             try:
-                return [self.value_branch(zi, part, y_max, n_post, y_at, share=parts * self.share)] * parts
+                return [self.value_branch(zi, part, y_max, n_post, y_at, share=parts / rest)] * parts
             except ConstructionError as e:
                 first = first or e
         raise first
@@ -1098,7 +1105,12 @@ class _Ctx:
                 # a weight of about |q4 - z0| / |T(q3) - L|, which multiplies the backward value elsewhere)
             far = np.lexsort([np.abs(cand_d), -np.abs(cand_t - st.L), not_pow2])
             prefs = list(dict.fromkeys(np.concatenate([cand_z[order][:1024], cand_z[far][:1024]]).tolist()))
-        for attempt in range(4):
+        far_from_L = dict(zip(cand_z.tolist(), (-np.abs(cand_t - st.L)).tolist()))
+        for attempt in range(6):
+            if attempt == 2 and best is not None and best[0][0]:
+                # the backward value overflows: at z it is about y f / T(q3) times the gate's weights,
+                # so the gate's on values farthest from L come next
+                prefs.sort(key=far_from_L.__getitem__)
             try:
                 betas, gamma, pre = self._gate(zi, None, prefs)
             except ConstructionError:

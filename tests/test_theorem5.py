@@ -333,3 +333,21 @@ def test_cli_domain_sample_builds_on_distinct_box_points_and_rejects_a_bad_spec(
     bad = CliRunner().invoke(main, ["construct", "theorem5", "relu", "float8_e4m3", "--domain", "sample:x",
                                     "--out", str(out)])
     assert bad.exit_code == 2 and "--domain" in bad.output
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("act, fmt, h_max", [("tanh", "float8_e4m3", "H"), ("tanh", "float8_e5m2", "H"),
+                                             ("relu", "float8_e4m3", 64.0), ("gelu", "float8_e4m3", 64.0)])
+def test_upstream_values_up_to_h_sigma_or_64_on_the_float8_box(act, fmt, h_max):
+    # tanh: every upstream up to the paper's H_sigma (2 on e4m3, 1 on e5m2) as check_activation reports it
+    from condcheck.check import check_activation
+    from condcheck.targets import full_box, random_targets
+
+    F = get_format(fmt)
+    if h_max == "H":
+        h_max = float(check_activation(act, F).constants["H_sigma"])
+    X = full_box(act, F, 1)
+    f, h, g = random_targets(F, X, 0, h_max)
+    assert np.max(np.abs(h)) > h_max / 2
+    net, claim = construct_theorem5(act, F, X, f, h, g)
+    assert verify(net, claim).ok
