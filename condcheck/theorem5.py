@@ -871,16 +871,6 @@ class _Ctx:
         return self.kit.row(terms, gamma)
 
     def _gate(self, zi, extra, targets, small_first=False):
-        """See ``_gate_once``; on a large domain, a gate that the bounds over the other points can not
-        show dead is tried again with its sums evaluated on every point."""
-        try:
-            return self._gate_once(zi, extra, targets, small_first, exact=False)
-        except ConstructionError:
-            if len(self.X) <= EXACT_GATE_POINTS:
-                raise
-        return self._gate_once(zi, extra, targets, small_first, exact=True)
-
-    def _gate_once(self, zi, extra, targets, small_first=False, exact=False):
         """(betas, gamma, pre on X) with pre[zi] one of targets (earliest preferred), others dead.
 
         For each size of the gating weights (all sizes at once, as rows of 2-D arrays) the candidate
@@ -902,7 +892,7 @@ class _Ctx:
         if not shifts or not len(tv):
             raise ConstructionError(f"point {zi + 1} {self.X[zi].tolist()}: no gate puts it live and all other points dead")
         B = np.array([self._betas(gating, e) for e in shifts]).reshape(len(shifts), len(gating))
-        at_z, hi_o, lo_o, bad = self._gate_sums(zi, gating, B, extra, exact)
+        at_z, hi_o, lo_o, bad = self._gate_sums(zi, gating, B, extra)
         if self.small_format:
             G = F.values()
             Gb = np.broadcast_to(G[None, :], (len(shifts), len(G)))
@@ -934,11 +924,11 @@ class _Ctx:
                 return betas, gamma, pre
         raise ConstructionError(f"point {zi + 1} {self.X[zi].tolist()}: no gate puts it live and all other points dead")
 
-    def _gate_sums(self, zi, gating, B, extra, exact=False):
+    def _gate_sums(self, zi, gating, B, extra):
         """For each row of gating weights B: the gate's sum (without bias) at point zi, an upper and a
         lower bound of it over the other points, and a mask of rows where a product or sum overflows.
 
-        Small domains (or exact): the sums on every point.  Large ones: the sum is computed in a fixed order and
+        Small domains: the sums on every point.  Large ones: the sum is computed in a fixed order and
         RN is monotone, so it is monotone in every term; at another point each coordinate of x is below,
         equal to or above z's, which fixes which gating steps are dead (term beta L) and which are on
         (term within beta [on_lo, on_hi]); the extra input (a pass) is bounded by its extremes over the
@@ -965,7 +955,7 @@ class _Ctx:
         cols = [(B[:, k:k + 1], self.U_X[i][None, :]) for k, i in enumerate(gating)]
         if extra is not None:
             cols.append((np.full((R, 1), extra[0]), np.asarray(extra[1], float)[None, :]))
-        if n <= EXACT_GATE_POINTS or exact:
+        if n <= EXACT_GATE_POINTS:
             allx, bad = rowsum(cols)
             allx = np.where(bad[:, None], 0.0, allx)
             others = np.delete(allx, zi, axis=1) if n > 1 else np.full((R, 1), -F.max_float)
