@@ -51,7 +51,7 @@ import sympy
 from .activations import Activation, get_activation, x as X_SYMBOL
 from .errors import CondcheckError, FormatOverflowError, NotInFormatError, UnknownNameError
 from .formats import Format, get_format, to_fraction
-from .intervals import compile_expression, mp_to_fraction
+from .intervals import HAVE_ARB, compile_expression, mp_to_fraction
 from .rounding import round_array, round_fraction
 
 IMPLEMENTATIONS = ("exact", "float32-upcast", "torch")
@@ -93,10 +93,116 @@ def _finish(r, fmt: Format, what: str):
     return r
 
 
-def _certain(comp, q: Fraction, fmt: Format, what):
+# ---- the Arb path ----------------------------------------------------------------------------------
+#: Use python-flint's Arb balls first in the certain path (when python-flint is importable).
+USE_ARB = HAVE_ARB
+_UNDECIDED = object()
+
+
+def arb_start_precision(fmt: Format) -> int:
+    """The first Arb precision for fmt: p + 40 bits rounded up to whole 64-bit limbs (128 for float64)."""
+    return 64 * -(-(fmt.p + 40) // 64)
+
+
+@lru_cache(maxsize=None)
+def _max_significand(fmt: Format) -> int:
+    """Omega / 2**(e_max - M): an integer of at most M + 1 bits."""
+    m = fmt.max * Fraction(2) ** (fmt.M - fmt.e_max)
+    assert m.denominator == 1
+    return int(m)
+
+
+def _rn_key(v, fmt: Format):
+    """RN_F of an end of an Arb enclosure (an exact arb, or the float +-inf): +-inf for an overflow, else
+    ``(n, s)`` with RN_F = n * 2**s in a canonical form (|n| < 2**(M+1); (0, 0) for zero).  Integer
+    arithmetic on the end's mantissa and exponent, the rule of ``rounding.round_fraction``."""
+    if type(v) is float:
+        return v
+    man, exp = v.man_exp()
+    man, exp = int(man), int(exp)
+    if man == 0:
+        return (0, 0)
+    neg = man < 0
+    m = -man if neg else man
+    mag = exp + m.bit_length()                           # 2**(mag-1) <= |v| < 2**mag
+    M = fmt.M
+    if mag - 1 > fmt.e_max:                              # |v| >= 2**(e_max+1) > Omega + half an ulp
+        return _NEG_OVER if neg else _POS_OVER
+    if mag <= fmt.e_min - M - 1:                         # |v| < omega/2: rounds to 0
+        return (0, 0)
+    s = max(mag - 1, fmt.e_min) - M                      # the quantum 2**s at |v|
+    shift = s - exp
+    if shift <= 0:
+        n = m << -shift
+    else:
+        n = m >> shift
+        r = m & ((1 << shift) - 1)
+        half = 1 << (shift - 1)
+        if r > half or (r == half and n & 1):
+            n += 1
+    if n == 0:
+        return (0, 0)
+    if n >> (M + 1):                                     # rounded up to 2**(M+1) * 2**s
+        n >>= 1
+        s += 1
+    if s + n.bit_length() - 1 > fmt.e_max or (s == fmt.e_max - M and n > _max_significand(fmt)):
+        return _NEG_OVER if neg else _POS_OVER
+    return (-n if neg else n, s)
+
+
+def _key_value(k):
+    if isinstance(k, float):
+        return k
+    n, s = k
+    return Fraction(n << s) if s >= 0 else Fraction(n, 1 << -s)
+
+
+def _certain_arb(comp, q: Fraction, fmt: Format):
+    """RN_F at q from Arb enclosures (Ziv: the precision doubles until both ends round to one value).
+    The same rule as the mpmath loop below, on rigorous balls: at EXACT_AT_PRECISION bits still
+    undecided, sympy's exact value is used if it is rational; an end that stays unbounded (no ball
+    can say it) or an error gives up: returns _UNDECIDED and the mpmath path decides."""
+    prec = arb_start_precision(fmt)
+    tried_exact = False
+    while prec <= MAX_PRECISION:
+        try:
+            lo, hi = comp.enclose_arb_ends(q, prec)
+        except CondcheckError:
+            return _UNDECIDED
+        kl, kh = _rn_key(lo, fmt), _rn_key(hi, fmt)
+        if kl == kh:
+            return _key_value(kl)
+        if type(lo) is float or type(hi) is float:
+            return _UNDECIDED                           # an unbounded side does not shrink with precision
+        if prec >= EXACT_AT_PRECISION and not tried_exact:
+            tried_exact = True
+            r = _sympy_rational(comp, q, fmt)
+            if r is not None:
+                return r
+        prec *= 2
+    return _UNDECIDED
+
+
+def _sympy_rational(comp, q: Fraction, fmt: Format):
+    """RN_F of sympy's exact value at q when it is rational (else None)."""
+    val = sympy.sympify(comp.expr).subs(X_SYMBOL, sympy.Rational(q.numerator, q.denominator))
+    if isinstance(val, sympy.Rational):
+        try:
+            return round_fraction(Fraction(int(val.p), int(val.q)), fmt)
+        except FormatOverflowError:
+            return _POS_OVER if val > 0 else _NEG_OVER
+    return None
+
+
+def _certain(comp, q: Fraction, fmt: Format, what, use_arb=None):
     """RN_F of the compiled expression at q; returns a Fraction or +-inf (overflow).  ``what`` names the
     evaluation in the error: a string, or a function giving it (printing a sympy expression costs as
-    much as a certified evaluation, so the many-point callers format it only on failure)."""
+    much as a certified evaluation, so the many-point callers format it only on failure).  Arb first
+    (``use_arb``, default :data:`USE_ARB`), then mpmath for what Arb leaves undecided."""
+    if USE_ARB if use_arb is None else use_arb:
+        r = _certain_arb(comp, q, fmt)
+        if r is not _UNDECIDED:
+            return r
     prec = START_PRECISION
     tried_exact = False
     while prec <= MAX_PRECISION:
@@ -106,12 +212,9 @@ def _certain(comp, q: Fraction, fmt: Format, what):
             return rl
         if prec >= EXACT_AT_PRECISION and not tried_exact:
             tried_exact = True
-            val = sympy.sympify(comp.expr).subs(X_SYMBOL, sympy.Rational(q.numerator, q.denominator))
-            if isinstance(val, sympy.Rational):
-                try:
-                    return round_fraction(Fraction(int(val.p), int(val.q)), fmt)
-                except FormatOverflowError:
-                    return _POS_OVER if val > 0 else _NEG_OVER
+            r = _sympy_rational(comp, q, fmt)
+            if r is not None:
+                return r
         prec *= 2
     what = what() if callable(what) else what
     raise CondcheckError(f"could not decide the rounding of {what} to {fmt.name} at x = {q} "
