@@ -835,7 +835,10 @@ class ArbBackend:
     def var(self, X):
         return X[1]
 
-    def point(self, q: Fraction):
+    def point(self, q):
+        """The ball of an exact point: a Fraction, or a float (exact; the fast path of float formats)."""
+        if type(q) is float:
+            return (q, _arb(q))
         d = q.denominator
         if d & (d - 1) == 0:                            # dyadic: exact
             v = _arb(mpmath.mp.make_mpf(L.from_man_exp(q.numerator, -(d.bit_length() - 1))))
@@ -1117,7 +1120,7 @@ class ArbBackend:
             return True
         if no:
             return False
-        return exact(X[0])
+        return exact(Fraction(X[0]))
 
     def logical(self, op, parts):
         if op == "and":
@@ -1462,9 +1465,10 @@ class Compiled:
             B = self._arb[prec] = ArbBackend(prec)
         return B
 
-    def enclose_arb_ends(self, q: Fraction, prec: int):
-        """(lo, hi) enclosing the expression at the exact rational ``q``, from Arb balls at ``prec``
-        bits: exact arbs, or the floats -inf/+inf for an unbounded side.  Needs python-flint."""
+    def enclose_arb_ends(self, q, prec: int):
+        """(lo, hi) enclosing the expression at the exact rational ``q`` (a Fraction, or a float taken
+        exactly), from Arb balls at ``prec`` bits: exact arbs, or the floats -inf/+inf for an unbounded
+        side.  Needs python-flint."""
         if not HAVE_ARB:
             raise CondcheckError("the Arb backend needs python-flint (pip install python-flint)")
         ctx = _flint.ctx
@@ -1472,7 +1476,7 @@ class Compiled:
         ctx.prec = prec
         try:
             B = self.arb_backend(prec)
-            return _pair(self.fn(B, B.point(Fraction(q))))
+            return _pair(self.fn(B, B.point(q if type(q) is float else Fraction(q))))
         finally:
             ctx.prec = old
 

@@ -38,6 +38,7 @@ Overflow: a real value whose rounding exceeds Omega is an overflow: ``value`` ra
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
@@ -157,11 +158,19 @@ def _key_value(k):
     return Fraction(n << s) if s >= 0 else Fraction(n, 1 << -s)
 
 
-def _certain_arb(comp, q: Fraction, fmt: Format):
-    """RN_F at q from Arb enclosures (Ziv: the precision doubles until both ends round to one value).
-    The same rule as the mpmath loop below, on rigorous balls: at EXACT_AT_PRECISION bits still
-    undecided, sympy's exact value is used if it is rational; an end that stays unbounded (no ball
-    can say it) or an error gives up: returns _UNDECIDED and the mpmath path decides."""
+def _certain_arb(comp, q, fmt: Format):
+    """RN_F at q from Arb enclosures, a Fraction or +-inf (overflow), or _UNDECIDED."""
+    k = _arb_key(comp, q, fmt)
+    return k if (k is _UNDECIDED or isinstance(k, (float, Fraction))) else _key_value(k)
+
+
+def _arb_key(comp, q, fmt: Format):
+    """RN_F at q (a Fraction, or a float taken exactly) from Arb enclosures (Ziv: the precision doubles
+    until both ends round to one value): a key of :func:`_rn_key`, +-inf for an overflow, a Fraction
+    (sympy's exact value), or _UNDECIDED.  The same rule as the mpmath loop of :func:`_certain`, on
+    rigorous balls: at EXACT_AT_PRECISION bits still undecided (the ball holds a rounding boundary),
+    sympy's exact value is used if it is rational; an end that stays unbounded (no ball can say it) or
+    an error gives up (_UNDECIDED): the mpmath path decides then."""
     prec = arb_start_precision(fmt)
     tried_exact = False
     while prec <= MAX_PRECISION:
@@ -171,12 +180,12 @@ def _certain_arb(comp, q: Fraction, fmt: Format):
             return _UNDECIDED
         kl, kh = _rn_key(lo, fmt), _rn_key(hi, fmt)
         if kl == kh:
-            return _key_value(kl)
+            return kl
         if type(lo) is float or type(hi) is float:
             return _UNDECIDED                           # an unbounded side does not shrink with precision
         if prec >= EXACT_AT_PRECISION and not tried_exact:
             tried_exact = True
-            r = _sympy_rational(comp, q, fmt)
+            r = _sympy_rational(comp, Fraction(q), fmt)
             if r is not None:
                 return r
         prec *= 2
@@ -399,6 +408,45 @@ def _grid_in_float64(fmt: Format) -> bool:
     return fmt.name == "float64" or (fmt.M < 52 and fmt.e_min - fmt.M >= -1074 and fmt.e_max <= 1023)
 
 
+#: Memo of certain-path results on formats inside float64: {(expression, format): {x: RN_F(expr(x))}}
+#: (floats; +-inf for an overflow).  At most MEMO_LIMIT entries in all; the oldest half of a full memo
+#: is dropped.  The values are the certified ones (a memo only saves recomputing them).
+MEMO_LIMIT = 1 << 20
+_memo: dict = {}
+_memo_size = [0]
+
+
+def clear_memo():
+    """Empty the memo of certified evaluations."""
+    for d in _memo.values():
+        d.clear()
+    _memo.clear()
+    _memo_size[0] = 0
+
+
+def _memo_room(n_new: int):
+    if _memo_size[0] + n_new <= MEMO_LIMIT:
+        return
+    for d in list(_memo.values()):                       # drop the oldest half of every table
+        for k in list(d)[: len(d) // 2 + 1]:
+            del d[k]
+    _memo_size[0] = sum(len(d) for d in _memo.values())
+    if _memo_size[0] + n_new > MEMO_LIMIT:
+        clear_memo()
+
+
+def _certain_float(comp, v: float, fmt: Format, what):
+    """RN_F at the float v for a format inside float64: a float (+-inf for an overflow)."""
+    if USE_ARB:
+        k = _arb_key(comp, v, fmt)
+        if type(k) is tuple:
+            return math.ldexp(k[0], k[1])               # exact: a value of fmt is a float64
+        if k is not _UNDECIDED:
+            return float(k)
+    r = _certain(comp, Fraction(v), fmt, what, use_arb=False)
+    return r if isinstance(r, float) else float(r)
+
+
 def _exact_fast(expr, pts: np.ndarray, fmt: Format):
     """(values, overflow mask, fallback count) of RN_F(expr) at float64 points of fmt."""
     comp = compile_expression(expr)
@@ -409,12 +457,21 @@ def _exact_fast(expr, pts: np.ndarray, fmt: Format):
     vals = np.where(rl == 0, 0.0, rl)
     over = ol.copy()
     bad = np.flatnonzero(~ok)
-    for i in bad:
-        r = _certain(comp, Fraction(float(pts[i])), fmt, lambda i=i: f"{expr} at x = {float(pts[i])!r}")
-        if isinstance(r, float):
-            vals[i], over[i] = r, True
-        else:
-            vals[i], over[i] = float(r), False
+    if bad.size:
+        memo = _memo.setdefault((expr, fmt), {})
+        xs = pts[bad].tolist()
+        got = [memo.get(v) for v in xs]
+        new = [j for j, g in enumerate(got) if g is None]
+        _memo_room(len(new))
+        memo = _memo.setdefault((expr, fmt), memo)
+        for j in new:
+            v = xs[j]
+            r = _certain_float(comp, v, fmt, lambda v=v: f"{expr} at x = {v!r}")
+            got[j] = memo[v] = r
+        _memo_size[0] += len(new)
+        g = np.array(got, dtype=np.float64)
+        vals[bad] = g
+        over[bad] = np.isinf(g)
     return vals, over, int(bad.size)
 
 
