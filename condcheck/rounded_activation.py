@@ -100,6 +100,13 @@ USE_ARB = HAVE_ARB
 _UNDECIDED = object()
 
 
+#: Arb's balls are cheap at a few thousand bits (sympy's exact evaluation costs milliseconds), so the
+#: exact rational check waits longer than in the mpmath loop: a value within 2^-1100 (relative) of a
+#: rounding boundary, e.g. swish or gelu at a subnormal x (x/2 plus a correction of order x^2), is
+#: decided by the balls at 2048 bits.
+ARB_EXACT_AT_PRECISION = 4096
+
+
 def arb_start_precision(fmt: Format) -> int:
     """The first Arb precision for fmt: p + 40 bits rounded up to whole 64-bit limbs (128 for float64)."""
     return 64 * -(-(fmt.p + 40) // 64)
@@ -168,7 +175,7 @@ def _arb_key(comp, q, fmt: Format):
     """RN_F at q (a Fraction, or a float taken exactly) from Arb enclosures (Ziv: the precision doubles
     until both ends round to one value): a key of :func:`_rn_key`, +-inf for an overflow, a Fraction
     (sympy's exact value), or _UNDECIDED.  The same rule as the mpmath loop of :func:`_certain`, on
-    rigorous balls: at EXACT_AT_PRECISION bits still undecided (the ball holds a rounding boundary),
+    rigorous balls: at ARB_EXACT_AT_PRECISION bits still undecided (the ball holds a rounding boundary),
     sympy's exact value is used if it is rational; an end that stays unbounded (no ball can say it) or
     an error gives up (_UNDECIDED): the mpmath path decides then."""
     prec = arb_start_precision(fmt)
@@ -183,7 +190,7 @@ def _arb_key(comp, q, fmt: Format):
             return kl
         if type(lo) is float or type(hi) is float:
             return _UNDECIDED                           # an unbounded side does not shrink with precision
-        if prec >= EXACT_AT_PRECISION and not tried_exact:
+        if prec >= ARB_EXACT_AT_PRECISION and not tried_exact:
             tried_exact = True
             r = _sympy_rational(comp, Fraction(q), fmt)
             if r is not None:
