@@ -1,7 +1,7 @@
 """Rigorous enclosures of a sympy expression in ``x`` at exact points.
 
 For every node of the expression tree we compute an interval ``[lo, hi]`` that contains the true real
-value of that node at the point.  One compiled tree walk (:func:`compile_expression`) runs on two
+value of that node at the point.  One compiled tree walk (:func:`compile_expression`) runs on three
 backends:
 
 * :class:`NumpyBackend`: float64 arrays, vectorized over all points at once.  After every operation
@@ -16,9 +16,19 @@ backends:
   and special functions are widened by a relative ``2**-(prec - 8)``.  A function at a point where its
   value is an exact rational (exp(0) = 1, tanh(0) = 0, log(1) = 0, ...) returns that value exactly, so
   exact boundaries such as sigmoid(0) = 1/2 come out as points.
+* :class:`ArbBackend`: Arb balls (python-flint's ``arb``) at ``prec`` bits (one point).  Every
+  operation and function of Arb returns a ball that provably contains the true value, so this backend
+  needs no widening and no accuracy assumption.  Where a ball can not carry the answer (``exp(1e300)``
+  is ``[+/- inf]`` for Arb; 1/ball of a ball that lost its sign) the backend works on the ends of the
+  interval with the function's monotonicity and limits (a pair ``(lo, hi)`` with +-inf ends).  Exact
+  arguments with exact dyadic values (exp(0) = 1, tanh(0) = 0, 1/(1 + 1) = 1/2, ...) give exact balls.
+  The certain path of :mod:`condcheck.rounded_activation` uses it first; mpmath stays the fallback
+  (python-flint missing, or a ball that stays unbounded).
 
 ASSUMPTION (the only non-proved ingredient): libm/numpy/scipy functions are accurate within the ulp
-margins above, and mpmath's functions within ``2**-(prec - 8)`` relative.  tests/test_intervals.py
+margins above, and mpmath's functions within ``2**-(prec - 8)`` relative.  The Arb backend does not
+rely on it (Arb's error bounds are rigorous); with python-flint installed a rounding is decided by Arb
+and the mpmath assumption only enters where Arb leaves a point undecided.  tests/test_intervals.py
 checks enclosures against 200-bit mpmath values.
 
 Conditions of a ``Piecewise`` are decided exactly: the enclosure of ``lhs - rhs`` decides the sign where
@@ -777,9 +787,16 @@ def _pair(a):
 
 
 def _mk(lo, hi):
-    """A ball when both ends are finite (their union), else the pair."""
+    """A ball when both ends are finite (their union), else the pair.  The pair is also kept when the
+    ball would lose the sign of the interval (ends of very different magnitudes, e.g. cosh of a wide
+    ball): the ball is valid but 1/ball would be unbounded."""
     if type(lo) is _arb and type(hi) is _arb:
-        return lo if lo is hi else lo.union(hi)
+        if lo is hi:
+            return lo
+        u = lo.union(hi)
+        if (lo > 0 and not u > 0) or (hi < 0 and not u < 0):
+            return lo, hi
+        return u
     return lo, hi
 
 

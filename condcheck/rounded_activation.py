@@ -11,6 +11,11 @@ Implementations are named (:data:`IMPLEMENTATIONS`):
   enclosure of all points at once, accepted where both ends round (``round_array``, exact) to the same
   value; every other point goes through the certain path.  The two paths are the same function: the
   fast path only accepts points where the certain answer is forced.
+  With python-flint installed (:data:`USE_ARB`), the certain path first runs the same strategy on Arb
+  balls (``intervals.ArbBackend``: rigorous, no widening assumption; p + 40 bits rounded up to whole
+  limbs, doubling; sympy's exact check at :data:`ARB_EXACT_AT_PRECISION` bits), 10-20 times faster
+  than mpmath; a point it leaves undecided (a ball that stays unbounded) goes to the mpmath loop.  On
+  formats inside float64 the certified results are kept in a bounded memo (:data:`MEMO_LIMIT` values).
 * ``"float32-upcast"``: what NumPy/ml_dtypes compute for low-precision inputs: the input cast to
   float32, sigma (and its sympy derivative) evaluated with numpy/scipy in float32 arithmetic
   (``sympy.lambdify`` of the expression with its constants as Python floats, so that numpy keeps
@@ -176,8 +181,8 @@ def _arb_key(comp, q, fmt: Format):
     until both ends round to one value): a key of :func:`_rn_key`, +-inf for an overflow, a Fraction
     (sympy's exact value), or _UNDECIDED.  The same rule as the mpmath loop of :func:`_certain`, on
     rigorous balls: at ARB_EXACT_AT_PRECISION bits still undecided (the ball holds a rounding boundary),
-    sympy's exact value is used if it is rational; an end that stays unbounded (no ball can say it) or
-    an error gives up (_UNDECIDED): the mpmath path decides then."""
+    sympy's exact value is used if it is rational; an end still unbounded at EXACT_AT_PRECISION bits
+    (no ball can say it) or an error gives up (_UNDECIDED): the mpmath path decides then."""
     prec = arb_start_precision(fmt)
     tried_exact = False
     while prec <= MAX_PRECISION:
@@ -188,8 +193,8 @@ def _arb_key(comp, q, fmt: Format):
         kl, kh = _rn_key(lo, fmt), _rn_key(hi, fmt)
         if kl == kh:
             return kl
-        if type(lo) is float or type(hi) is float:
-            return _UNDECIDED                           # an unbounded side does not shrink with precision
+        if (type(lo) is float or type(hi) is float) and prec >= EXACT_AT_PRECISION:
+            return _UNDECIDED                           # still unbounded: Arb can not say it
         if prec >= ARB_EXACT_AT_PRECISION and not tried_exact:
             tried_exact = True
             r = _sympy_rational(comp, Fraction(q), fmt)
