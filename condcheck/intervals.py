@@ -978,10 +978,11 @@ class ArbBackend:
             v = self._clamp[k] = getattr(_arb(t), name)()
         return v
 
-    def _mono(self, name, a, inc, lim_lo, lim_hi, clamp=False):
-        """A monotone function on the ends of a pair; ``lim_lo``/``lim_hi``: its limits at -inf, +inf
-        (an exact arb or +-inf).  ``clamp``: a non-finite value at an end beyond 2^40 is bounded by the
-        function's value at +-2^40."""
+    def _mono(self, name, a, inc, lim_lo, lim_hi, clamp=False, floor=None):
+        """A monotone function on the ends of a pair; ``lim_lo``/``lim_hi``: the infimum and supremum of
+        its values (an exact arb or +-inf), taken at an infinite end.  ``clamp``: a non-finite value at
+        an end beyond 2^40 is bounded by the function's value at +-2^40.  ``floor``: a lower bound of
+        the function (an exact arb) that the lower end is raised to."""
         lo, hi = _pair(a)
         if not inc:
             lo, hi = hi, lo
@@ -998,7 +999,10 @@ class ArbBackend:
                     c = self._clamped(name, t)
                     return c.upper() if up else c.lower()
             return _PINF if up else _NINF
-        return _mk(end(lo, False), end(hi, True))
+        rlo = end(lo, False)
+        if floor is not None and (type(rlo) is float or rlo < floor):
+            rlo = floor
+        return _mk(rlo, end(hi, True))
 
     def _fn(self, name, a, inc, lim_lo, lim_hi, clamp=False):
         if type(a) is _arb:
@@ -1008,7 +1012,11 @@ class ArbBackend:
         return self._mono(name, a, inc, lim_lo, lim_hi, clamp)
 
     def exp(self, a):
-        return self._fn("exp", a, True, _arb(0), _PINF, True)
+        if type(a) is _arb:
+            r = a.exp()
+            if r > 0:                                   # else a wide ball lost the sign: use the ends
+                return r
+        return self._mono("exp", a, True, _arb(0), _PINF, True, floor=_arb(0))
 
     def expm1(self, a):
         return self._fn("expm1", a, True, _arb(-1), _PINF, True)
@@ -1056,13 +1064,13 @@ class ArbBackend:
     def cosh(self, a):
         if type(a) is _arb:
             r = a.cosh()
-            if r.is_finite():
+            if r > 0:                                   # else not finite, or a wide ball lost the sign
                 return r
         lo, hi = _pair(a)
         if _sgn(lo) >= 0:
-            return self._mono("cosh", (lo, hi), True, _PINF, _PINF, True)
+            return self._mono("cosh", (lo, hi), True, _PINF, _PINF, True, floor=_arb(1))
         if _sgn(hi) <= 0:
-            return self._mono("cosh", (lo, hi), False, _PINF, _PINF, True)
+            return self._mono("cosh", (lo, hi), False, _PINF, _PINF, True, floor=_arb(1))
         up = _amax([_pair(self._mono("cosh", (lo, lo), False, _PINF, _PINF, True))[1],
                     _pair(self._mono("cosh", (hi, hi), True, _PINF, _PINF, True))[1]])
         return _mk(_arb(1), up)

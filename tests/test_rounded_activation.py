@@ -257,7 +257,7 @@ def _hard_points(fmt):
             11.09, 16.63, 19.06, 37.5, 88.72, 103.97, 700.0, 709.78, 710.0, 745.0, 1e10, 2.0 ** 40, 2.0 ** 41,
             1e300, 1e-300, mf]
     rng = np.random.default_rng(11)
-    rand = np.concatenate([rng.normal(0, 4, 12), rng.integers(0, 2 ** 63, 12, dtype=np.uint64).view(np.float64)])
+    rand = np.concatenate([rng.normal(0, 4, 30), rng.integers(0, 2 ** 63, 30, dtype=np.uint64).view(np.float64)])
     pts = np.concatenate([base, [-b for b in base], rand])
     pts, _ = round_array(pts[np.isfinite(pts)], fmt)
     return np.unique(pts[np.isfinite(pts)])
