@@ -12,7 +12,7 @@ Implementations are named (:data:`IMPLEMENTATIONS`):
   value; every other point goes through the certain path.  The two paths are the same function: the
   fast path only accepts points where the certain answer is forced.
   With python-flint installed (:data:`USE_ARB`), the certain path first runs the same strategy on Arb
-  balls (``intervals.ArbBackend``: rigorous, no widening assumption; p + 40 bits rounded up to whole
+  balls (``intervals.ArbBackend``: rigorous, no widening assumption; p + 8 bits rounded up to whole
   limbs, doubling; sympy's exact check at :data:`ARB_EXACT_AT_PRECISION` bits), 10-20 times faster
   than mpmath; a point it leaves undecided (a ball that stays unbounded) goes to the mpmath loop.  On
   formats inside float64 the certified results are kept in a bounded memo (:data:`MEMO_LIMIT` values).
@@ -113,8 +113,9 @@ ARB_EXACT_AT_PRECISION = 4096
 
 
 def arb_start_precision(fmt: Format) -> int:
-    """The first Arb precision for fmt: p + 40 bits rounded up to whole 64-bit limbs (128 for float64)."""
-    return 64 * -(-(fmt.p + 40) // 64)
+    """The first Arb precision for fmt: p + 8 bits rounded up to whole 64-bit limbs (64 for float64: a
+    ball of a few units in its last place decides most roundings; the rest doubles to 128 bits)."""
+    return 64 * -(-(fmt.p + 8) // 64)
 
 
 @lru_cache(maxsize=None)

@@ -97,7 +97,7 @@ def test_values_and_gradients_on_256_float32_points_of_the_box(act):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("act", ["relu", "tanh"])
+@pytest.mark.parametrize("act", ["relu", "tanh", "elu", "gelu", "swish"])
 def test_values_and_gradients_on_float64_samples(act):
     net, claim = _build(act, "float64", 16)
     assert verify(net, claim).ok
