@@ -477,11 +477,14 @@ def _exact_fast(expr, pts: np.ndarray, fmt: Format):
         new = [j for j, g in enumerate(got) if g is None]
         _memo_room(len(new))
         memo = _memo.setdefault((expr, fmt), memo)
+        size = _memo_size[0]
         for j in new:
             v = xs[j]
-            r = _certain_float(comp, v, fmt, lambda v=v: f"{expr} at x = {v!r}")
-            got[j] = memo[v] = r
-        _memo_size[0] += len(new)
+            r = got[j] = _certain_float(comp, v, fmt, lambda v=v: f"{expr} at x = {v!r}")
+            if size < MEMO_LIMIT:
+                memo[v] = r
+                size += 1
+        _memo_size[0] = size
         g = np.array(got, dtype=np.float64)
         vals[bad] = g
         over[bad] = np.isinf(g)
