@@ -11,6 +11,11 @@ Implementations are named (:data:`IMPLEMENTATIONS`):
   enclosure of all points at once, accepted where both ends round (``round_array``, exact) to the same
   value; every other point goes through the certain path.  The two paths are the same function: the
   fast path only accepts points where the certain answer is forced.
+  With python-flint installed (:data:`USE_ARB`), the certain path first runs the same strategy on Arb
+  balls (``intervals.ArbBackend``: rigorous, no widening assumption; p + 8 bits rounded up to whole
+  limbs, doubling; sympy's exact check at :data:`ARB_EXACT_AT_PRECISION` bits), 10-20 times faster
+  than mpmath; a point it leaves undecided (a ball that stays unbounded) goes to the mpmath loop.  On
+  formats inside float64 the certified results are kept in a bounded memo (:data:`MEMO_LIMIT` values).
 * ``"float32-upcast"``: what NumPy/ml_dtypes compute for low-precision inputs: the input cast to
   float32, sigma (and its sympy derivative) evaluated with numpy/scipy in float32 arithmetic
   (``sympy.lambdify`` of the expression with its constants as Python floats, so that numpy keeps
@@ -38,6 +43,7 @@ Overflow: a real value whose rounding exceeds Omega is an overflow: ``value`` ra
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
@@ -51,7 +57,7 @@ import sympy
 from .activations import Activation, get_activation, x as X_SYMBOL
 from .errors import CondcheckError, FormatOverflowError, NotInFormatError, UnknownNameError
 from .formats import Format, get_format, to_fraction
-from .intervals import compile_expression, mp_to_fraction
+from .intervals import HAVE_ARB, compile_expression, mp_to_fraction
 from .rounding import round_array, round_fraction
 
 IMPLEMENTATIONS = ("exact", "float32-upcast", "torch")
@@ -93,10 +99,132 @@ def _finish(r, fmt: Format, what: str):
     return r
 
 
-def _certain(comp, q: Fraction, fmt: Format, what):
+# ---- the Arb path ----------------------------------------------------------------------------------
+#: Use python-flint's Arb balls first in the certain path (when python-flint is importable).
+USE_ARB = HAVE_ARB
+_UNDECIDED = object()
+
+
+#: Arb's balls are cheap at a few thousand bits (sympy's exact evaluation costs milliseconds), so the
+#: exact rational check waits longer than in the mpmath loop: a value within 2^-1100 (relative) of a
+#: rounding boundary, e.g. swish or gelu at a subnormal x (x/2 plus a correction of order x^2), is
+#: decided by the balls at 2048 bits.
+ARB_EXACT_AT_PRECISION = 4096
+
+
+def arb_start_precision(fmt: Format) -> int:
+    """The first Arb precision for fmt: p + 8 bits rounded up to whole 64-bit limbs (64 for float64: a
+    ball of a few units in its last place decides most roundings; the rest doubles to 128 bits)."""
+    return 64 * -(-(fmt.p + 8) // 64)
+
+
+@lru_cache(maxsize=None)
+def _max_significand(fmt: Format) -> int:
+    """Omega / 2**(e_max - M): an integer of at most M + 1 bits."""
+    m = fmt.max * Fraction(2) ** (fmt.M - fmt.e_max)
+    assert m.denominator == 1
+    return int(m)
+
+
+def _rn_key(v, fmt: Format):
+    """RN_F of an end of an Arb enclosure (an exact arb, or the float +-inf): +-inf for an overflow, else
+    ``(n, s)`` with RN_F = n * 2**s in a canonical form (|n| < 2**(M+1); (0, 0) for zero).  Integer
+    arithmetic on the end's mantissa and exponent, the rule of ``rounding.round_fraction``."""
+    if type(v) is float:
+        return v
+    man, exp = v.man_exp()
+    man, exp = int(man), int(exp)
+    if man == 0:
+        return (0, 0)
+    neg = man < 0
+    m = -man if neg else man
+    mag = exp + m.bit_length()                           # 2**(mag-1) <= |v| < 2**mag
+    M = fmt.M
+    if mag - 1 > fmt.e_max:                              # |v| >= 2**(e_max+1) > Omega + half an ulp
+        return _NEG_OVER if neg else _POS_OVER
+    if mag <= fmt.e_min - M - 1:                         # |v| < omega/2: rounds to 0
+        return (0, 0)
+    s = max(mag - 1, fmt.e_min) - M                      # the quantum 2**s at |v|
+    shift = s - exp
+    if shift <= 0:
+        n = m << -shift
+    else:
+        n = m >> shift
+        r = m & ((1 << shift) - 1)
+        half = 1 << (shift - 1)
+        if r > half or (r == half and n & 1):
+            n += 1
+    if n == 0:
+        return (0, 0)
+    if n >> (M + 1):                                     # rounded up to 2**(M+1) * 2**s
+        n >>= 1
+        s += 1
+    if s + n.bit_length() - 1 > fmt.e_max or (s == fmt.e_max - M and n > _max_significand(fmt)):
+        return _NEG_OVER if neg else _POS_OVER
+    return (-n if neg else n, s)
+
+
+def _key_value(k):
+    if isinstance(k, float):
+        return k
+    n, s = k
+    return Fraction(n << s) if s >= 0 else Fraction(n, 1 << -s)
+
+
+def _certain_arb(comp, q, fmt: Format):
+    """RN_F at q from Arb enclosures, a Fraction or +-inf (overflow), or _UNDECIDED."""
+    k = _arb_key(comp, q, fmt)
+    return k if (k is _UNDECIDED or isinstance(k, (float, Fraction))) else _key_value(k)
+
+
+def _arb_key(comp, q, fmt: Format):
+    """RN_F at q (a Fraction, or a float taken exactly) from Arb enclosures (Ziv: the precision doubles
+    until both ends round to one value): a key of :func:`_rn_key`, +-inf for an overflow, a Fraction
+    (sympy's exact value), or _UNDECIDED.  The same rule as the mpmath loop of :func:`_certain`, on
+    rigorous balls: at ARB_EXACT_AT_PRECISION bits still undecided (the ball holds a rounding boundary),
+    sympy's exact value is used if it is rational; an end still unbounded at EXACT_AT_PRECISION bits
+    (no ball can say it) or an error gives up (_UNDECIDED): the mpmath path decides then."""
+    prec = arb_start_precision(fmt)
+    tried_exact = False
+    while prec <= MAX_PRECISION:
+        try:
+            lo, hi = comp.enclose_arb_ends(q, prec)
+        except CondcheckError:
+            return _UNDECIDED
+        kl, kh = _rn_key(lo, fmt), _rn_key(hi, fmt)
+        if kl == kh:
+            return kl
+        if (type(lo) is float or type(hi) is float) and prec >= EXACT_AT_PRECISION:
+            return _UNDECIDED                           # still unbounded: Arb can not say it
+        if prec >= ARB_EXACT_AT_PRECISION and not tried_exact:
+            tried_exact = True
+            r = _sympy_rational(comp, Fraction(q), fmt)
+            if r is not None:
+                return r
+        prec *= 2
+    return _UNDECIDED
+
+
+def _sympy_rational(comp, q: Fraction, fmt: Format):
+    """RN_F of sympy's exact value at q when it is rational (else None)."""
+    val = sympy.sympify(comp.expr).subs(X_SYMBOL, sympy.Rational(q.numerator, q.denominator))
+    if isinstance(val, sympy.Rational):
+        try:
+            return round_fraction(Fraction(int(val.p), int(val.q)), fmt)
+        except FormatOverflowError:
+            return _POS_OVER if val > 0 else _NEG_OVER
+    return None
+
+
+def _certain(comp, q: Fraction, fmt: Format, what, use_arb=None):
     """RN_F of the compiled expression at q; returns a Fraction or +-inf (overflow).  ``what`` names the
     evaluation in the error: a string, or a function giving it (printing a sympy expression costs as
-    much as a certified evaluation, so the many-point callers format it only on failure)."""
+    much as a certified evaluation, so the many-point callers format it only on failure).  Arb first
+    (``use_arb``, default :data:`USE_ARB`), then mpmath for what Arb leaves undecided."""
+    if USE_ARB if use_arb is None else use_arb:
+        r = _certain_arb(comp, q, fmt)
+        if r is not _UNDECIDED:
+            return r
     prec = START_PRECISION
     tried_exact = False
     while prec <= MAX_PRECISION:
@@ -106,12 +234,9 @@ def _certain(comp, q: Fraction, fmt: Format, what):
             return rl
         if prec >= EXACT_AT_PRECISION and not tried_exact:
             tried_exact = True
-            val = sympy.sympify(comp.expr).subs(X_SYMBOL, sympy.Rational(q.numerator, q.denominator))
-            if isinstance(val, sympy.Rational):
-                try:
-                    return round_fraction(Fraction(int(val.p), int(val.q)), fmt)
-                except FormatOverflowError:
-                    return _POS_OVER if val > 0 else _NEG_OVER
+            r = _sympy_rational(comp, q, fmt)
+            if r is not None:
+                return r
         prec *= 2
     what = what() if callable(what) else what
     raise CondcheckError(f"could not decide the rounding of {what} to {fmt.name} at x = {q} "
@@ -296,6 +421,45 @@ def _grid_in_float64(fmt: Format) -> bool:
     return fmt.name == "float64" or (fmt.M < 52 and fmt.e_min - fmt.M >= -1074 and fmt.e_max <= 1023)
 
 
+#: Memo of certain-path results on formats inside float64: {(expression, format): {x: RN_F(expr(x))}}
+#: (floats; +-inf for an overflow).  At most MEMO_LIMIT entries in all; the oldest half of a full memo
+#: is dropped.  The values are the certified ones (a memo only saves recomputing them).
+MEMO_LIMIT = 1 << 20
+_memo: dict = {}
+_memo_size = [0]
+
+
+def clear_memo():
+    """Empty the memo of certified evaluations."""
+    for d in _memo.values():
+        d.clear()
+    _memo.clear()
+    _memo_size[0] = 0
+
+
+def _memo_room(n_new: int):
+    if _memo_size[0] + n_new <= MEMO_LIMIT:
+        return
+    for d in list(_memo.values()):                       # drop the oldest half of every table
+        for k in list(d)[: len(d) // 2 + 1]:
+            del d[k]
+    _memo_size[0] = sum(len(d) for d in _memo.values())
+    if _memo_size[0] + n_new > MEMO_LIMIT:
+        clear_memo()
+
+
+def _certain_float(comp, v: float, fmt: Format, what):
+    """RN_F at the float v for a format inside float64: a float (+-inf for an overflow)."""
+    if USE_ARB:
+        k = _arb_key(comp, v, fmt)
+        if type(k) is tuple:
+            return math.ldexp(k[0], k[1])               # exact: a value of fmt is a float64
+        if k is not _UNDECIDED:
+            return float(k)
+    r = _certain(comp, Fraction(v), fmt, what, use_arb=False)
+    return r if isinstance(r, float) else float(r)
+
+
 def _exact_fast(expr, pts: np.ndarray, fmt: Format):
     """(values, overflow mask, fallback count) of RN_F(expr) at float64 points of fmt."""
     comp = compile_expression(expr)
@@ -306,12 +470,24 @@ def _exact_fast(expr, pts: np.ndarray, fmt: Format):
     vals = np.where(rl == 0, 0.0, rl)
     over = ol.copy()
     bad = np.flatnonzero(~ok)
-    for i in bad:
-        r = _certain(comp, Fraction(float(pts[i])), fmt, lambda i=i: f"{expr} at x = {float(pts[i])!r}")
-        if isinstance(r, float):
-            vals[i], over[i] = r, True
-        else:
-            vals[i], over[i] = float(r), False
+    if bad.size:
+        memo = _memo.setdefault((expr, fmt), {})
+        xs = pts[bad].tolist()
+        got = [memo.get(v) for v in xs]
+        new = [j for j, g in enumerate(got) if g is None]
+        _memo_room(len(new))
+        memo = _memo.setdefault((expr, fmt), memo)
+        size = _memo_size[0]
+        for j in new:
+            v = xs[j]
+            r = got[j] = _certain_float(comp, v, fmt, lambda v=v: f"{expr} at x = {v!r}")
+            if size < MEMO_LIMIT:
+                memo[v] = r
+                size += 1
+        _memo_size[0] = size
+        g = np.array(got, dtype=np.float64)
+        vals[bad] = g
+        over[bad] = np.isinf(g)
     return vals, over, int(bad.size)
 
 

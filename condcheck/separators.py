@@ -121,9 +121,22 @@ class _SampledAct(_Act):
         self.shape, self.monotone = None, False
         self.jumps = np.nonzero(self.sig[:-1] != self.sig[1:])[0]
         self.p2 = np.array([2.0 ** k for k in range(F.e_min - F.M, F.e_max + 1)])
+        # float64: Condition 1's dead tail (T = L for every z <= z_dead, proved by the condition check)
+        # answers without a certified evaluation; every other value is certified
+        self.dead = (states.z_dead, states.L) if F.p > 24 else None
 
     def T(self, z):
-        return self.R.value_array(z)
+        if self.dead is None:
+            return self.R.value_array(z)
+        z = np.asarray(z, float)
+        dead = z <= self.dead[0]
+        if not dead.any():
+            return self.R.value_array(z)
+        t = np.full(z.shape, self.dead[1])
+        o = np.zeros(z.shape, bool)
+        if not dead.all():
+            t[~dead], o[~dead] = self.R.value_array(z[~dead])
+        return t, o
 
     def offset(self, z, offsets):
         z = np.asarray(z, float)

@@ -146,3 +146,77 @@ def test_log_of_a_negative_number_raises_in_the_mpmath_backend():
 def test_log_of_a_negative_number_is_unbounded_in_the_numpy_backend():
     lo, hi = enclose_array(sympy.log(x), np.array([-1.0]))
     assert (lo[0], hi[0]) == (-np.inf, np.inf)
+
+
+# ---- the Arb backend (python-flint balls) ---------------------------------------------------------------
+from condcheck.intervals import HAVE_ARB, enclose_arb  # noqa: E402
+
+needs_arb = pytest.mark.skipif(not HAVE_ARB, reason="python-flint is not installed")
+
+
+def _arb_end(v):
+    """An end of an Arb enclosure as an exact mpmath number (+-inf stays)."""
+    if isinstance(v, float):
+        return mpmath.mpf(v)
+    man, exp = v.man_exp()
+    return mpmath.mp.make_mpf(mpmath.libmp.from_man_exp(int(man), int(exp)))      # exact, not rounded
+
+
+@needs_arb
+@pytest.mark.parametrize("expr", EXPRESSIONS, ids=str)
+@settings(max_examples=15, deadline=None)
+@given(v=points)
+def test_arb_enclosure_at_64_bits_contains_the_200_bit_mpmath_value(expr, v):
+    lo, hi = enclose_arb(expr, Fraction(v), 64)
+    assert _contains(_arb_end(lo), _arb_end(hi), _reference(expr, Fraction(v)))
+
+
+@needs_arb
+@pytest.mark.parametrize("name, derivative, point, value", [
+    ("sigmoid", False, 0, Fraction(1, 2)), ("sigmoid", True, 0, Fraction(1, 4)),
+    ("swish", True, 0, Fraction(1, 2)), ("gelu", True, 0, Fraction(1, 2)), ("tanh", False, 0, 0),
+    ("tanh", True, 0, 1), ("elu", False, 0, 0), ("elu", True, 0, 1), ("softplus", True, 0, Fraction(1, 2)),
+    ("relu", False, 3, 3), ("leaky_relu", False, 0, 0)])
+def test_exact_dyadic_values_are_exact_points_in_the_arb_backend(name, derivative, point, value):
+    a = get_activation(name)
+    lo, hi = enclose_arb(a.derivative if derivative else a.expr, point, 64)
+    assert lo.is_exact() and hi.is_exact()
+    assert mp_to_fraction(_arb_end(lo)) == mp_to_fraction(_arb_end(hi)) == value
+
+
+@needs_arb
+def test_arb_exp_of_a_huge_argument_is_a_half_infinite_interval():
+    lo, hi = enclose_arb(sympy.exp(x), 1e300, 128)
+    assert hi == np.inf and _arb_end(lo) > mpmath.mpf(2) ** 10000
+    lo, hi = enclose_arb(sympy.exp(x), -1e300, 128)
+    assert _arb_end(hi) < mpmath.mpf(2) ** -10000
+
+
+@needs_arb
+@pytest.mark.parametrize("v", [1e300, -1e300, 2.0 ** 41, 9.395701861794009e+55])
+def test_arb_keeps_tiny_bounds_where_balls_overflow(v):
+    # 1/cosh(u)**2 at a huge u: arb's cosh of the ball is not finite; the ends bound it
+    exprs = [1 / sympy.cosh(x) ** 2, get_activation("tanh").derivative]
+    if v > 0:                                   # softplus(v) ~ v: a wide ball whose cosh loses its sign
+        exprs.append(1 / sympy.cosh(sympy.log(sympy.exp(x) + 1)) ** 2)
+    for e in exprs:
+        lo, hi = enclose_arb(e, v, 128)
+        assert not isinstance(hi, float) and _arb_end(hi) < mpmath.mpf(2) ** -2000
+        assert _arb_end(lo) <= 0 or _arb_end(lo) < _arb_end(hi)
+
+
+@needs_arb
+def test_arb_piecewise_conditions_are_decided_exactly_next_to_an_irrational_threshold():
+    e = sympy.Piecewise((0, x < sympy.pi), (1, True))
+    below = float(np.pi)
+    above = float(np.nextafter(np.pi, 4))
+    assert enclose_arb(e, below, 64)[0] == 0
+    assert enclose_arb(e, above, 64)[0] == 1
+    e2 = sympy.Piecewise((0, x <= sympy.Rational(1, 2)), (1, True))
+    assert enclose_arb(e2, 0.5, 64)[0] == 0
+
+
+@needs_arb
+def test_log_of_a_negative_number_raises_in_the_arb_backend():
+    with pytest.raises(CondcheckError, match="logarithm"):
+        enclose_arb(sympy.log(x), -1, 64)

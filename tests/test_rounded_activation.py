@@ -241,3 +241,92 @@ def test_table_fields_are_float64_arrays_over_the_ascending_values():
     assert t.sigma_overflow.dtype == t.dsigma_overflow.dtype == bool
     assert np.all(np.diff(t.points) > 0)
     assert np.array_equal(t.points, get_format("float8_e5m2").values())
+
+
+# ---- the Arb path against the mpmath path ------------------------------------------------------------------
+from condcheck import rounded_activation as _ra  # noqa: E402
+from condcheck.intervals import HAVE_ARB  # noqa: E402
+
+needs_arb = pytest.mark.skipif(not HAVE_ARB, reason="python-flint is not installed")
+
+
+def _hard_points(fmt):
+    """Zeros, subnormals, the normal range's ends, overflow thresholds of exp, tails, huge values."""
+    om, mn, mf = float(fmt.smallest_subnormal), float(2.0 ** fmt.e_min), float(fmt.max_float)
+    base = [0.0, om, 2 * om, 3 * om, mn - om, mn, mn + 2 * om, 2.0 ** -30, 2.0 ** -12, 1 / 3, 0.5, 1.0, 3.0, 5.5,
+            11.09, 16.63, 19.06, 37.5, 88.72, 103.97, 700.0, 709.78, 710.0, 745.0, 1e10, 2.0 ** 40, 2.0 ** 41,
+            1e300, 1e-300, mf]
+    rng = np.random.default_rng(11)
+    rand = np.concatenate([rng.normal(0, 4, 30), rng.integers(0, 2 ** 63, 30, dtype=np.uint64).view(np.float64)])
+    pts = np.concatenate([base, [-b for b in base], rand])
+    pts, _ = round_array(pts[np.isfinite(pts)], fmt)
+    return np.unique(pts[np.isfinite(pts)])
+
+
+@needs_arb
+@pytest.mark.parametrize("derivative", [False, True], ids=["sigma", "dsigma"])
+@pytest.mark.parametrize("name", BUILTIN_ACTIVATIONS)
+@pytest.mark.parametrize("fmt", ["float64", "float32", "float16"])
+def test_arb_path_rounds_like_the_mpmath_path(fmt, name, derivative):
+    fmt = get_format(fmt)
+    a = get_activation(name)
+    comp = compile_expression(a.derivative if derivative else a.expr)
+    undecided = 0
+    for v in _hard_points(fmt).tolist():
+        q = Fraction(v)
+        got = _ra._certain_arb(comp, q, fmt)
+        if got is _ra._UNDECIDED:
+            undecided += 1
+            continue
+        assert got == _certain(comp, q, fmt, "test", use_arb=False), (name, derivative, v)
+        assert _ra._certain_float(comp, v, fmt, "test") == float(got)
+    if name in PAPER_ACTIVATIONS:
+        assert undecided == 0                     # Arb decides every hard point of the paper's activations
+
+
+@needs_arb
+@pytest.mark.parametrize("name, derivative, v, expected", [
+    ("gelu", False, 5e-324, 5e-324),             # omega/2 (1 + erf(omega/sqrt 2)): just above the tie omega/2
+    ("gelu", False, -5e-324, 0.0),               # -omega/2 (1 - erf(...)): just below it in magnitude
+    ("swish", False, 5e-324, 5e-324), ("swish", False, -5e-324, 0.0),
+    ("gelu", False, 3 * 5e-324, 2 * 5e-324)])    # 3 omega/2 (1 + ...) is above the tie 1.5 omega
+def test_arb_decides_values_next_to_a_subnormal_tie(name, derivative, v, expected):
+    a = get_activation(name)
+    comp = compile_expression(a.derivative if derivative else a.expr)
+    F = get_format("float64")
+    got = _ra._certain_arb(comp, Fraction(v), F)
+    assert got is not _ra._UNDECIDED and float(got) == expected
+    assert got == _certain(comp, Fraction(v), F, "test", use_arb=False)
+
+
+@needs_arb
+def test_a_tie_found_only_by_exact_evaluation_rounds_to_even_on_the_arb_path():
+    fmt = get_format("b2_5")
+    assert _ra._certain_arb(compile_expression(x / 3), Fraction(27), fmt) == 8
+    assert _ra._certain_arb(compile_expression(x / 3), Fraction(33), fmt) == 12
+
+
+@pytest.mark.parametrize("name", ["tanh", "gelu"])
+def test_float64_values_without_arb_equal_the_arb_values(monkeypatch, name):
+    pts = np.array([-3.5, -1e-300, 0.0, 0.75, 2.0 ** 41, -1e300, 5e-324])
+    _ra.clear_memo()
+    with_arb = get_rounded(name, "float64").value_array(pts)
+    _ra.clear_memo()
+    monkeypatch.setattr(_ra, "USE_ARB", False)
+    without = get_rounded(name, "float64").value_array(pts)
+    _ra.clear_memo()
+    _assert_equal_tables(with_arb[0], with_arb[1], without[0], without[1])
+
+
+def test_the_memo_of_certified_values_is_bounded(monkeypatch):
+    monkeypatch.setattr(_ra, "MEMO_LIMIT", 50)
+    _ra.clear_memo()
+    R = get_rounded("tanh", "float64")
+    pts = np.linspace(-3, 3, 40)
+    first = R.value_array(pts)
+    assert _ra._memo_size[0] <= 50
+    R.value_array(np.linspace(3.5, 9, 40))
+    assert _ra._memo_size[0] <= 50 and sum(len(d) for d in _ra._memo.values()) == _ra._memo_size[0]
+    again = R.value_array(pts)
+    _assert_equal_tables(first[0], first[1], again[0], again[1])
+    _ra.clear_memo()
