@@ -1522,7 +1522,9 @@ class _Ctx:
             v_on = float(t[i])
         if v_on == L:
             return None
-        a, c, p, t, d = self._blockers(v_on)
+        # the last layer's weights: every one on enumerated formats, else the window around the gain it
+        # should carry (all of float64's 8,400 short weights against every target cost ~2 s per layer)
+        a, c, p, t, d = self._blockers(v_on, weights=self._weights_for(need))
         if len(a) == 0:
             return None
         small = self.small_format
