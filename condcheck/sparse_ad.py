@@ -25,6 +25,7 @@ tests/test_sparse_ad.py compares it with the dense and the exact interpreters.
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 
 from . import kernels
 from .errors import CondcheckError, NetworkOverflowError
@@ -32,6 +33,10 @@ from .errors import CondcheckError, NetworkOverflowError
 if kernels.HAVE_NUMBA:
     import numba
     from .kernels import _rn
+
+# the forward pass of the shared-y path on defaults and exceptions (``_forward_sparse``); False: the
+# dense compressed pass (``_forward_compressed``), kept as the reference and for reporting overflows
+SPARSE_FORWARD = True
 
 # how many hidden-neuron entries (points x neurons) one chunk holds: the memory bound
 CHUNK_ENTRIES = 1 << 22
@@ -280,6 +285,147 @@ def _uvalues_py(vc, mode, ep, et, ec, off, dtab, ureps, uoff, voff, V, U, err,
                     err[j] = 2
 
 
+def _fwd_layer_py(N, indptr, indices, data, bias, amode, aptr, apt, aval, off, zdef, upt, uval, ucnt, nchunk,
+                  shift, half, mask, small_bits, Kc, omega):
+    """One layer of the sparse forward pass.  The previous layer's values: neuron i is amode[i] at every
+    point but its exceptions apt[aptr[i]:aptr[i+1]] (ascending points) with values aval[...].  For output
+    neuron j: zdef[j] = its row sum on the inputs' defaults (every point outside the union U of its
+    inputs' exception points has exactly these inputs), and upt/uval[off[j]:off[j]+ucnt[j]] = the points
+    of U (ascending) and the row sum at each, with the operations of ``kernels._row_sums_py`` in its
+    order (products, left-to-right rounded sums from 0, bias last)."""
+    n_out = indptr.shape[0] - 1
+    step = (n_out + nchunk - 1) // nchunk
+    for ck in numba.prange(nchunk):
+        j0 = ck * step
+        j1 = min(n_out, j0 + step)
+        if j0 >= j1:
+            continue
+        where = np.full(N, -1, np.int64)
+        acc = np.empty(N)
+        tmp = np.empty(N)
+        for j in range(j0, j1):
+            o = off[j]
+            cnt = 0
+            for t in range(indptr[j], indptr[j + 1]):
+                i = indices[t]
+                for e in range(aptr[i], aptr[i + 1]):
+                    q = apt[e]
+                    if where[q] < 0:
+                        where[q] = 0
+                        upt[o + cnt] = q
+                        cnt += 1
+            if cnt > 1:
+                upt[o:o + cnt] = np.sort(upt[o:o + cnt])
+            for u in range(cnt):
+                where[upt[o + u]] = u
+                acc[u] = 0.0
+            d = 0.0
+            for t in range(indptr[j], indptr[j + 1]):
+                i = indices[t]
+                w = data[t]
+                m = amode[i]
+                d = _rn(d + _rn(m * w, shift, half, mask, small_bits, Kc, omega, False),
+                        shift, half, mask, small_bits, Kc, omega, False)
+                if cnt == 0:
+                    continue
+                for u in range(cnt):
+                    tmp[u] = m
+                for e in range(aptr[i], aptr[i + 1]):
+                    tmp[where[apt[e]]] = aval[e]
+                for u in range(cnt):
+                    acc[u] = _rn(acc[u] + _rn(tmp[u] * w, shift, half, mask, small_bits, Kc, omega, False),
+                                 shift, half, mask, small_bits, Kc, omega, False)
+            b = bias[j]
+            zdef[j] = _rn(d + b, shift, half, mask, small_bits, Kc, omega, False)
+            for u in range(cnt):
+                uval[o + u] = _rn(acc[u] + b, shift, half, mask, small_bits, Kc, omega, False)
+                where[upt[o + u]] = -1
+            ucnt[j] = cnt
+
+
+def _bits(v):
+    return np.float64(v).view(np.int64)
+
+
+def _mode_py(N, dflt, pts, vals, cnt, off, newdef, opts, ovals, ocnt):
+    """Re-express every neuron j (dflt[j] at every point but pts/vals[off[j]:off[j]+cnt[j]], ascending
+    points; those may equal the default) by its most common value over the N points (bit patterns: -0 is
+    not 0; ties keep the old default, then the smallest pattern): newdef[j] and the points (ascending)
+    where the value differs, in opts/ovals[off[j]:off[j]+ocnt[j]] (never more than cnt[j] of them)."""
+    for j in numba.prange(dflt.shape[0]):
+        o, c = off[j], cnt[j]
+        db = _bits(dflt[j])
+        best_b = db
+        best_n = N - c
+        for u in range(c):
+            if _bits(vals[o + u]) == db:
+                best_n += 1
+        if c > 0:
+            keys = np.empty(c, np.int64)
+            for u in range(c):
+                keys[u] = _bits(vals[o + u])
+            keys = np.sort(keys)
+            run = 1
+            for u in range(1, c + 1):
+                if u < c and keys[u] == keys[u - 1]:
+                    run += 1
+                    continue
+                kb = keys[u - 1]
+                if kb != db and run > best_n:
+                    best_n = run
+                    best_b = kb
+                run = 1
+        k = 0
+        if best_b == db:
+            newdef[j] = dflt[j]
+            for u in range(c):
+                if _bits(vals[o + u]) != db:
+                    opts[o + k] = pts[o + u]
+                    ovals[o + k] = vals[o + u]
+                    k += 1
+        else:
+            newv = np.int64(best_b).view(np.float64)
+            newdef[j] = newv
+            u = 0
+            for q in range(N):
+                if u < c and pts[o + u] == q:
+                    v = vals[o + u]
+                    u += 1
+                else:
+                    v = dflt[j]
+                if _bits(v) != best_b:
+                    opts[o + k] = q
+                    ovals[o + k] = v
+                    k += 1
+        ocnt[j] = k
+
+
+def _lookup_codes_py(z, zero_index, M, e_min, table, code, out, bad):
+    """code[i] = index of z[i] among the format's values (``_codes_py``), out[i] = table[code[i]];
+    bad[0] = 1 where z[i] or out[i] is not finite."""
+    sub_scale = 2.0 ** (M - e_min)
+    for i in numba.prange(z.shape[0]):
+        v = z[i]
+        if not (abs(v) < np.inf):
+            bad[0] = 1
+            code[i] = zero_index
+            out[i] = 0.0
+            continue
+        a = abs(v)
+        bits = np.float64(a).view(np.int64)
+        e = (bits >> 52) - 1023
+        if e < e_min:
+            rank = np.int64(a * sub_scale)
+        else:
+            rank = ((e - e_min + 1) << M) | ((bits & 0xFFFFFFFFFFFFF) >> (52 - M))
+        c = zero_index + rank if v >= 0 else zero_index - rank
+        code[i] = c
+        r = table[c]
+        out[i] = r
+        if not (abs(r) < np.inf):
+            bad[0] = 1
+
+
 if kernels.HAVE_NUMBA:
     _codes = numba.njit(cache=True, parallel=True)(_codes_py)
     _same = numba.njit(cache=True, inline="always")(_same)
@@ -289,6 +435,10 @@ if kernels.HAVE_NUMBA:
     _vsums = numba.njit(cache=True, parallel=True)(_vsums_py)
     _uclasses = numba.njit(cache=True, parallel=True)(_uclasses_py)
     _uvalues = numba.njit(cache=True, parallel=True)(_uvalues_py)
+    _fwd_layer = numba.njit(cache=True, parallel=True)(_fwd_layer_py)
+    _bits = numba.njit(cache=True, inline="always")(_bits)
+    _mode = numba.njit(cache=True, parallel=True)(_mode_py)
+    _lookup_codes = numba.njit(cache=True, parallel=True)(_lookup_codes_py)
 
 
 class _Structure:
@@ -399,6 +549,92 @@ def _forward_compressed(net, S, X, values, zero_index, dtab):
     return mode, ep, et, ec
 
 
+def _compact(off, cnt):
+    """Flat indices of the first cnt[j] slots of every region off[j]:off[j+1]."""
+    total = int(cnt.sum())
+    starts = np.concatenate([[0], np.cumsum(cnt)[:-1]]).astype(np.int64)
+    return np.repeat(off[:-1] - starts, cnt) + np.arange(total, dtype=np.int64)
+
+
+def _forward_sparse(net, X, zero_index, dtab):
+    """``_forward_compressed``'s result, (values, (mode, ep, et, ec)), computed per neuron on a default and
+    its exceptions instead of on every point: a neuron's value is one value (its most common) at every
+    point but a few (a chain neuron: its own point), and a neuron whose inputs all take their default
+    at a point takes the value of its row on the defaults there (the same rounded operations on the same
+    numbers).  So each row is computed once on the defaults and once at each point of the union of its
+    inputs' exception points (``_fwd_layer``), then re-expressed by its most common value (``_mode``),
+    for the pre-activations (their codes: the backward pass) and for sigma~ (the next layer's input).
+    Returns None where a pre-activation, sigma~ or a needed sigma~' is not finite at some point: the
+    dense pass then reports it as the dense interpreter does."""
+    fmt = net.format
+    N, d_in = X.shape
+    rp = _round_params(fmt)
+    sig = np.ascontiguousarray(net.rounded.table().sigma, dtype=np.float64)
+    bad_d = not np.isfinite(dtab).all()
+    nchunk = 64
+    # the inputs: coordinate c is X[0, c] but at the points where it differs
+    dflt = np.ascontiguousarray(X[0], dtype=np.float64)
+    off = np.arange(d_in + 1, dtype=np.int64) * N
+    pts = np.tile(np.arange(N, dtype=np.int64), d_in)
+    vals = np.ascontiguousarray(X.T.ravel(), dtype=np.float64)
+    amode, apt, aval, acnt = (np.empty(d_in), np.empty(d_in * N, np.int64), np.empty(d_in * N), np.empty(d_in, np.int64))
+    _mode(N, dflt, pts, vals, np.full(d_in, N, np.int64), off, amode, apt, aval, acnt)
+    idx = _compact(off, acnt)
+    apt, aval = apt[idx], aval[idx]
+    aptr = np.concatenate([[0], np.cumsum(acnt)]).astype(np.int64)
+    modes, exc_n, exc_p, exc_c = [], [], [], []
+    g0 = 0
+    values = None
+    for l, layer in enumerate(net.layers, 1):
+        w = layer.weight
+        n = w.shape[0]
+        pattern = sp.csr_matrix((np.ones(w.nnz), w.indices, w.indptr), shape=w.shape)
+        bound = np.minimum(N, np.rint(pattern @ np.diff(aptr).astype(np.float64))).astype(np.int64)
+        off = np.concatenate([[0], np.cumsum(bound)]).astype(np.int64)
+        zdef, ucnt = np.empty(n), np.empty(n, np.int64)
+        upt, uval = np.empty(int(off[-1]), np.int64), np.empty(int(off[-1]))
+        _fwd_layer(N, w.indptr.astype(np.int64), w.indices.astype(np.int64), w.data.astype(np.float64),
+                   layer.bias.astype(np.float64), amode, aptr, apt, aval, off, zdef, upt, uval, ucnt, nchunk, *rp)
+        zmode, zcnt = np.empty(n), np.empty(n, np.int64)
+        zpt, zval = np.empty_like(upt), np.empty_like(uval)
+        _mode(N, zdef, upt, uval, ucnt, off, zmode, zpt, zval, zcnt)
+        idx = _compact(off, zcnt)
+        zpt, zval = zpt[idx], zval[idx]
+        if l == net.depth:
+            if not (np.isfinite(zmode).all() and np.isfinite(zval).all()):
+                return None
+            values = np.full(N, zmode[0])
+            values[zpt] = zval
+            break
+        bad = np.zeros(1, np.int64)
+        mcode, adef = np.empty(n, np.int64), np.empty(n)
+        _lookup_codes(zmode, zero_index, fmt.M, fmt.e_min, sig, mcode, adef, bad)
+        ecode, aexc = np.empty(len(zval), np.int64), np.empty(len(zval))
+        _lookup_codes(zval, zero_index, fmt.M, fmt.e_min, sig, ecode, aexc, bad)
+        if bad[0] or (bad_d and not (np.isfinite(dtab[mcode]).all() and np.isfinite(dtab[ecode]).all())):
+            return None
+        modes.append(mcode)
+        exc_n.append(np.repeat(np.arange(g0, g0 + n, dtype=np.int64), zcnt))
+        exc_p.append(zpt)
+        exc_c.append(ecode)
+        g0 += n
+        # sigma~: the default's and the exceptions' values, re-expressed by the most common one
+        off = np.concatenate([[0], np.cumsum(zcnt)]).astype(np.int64)
+        amode, acnt = np.empty(n), np.empty(n, np.int64)
+        apt, aval = np.empty_like(zpt), np.empty_like(aexc)
+        _mode(N, adef, zpt, aexc, zcnt, off, amode, apt, aval, acnt)
+        idx = _compact(off, acnt)
+        apt, aval = apt[idx], aval[idx]
+        aptr = np.concatenate([[0], np.cumsum(acnt)]).astype(np.int64)
+    n_hidden = g0
+    mode = np.concatenate(modes) if modes else np.zeros(0, np.int64)
+    g = np.concatenate(exc_n) if exc_n else np.zeros(0, np.int64)
+    ep = np.concatenate([[0], np.cumsum(np.bincount(g, minlength=n_hidden))]).astype(np.int64)
+    et = np.concatenate(exc_p).astype(np.int64) if exc_p else np.zeros(0, np.int64)
+    ec = np.concatenate(exc_c).astype(np.int64) if exc_c else np.zeros(0, np.int64)
+    return values, (mode, ep, et, ec)
+
+
 def _column_modes(c: np.ndarray) -> np.ndarray:
     """The most common value of every column (the first row's where it holds at least half of them)."""
     mode = c[0].copy()
@@ -468,8 +704,12 @@ def _evaluate_shared(net, S, X, Y, progress):
     N = X.shape[0]
     dtab, zero_index = _derivative_table(net)
     rp = _round_params(net.format)
-    values = np.empty(N)
-    comp = _forward_compressed(net, S, X, values, zero_index, dtab)
+    fs = _forward_sparse(net, X, zero_index, dtab) if SPARSE_FORWARD else None
+    if fs is None:                   # a value that is not finite somewhere: the dense pass reports it
+        values = np.empty(N)
+        comp = _forward_compressed(net, S, X, values, zero_index, dtab)
+    else:
+        values, comp = fs
     grads = np.zeros((N, Y.shape[0], net.input_dim))
     ky = max(8, CLASS_BYTES // (2 * np.dtype(_store_dtype(net.format)).itemsize * max(net.widths)))
     for k0 in range(0, Y.shape[0], ky):
