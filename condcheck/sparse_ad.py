@@ -37,6 +37,9 @@ if kernels.HAVE_NUMBA:
 # the forward pass of the shared-y path on defaults and exceptions (``_forward_sparse``); False: the
 # dense compressed pass (``_forward_compressed``), kept as the reference and for reporting overflows
 SPARSE_FORWARD = True
+# the groups of the shared-y backward pass as defaults and exceptions (``_backward_groups``); False: one
+# group number per point and neuron (``_backward_classes``), kept as the reference
+SPARSE_GROUPS = True
 
 # how many hidden-neuron entries (points x neurons) one chunk holds: the memory bound
 CHUNK_ENTRIES = 1 << 22
@@ -549,6 +552,346 @@ def _forward_compressed(net, S, X, values, zero_index, dtab):
     return mode, ep, et, ec
 
 
+# ---- the groups of points, sparse: per neuron a default group and its exceptions --------------------
+# A layer's groups: neuron i is in group gdef[i] at every point but gpt[gptr[i]:gptr[i+1]] (ascending)
+# where it is in group gcl[...]; -1: its value there is certainly zero (not computed).  Equal groups
+# have equal backward values for every y (see the module docstring); each group is computed once, at
+# its representative point (the first point in it).
+
+def _at_py(dflt, ptr, pts, vals, i, q):
+    """The entry of neuron i at point q in a default-and-exceptions representation."""
+    lo, hi = ptr[i], ptr[i + 1]
+    if lo == hi:
+        return dflt[i]
+    k = lo + np.searchsorted(pts[lo:hi], q)
+    if k < hi and pts[k] == q:
+        return vals[k]
+    return dflt[i]
+
+
+def _group_points(P, where, U, cnt, keys, m, dkey, gdef_out, j, gpt, gcl, o, roff, reps):
+    """Group the points by their key (column u of keys[:m, :cnt] at point U[u]; dkey at every point not
+    in U; a key of -1 entries only, or with a -1 first entry for two-entry keys, is no group): numbers
+    the groups (the default key's first, if some point has it), writes their first points to reps[roff:]
+    and the points of U whose group is not the default one to gpt/gcl[o:]; returns (#groups, #written)."""
+    dlive = False
+    for t in range(m):
+        if dkey[t] >= 0:
+            dlive = True
+            break
+    # does some point have the default key, and which comes first?
+    first_out = -1                    # the first point not in U
+    if cnt < P:
+        q = 0
+        while q < P and where[q] >= 0:
+            q += 1
+        first_out = q
+    first_in = -1
+    same = np.zeros(cnt, np.bool_)
+    for u in range(cnt):
+        eq = True
+        for t in range(m):
+            if keys[t, u] != dkey[t]:
+                eq = False
+                break
+        same[u] = eq
+        if eq and first_in < 0:
+            first_in = U[u]
+    ng = 0
+    dg = -1
+    if dlive and (first_out >= 0 or first_in >= 0):
+        dg = 0
+        ng = 1
+        if first_out < 0:
+            reps[roff] = first_in
+        elif first_in < 0:
+            reps[roff] = first_out
+        else:
+            reps[roff] = min(first_in, first_out)
+    gdef_out[j] = dg
+    # the other groups, in the order of their first points
+    gcol = np.empty(cnt, np.int64)         # column of each group's first point (group dg excluded)
+    k = 0
+    for u in range(cnt):
+        if same[u]:
+            g = dg
+        else:
+            live = False
+            for t in range(m):
+                if keys[t, u] >= 0:
+                    live = True
+                    break
+            if not live:
+                g = -1
+            else:
+                g = -1
+                for r in range(1 if dg == 0 else 0, ng):
+                    c = gcol[r]
+                    eq = True
+                    for t in range(m):
+                        if keys[t, u] != keys[t, c]:
+                            eq = False
+                            break
+                    if eq:
+                        g = r
+                        break
+                if g < 0:
+                    g = ng
+                    gcol[ng] = u
+                    reps[roff + ng] = U[u]
+                    ng += 1
+        if g != dg:
+            gpt[o + k] = U[u]
+            gcl[o + k] = g
+            k += 1
+    return ng, k
+
+
+def _svclasses_py(P, cp, ci, udef, uptr, upt, ucl, off, roff, vdef, vpt, vcl, vcnt, nvc, reps, nchunk):
+    """The groups of every neuron j of a layer by the groups of its successors (column j of the next
+    layer: rows ci[cp[j]:cp[j+1]]), from theirs (udef, uptr, upt, ucl): ``_vclasses`` on defaults and
+    exceptions (a point outside every successor's exceptions has the default key)."""
+    n = cp.shape[0] - 1
+    step = (n + nchunk - 1) // nchunk
+    for ck in numba.prange(nchunk):
+        j0 = ck * step
+        j1 = min(n, j0 + step)
+        if j0 >= j1:
+            continue
+        where = np.full(P, -1, np.int64)
+        U = np.empty(P, np.int64)
+        for j in range(j0, j1):
+            m = cp[j + 1] - cp[j]
+            cnt = 0
+            for t in range(cp[j], cp[j + 1]):
+                i = ci[t]
+                for e in range(uptr[i], uptr[i + 1]):
+                    q = upt[e]
+                    if where[q] < 0:
+                        where[q] = 0
+                        U[cnt] = q
+                        cnt += 1
+            if cnt > 1:
+                U[:cnt] = np.sort(U[:cnt])
+            for u in range(cnt):
+                where[U[u]] = u
+            keys = np.empty((m, cnt), np.int64)
+            dkey = np.empty(m, np.int64)
+            for tl in range(m):
+                i = ci[cp[j] + tl]
+                dkey[tl] = udef[i]
+                for u in range(cnt):
+                    keys[tl, u] = udef[i]
+                for e in range(uptr[i], uptr[i + 1]):
+                    keys[tl, where[upt[e]]] = ucl[e]
+            ng, k = _group_points(P, where, U, cnt, keys, m, dkey, vdef, j, vpt, vcl, off[j], roff[j], reps)
+            nvc[j] = ng
+            vcnt[j] = k
+            for u in range(cnt):
+                where[U[u]] = -1
+
+
+def _suclasses_py(P, vdef, vptr, vpt, vcl, mode, ep, et, ec, g0, dtab, off, roff, udef, upt, ucl, ucnt, nuc,
+                  reps, nchunk):
+    """Through sigma~': the groups of every neuron j by (its v group, sigma~'(z_j)) (``_uclasses``);
+    no group where there is no v or sigma~' = 0."""
+    n = vdef.shape[0]
+    step = (n + nchunk - 1) // nchunk
+    for ck in numba.prange(nchunk):
+        j0 = ck * step
+        j1 = min(n, j0 + step)
+        if j0 >= j1:
+            continue
+        where = np.full(P, -1, np.int64)
+        U = np.empty(P, np.int64)
+        keys = np.empty((1, P), np.int64)
+        dkey = np.empty(1, np.int64)
+        dvs = np.empty(P)
+        for j in range(j0, j1):
+            g = g0 + j
+            cnt = 0
+            for e in range(vptr[j], vptr[j + 1]):
+                q = vpt[e]
+                if where[q] < 0:
+                    where[q] = 0
+                    U[cnt] = q
+                    cnt += 1
+            for e in range(ep[g], ep[g + 1]):
+                q = et[e]
+                if where[q] < 0:
+                    where[q] = 0
+                    U[cnt] = q
+                    cnt += 1
+            if cnt > 1:
+                U[:cnt] = np.sort(U[:cnt])
+            for u in range(cnt):
+                where[U[u]] = u
+            # key: the v group where sigma~' != 0 (-1 elsewhere), made distinct per sigma~' value by
+            # numbering the (v group, sigma~') pairs through the v group's first sigma~' values
+            dd = dtab[mode[g]]
+            for u in range(cnt):
+                keys[0, u] = vdef[j]
+                dvs[u] = dd
+            for e in range(vptr[j], vptr[j + 1]):
+                keys[0, where[vpt[e]]] = vcl[e]
+            for e in range(ep[g], ep[g + 1]):
+                dvs[where[et[e]]] = dtab[ec[e]]
+            dkey[0] = vdef[j] if dd != 0.0 else -1
+            # pairs (v, d) -> one integer: v * (number of distinct d values seen) is not stable, so
+            # the distinct sigma~' values of this neuron are listed and the key is v * nd + index
+            dlist = np.empty(cnt + 1)
+            nd = 1
+            dlist[0] = dd
+            idx = np.zeros(cnt, np.int64)
+            for u in range(cnt):
+                f = -1
+                for r in range(nd):
+                    if dlist[r] == dvs[u]:
+                        f = r
+                        break
+                if f < 0:
+                    dlist[nd] = dvs[u]
+                    f = nd
+                    nd += 1
+                idx[u] = f
+            if dkey[0] >= 0:
+                dkey[0] = dkey[0] * nd
+            for u in range(cnt):
+                if keys[0, u] < 0 or dvs[u] == 0.0:
+                    keys[0, u] = -1
+                else:
+                    keys[0, u] = keys[0, u] * nd + idx[u]
+            ng, k = _group_points(P, where, U, cnt, keys, 1, dkey, udef, j, upt, ucl, off[j], roff[j], reps)
+            nuc[j] = ng
+            ucnt[j] = k
+            for u in range(cnt):
+                where[U[u]] = -1
+
+
+def _ssums_py(udef, uptr, upt, ucl, U_up, uoff, cp, ci, cw, reps, voff, V, err,
+              shift, half, mask, small_bits, Kc, omega):
+    """``_vsums`` with the successors' groups looked up in their defaults and exceptions."""
+    K = V.shape[1]
+    for j in numba.prange(voff.shape[0] - 1):
+        for row in range(voff[j], voff[j + 1]):
+            q = reps[row]
+            for t in range(cp[j], cp[j + 1]):
+                c = _at(udef, uptr, upt, ucl, ci[t], q)
+                if c < 0:
+                    continue
+                src = uoff[ci[t]] + c
+                w = cw[t]
+                for k in range(K):
+                    prod = _rn(U_up[src, k] * w, shift, half, mask, small_bits, Kc, omega, False)
+                    V[row, k] = _rn(V[row, k] + prod, shift, half, mask, small_bits, Kc, omega, False)
+            for k in range(K):
+                if not (abs(V[row, k]) <= omega):
+                    err[j] = 1
+                    break
+
+
+def _svalues_py(vdef, vptr, vpt, vcl, mode, ep, et, ec, g0, dtab, ureps, uoff, voff, V, U, err,
+                shift, half, mask, small_bits, Kc, omega):
+    """``_uvalues`` with the v groups and the codes looked up in their defaults and exceptions."""
+    K = V.shape[1]
+    for j in numba.prange(uoff.shape[0] - 1):
+        for row in range(uoff[j], uoff[j + 1]):
+            q = ureps[row]
+            dv = dtab[_at(mode, ep, et, ec, g0 + j, q)]
+            src = voff[j] + _at(vdef, vptr, vpt, vcl, j, q)
+            if dv == 1.0:                   # RN(v 1) = v: every v is a value of the format
+                for k in range(K):
+                    U[row, k] = V[src, k]
+                continue
+            for k in range(K):
+                u = _rn(V[src, k] * dv, shift, half, mask, small_bits, Kc, omega, False)
+                U[row, k] = u
+                if not (abs(u) <= omega):
+                    err[j] = 2
+
+
+if kernels.HAVE_NUMBA:
+    _at = numba.njit(cache=True, inline="always")(_at_py)
+    _group_points = numba.njit(cache=True)(_group_points)
+    _svclasses = numba.njit(cache=True, parallel=True)(_svclasses_py)
+    _suclasses = numba.njit(cache=True, parallel=True)(_suclasses_py)
+    _ssums = numba.njit(cache=True, parallel=True)(_ssums_py)
+    _svalues = numba.njit(cache=True, parallel=True)(_svalues_py)
+
+
+def _backward_groups(net, comp, Y, dtab, X, rp):
+    """``_backward_classes`` with every layer's groups as defaults and exceptions (``_svclasses``,
+    ``_suclasses``): the grouping costs about the exceptions of a layer, not points x neurons (a chain
+    neuron is in one group at its point and in one, or none, at all the others)."""
+    mode, ep, et, ec = comp
+    P, K = X.shape[0], Y.shape[0]
+    dt = _store_dtype(net.format)
+    hidden = [layer.shape[0] for layer in net.layers[:-1]]
+    offs = np.concatenate([[0], np.cumsum(hidden)]).astype(np.int64)
+    nchunk = 64
+    udef, uptr = np.zeros(1, np.int64), np.zeros(2, np.int64)          # the output: group 0 everywhere
+    upt, ucl = np.zeros(0, np.int64), np.zeros(0, np.int64)
+    U_up = np.ascontiguousarray(Y[None, :], dt)
+    uoff_up = np.zeros(1, np.int64)
+    for l in range(net.depth, 0, -1):
+        c = net.layers[l - 1]._csc
+        cp, ci, cw = c.indptr.astype(np.int64), c.indices.astype(np.int64), c.data.astype(np.float64)
+        n_in = c.shape[1]
+        col = np.repeat(np.arange(n_in), np.diff(cp))
+        bound = np.minimum(P, np.rint(np.bincount(col, weights=np.diff(uptr)[ci].astype(np.float64),
+                                                  minlength=n_in))).astype(np.int64)
+        off = np.concatenate([[0], np.cumsum(bound)]).astype(np.int64)
+        roff = np.concatenate([[0], np.cumsum(bound + 1)]).astype(np.int64)
+        vdef, vcnt, nvc = np.empty(n_in, np.int64), np.empty(n_in, np.int64), np.empty(n_in, np.int64)
+        vpt, vcl = np.empty(int(off[-1]), np.int64), np.empty(int(off[-1]), np.int64)
+        reps = np.full(int(roff[-1]), -1, np.int64)
+        _svclasses(P, cp, ci, udef, uptr, upt, ucl, off, roff, vdef, vpt, vcl, vcnt, nvc, reps, nchunk)
+        idx = _compact(off, vcnt)
+        vpt, vcl = vpt[idx], vcl[idx]
+        vptr = np.concatenate([[0], np.cumsum(vcnt)]).astype(np.int64)
+        voff = np.concatenate([[0], np.cumsum(nvc)]).astype(np.int64)
+        reps = reps[_compact(roff, nvc)]
+        V = np.zeros((int(voff[-1]), K), dt)
+        err = np.zeros(n_in, np.int64)
+        _ssums(udef, uptr, upt, ucl, U_up, uoff_up, cp, ci, cw, reps, voff, V, err, *rp)
+        if err.any():
+            j = int(np.flatnonzero(err)[0])
+            r = int(np.flatnonzero((~np.isfinite(V[voff[j]:voff[j + 1]])).any(axis=1))[0])
+            raise net._overflow("backward", l, j, X[reps[voff[j] + r]].tolist(), int(reps[voff[j] + r]))
+        if l == 1:
+            G = np.zeros((P, K, n_in))
+            for j in range(n_in):
+                cls = np.full(P, vdef[j], np.int64)
+                cls[vpt[vptr[j]:vptr[j + 1]]] = vcl[vptr[j]:vptr[j + 1]]
+                on = cls >= 0
+                G[on, :, j] = V[voff[j] + cls[on]]
+            return G
+        g0 = int(offs[l - 2])
+        bound = np.minimum(P, vcnt + np.diff(ep)[g0:g0 + n_in]).astype(np.int64)
+        off = np.concatenate([[0], np.cumsum(bound)]).astype(np.int64)
+        roff = np.concatenate([[0], np.cumsum(bound + 1)]).astype(np.int64)
+        ndef, ncnt, nuc = np.empty(n_in, np.int64), np.empty(n_in, np.int64), np.empty(n_in, np.int64)
+        npt, ncl = np.empty(int(off[-1]), np.int64), np.empty(int(off[-1]), np.int64)
+        ureps = np.full(int(roff[-1]), -1, np.int64)
+        _suclasses(P, vdef, vptr, vpt, vcl, mode, ep, et, ec, g0, dtab, off, roff, ndef, npt, ncl, ncnt, nuc,
+                   ureps, nchunk)
+        idx = _compact(off, ncnt)
+        npt, ncl = npt[idx], ncl[idx]
+        uoff = np.concatenate([[0], np.cumsum(nuc)]).astype(np.int64)
+        ureps = ureps[_compact(roff, nuc)]
+        U = np.empty((int(uoff[-1]), K), dt)
+        err = np.zeros(n_in, np.int64)
+        _svalues(vdef, vptr, vpt, vcl, mode, ep, et, ec, g0, dtab, ureps, uoff, voff, V, U, err, *rp)
+        if err.any():
+            j = int(np.flatnonzero(err)[0])
+            r = int(np.flatnonzero((~np.isfinite(U[uoff[j]:uoff[j + 1]])).any(axis=1))[0])
+            q = int(ureps[uoff[j] + r])
+            raise net._overflow("backward (activation derivative)", l - 1, j, X[q].tolist(), q)
+        udef, uptr, upt, ucl = ndef, np.concatenate([[0], np.cumsum(ncnt)]).astype(np.int64), npt, ncl
+        U_up, uoff_up = U, uoff[:-1].copy()
+    raise AssertionError("unreachable")
+
+
 def _compact(off, cnt):
     """Flat indices of the first cnt[j] slots of every region off[j]:off[j+1]."""
     total = int(cnt.sum())
@@ -670,7 +1013,7 @@ def _backward_classes(net, S, comp, Y, dtab, X, rp):
         _vsums(cls_up, U_up, uoff_up, cp, ci, cw, reps, voff, V, err, *rp)
         if err.any():
             j = int(np.flatnonzero(err)[0])
-            r = int(np.flatnonzero(~np.isfinite(V[voff[j]:voff[j + 1]]).any(axis=1))[0])
+            r = int(np.flatnonzero((~np.isfinite(V[voff[j]:voff[j + 1]])).any(axis=1))[0])
             raise net._overflow("backward", l, j, X[reps[voff[j] + r]].tolist(), int(reps[voff[j] + r]))
         if l == 1:
             G = np.zeros((P, K, n_in))
@@ -690,7 +1033,7 @@ def _backward_classes(net, S, comp, Y, dtab, X, rp):
         _uvalues(vc, mode, ep, et, ec, off, dtab, ureps, uoff, voff, V, U, err, *rp)
         if err.any():
             j = int(np.flatnonzero(err)[0])
-            r = int(np.flatnonzero(~np.isfinite(U[uoff[j]:uoff[j + 1]]).any(axis=1))[0])
+            r = int(np.flatnonzero((~np.isfinite(U[uoff[j]:uoff[j + 1]])).any(axis=1))[0])
             q = int(ureps[uoff[j] + r])
             raise net._overflow("backward (activation derivative)", l - 1, j, X[q].tolist(), q)
         cls_up, U_up, uoff_up = cls, U, uoff[:-1].copy()
@@ -714,7 +1057,8 @@ def _evaluate_shared(net, S, X, Y, progress):
     ky = max(8, CLASS_BYTES // (2 * np.dtype(_store_dtype(net.format)).itemsize * max(net.widths)))
     for k0 in range(0, Y.shape[0], ky):
         k1 = min(Y.shape[0], k0 + ky)
-        grads[:, k0:k1] = _backward_classes(net, S, comp, Y[k0:k1], dtab, X, rp)
+        back = _backward_groups if SPARSE_GROUPS else (lambda *a: _backward_classes(net, S, *a[1:]))
+        grads[:, k0:k1] = back(net, comp, Y[k0:k1], dtab, X, rp)
         if progress:
             progress(k1, Y.shape[0])
     return values, grads

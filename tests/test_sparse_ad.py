@@ -137,3 +137,59 @@ def test_sparse_forward_on_a_theorem7_network():
     assert np.array_equal(sv, dv)
     assert np.array_equal(_expand_codes(comp, len(X)), _expand_codes(dense, len(X)))
     assert len(comp[2]) < len(comp[0]) * len(X) / 2
+
+
+@pytest.mark.parametrize("fmt_name, act", [("float8_e4m3", "relu"), ("float8_e4m3", "tanh"),
+                                           ("float8_e5m2", "sigmoid"), ("float16", "gelu")])
+@pytest.mark.parametrize("seed", range(4))
+def test_sparse_groups_equal_the_dense_classes(fmt_name, act, seed, monkeypatch):
+    """The backward pass with the groups as defaults and exceptions gives the same gradients, bit for bit,
+    as with one group number per point and neuron (and as the dense interpreter), repeated points and
+    dead neurons included."""
+    from condcheck import sparse_ad as sa
+    fmt = get_format(fmt_name)
+    rng = np.random.default_rng(100 + seed)
+    net = _network(fmt_name, act, rng, [2, 10, 8, 8, 6, 1], scale=0.7 if act == "relu" else 2.0,
+                   zero_fraction=0.7)
+    vals = fmt.values()
+    vals = vals[np.abs(vals) <= (2 if act == "relu" else 8)]
+    X = rng.choice(vals, (30, 2))
+    X[rng.random(30) < 0.4] = X[3]
+    Y = rng.choice(vals, 11)
+    try:
+        dv, dg = net.evaluate(X, np.broadcast_to(Y, (len(X), len(Y))))
+    except NetworkOverflowError:
+        with pytest.raises(NetworkOverflowError) as new:
+            evaluate_sparse(net, X, Y)
+        monkeypatch.setattr(sa, "SPARSE_GROUPS", False)
+        monkeypatch.setattr(sa, "SPARSE_FORWARD", False)
+        with pytest.raises(NetworkOverflowError) as ref:
+            evaluate_sparse(net, X, Y)
+        assert (new.value.pass_name, new.value.layer) == (ref.value.pass_name, ref.value.layer)
+        return
+    sv, sg = evaluate_sparse(net, X, Y)
+    monkeypatch.setattr(sa, "SPARSE_GROUPS", False)
+    monkeypatch.setattr(sa, "SPARSE_FORWARD", False)
+    rv, rg = evaluate_sparse(net, X, Y)
+    assert np.array_equal(sv, rv) and np.array_equal(sg, rg)
+    assert np.array_equal(dv, sv) and np.array_equal(dg, sg)
+    assert np.array_equal(np.signbit(dg), np.signbit(sg))
+
+
+def test_sparse_groups_on_a_theorem7_network(monkeypatch):
+    """A gated Theorem 7 network: the sparse groups and forward give the reference path's gradients."""
+    from condcheck import sparse_ad as sa
+    from condcheck.targets import random_odd_tables
+    from condcheck.theorem7 import construct_theorem7
+    F = get_format("float8_e4m3")
+    V = F.values()
+    X = np.array([[-3.0], [0.0], [0.5], [7.0], [-0.125]])
+    Y = V[np.abs(V) <= 2]
+    fv, G = random_odd_tables(F, X, Y, 2)
+    res = construct_theorem7("swish", F, X, fv, G, upstream=Y)
+    sv, sg = evaluate_sparse(res.network, X, Y)
+    monkeypatch.setattr(sa, "SPARSE_GROUPS", False)
+    monkeypatch.setattr(sa, "SPARSE_FORWARD", False)
+    rv, rg = evaluate_sparse(res.network, X, Y)
+    assert np.array_equal(sv, rv) and np.array_equal(sg, rg)
+    assert np.array_equal(sg[:, :, 0], G)
