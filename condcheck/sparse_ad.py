@@ -768,46 +768,76 @@ def _suclasses_py(P, vdef, vptr, vpt, vcl, mode, ep, et, ec, g0, dtab, off, roff
                 where[U[u]] = -1
 
 
-def _ssums_py(udef, uptr, upt, ucl, U_up, uoff, cp, ci, cw, reps, voff, V, err,
-              shift, half, mask, small_bits, Kc, omega):
-    """``_vsums`` with the successors' groups looked up in their defaults and exceptions."""
-    K = V.shape[1]
+def _vterms_py(udef, uptr, upt, ucl, umap, uoff, cp, ci, cw, reps, voff, nterm, tsrc, tw):
+    """For every group row of every neuron j: how many successors are live at its representative point,
+    and the first one's (physical source row, weight)."""
     for j in numba.prange(voff.shape[0] - 1):
         for row in range(voff[j], voff[j + 1]):
             q = reps[row]
+            n = 0
             for t in range(cp[j], cp[j + 1]):
                 c = _at(udef, uptr, upt, ucl, ci[t], q)
                 if c < 0:
                     continue
-                src = uoff[ci[t]] + c
-                w = cw[t]
-                for k in range(K):
-                    prod = _rn(U_up[src, k] * w, shift, half, mask, small_bits, Kc, omega, False)
-                    V[row, k] = _rn(V[row, k] + prod, shift, half, mask, small_bits, Kc, omega, False)
-            for k in range(K):
-                if not (abs(V[row, k]) <= omega):
-                    err[j] = 1
-                    break
+                if n == 0:
+                    tsrc[row] = umap[uoff[ci[t]] + c]
+                    tw[row] = cw[t]
+                n += 1
+            nterm[row] = n
 
 
-def _svalues_py(vdef, vptr, vpt, vcl, mode, ep, et, ec, g0, dtab, ureps, uoff, voff, V, U, err,
-                shift, half, mask, small_bits, Kc, omega):
-    """``_uvalues`` with the v groups and the codes looked up in their defaults and exceptions."""
-    K = V.shape[1]
-    for j in numba.prange(uoff.shape[0] - 1):
-        for row in range(uoff[j], uoff[j + 1]):
-            q = ureps[row]
-            dv = dtab[_at(mode, ep, et, ec, g0 + j, q)]
-            src = voff[j] + _at(vdef, vptr, vpt, vcl, j, q)
-            if dv == 1.0:                   # RN(v 1) = v: every v is a value of the format
-                for k in range(K):
-                    U[row, k] = V[src, k]
+def _vsingle_py(U, src, w, out, V, shift, half, mask, small_bits, Kc, omega):
+    """V[out[r]] = RN(0 + RN(U[src[r]] w[r])) (a backward sum of one term, as ``_vsums`` computes it)."""
+    K = U.shape[1]
+    for r in numba.prange(src.shape[0]):
+        a, ww, o = src[r], w[r], out[r]
+        for k in range(K):
+            prod = _rn(U[a, k] * ww, shift, half, mask, small_bits, Kc, omega, False)
+            V[o, k] = _rn(0.0 + prod, shift, half, mask, small_bits, Kc, omega, False)
+
+
+def _vmulti_py(rows, rowj, out, udef, uptr, upt, ucl, umap, U, uoff, cp, ci, cw, reps, V,
+               shift, half, mask, small_bits, Kc, omega):
+    """V[out[r]] = the left-to-right rounded backward sum of group row rows[r] (neuron rowj) at its
+    representative point (``_vsums``)."""
+    K = U.shape[1]
+    for r in numba.prange(rows.shape[0]):
+        row, o = rows[r], out[r]
+        j = rowj[row]
+        q = reps[row]
+        for k in range(K):
+            V[o, k] = 0.0
+        for t in range(cp[j], cp[j + 1]):
+            c = _at(udef, uptr, upt, ucl, ci[t], q)
+            if c < 0:
                 continue
+            a = umap[uoff[ci[t]] + c]
+            ww = cw[t]
             for k in range(K):
-                u = _rn(V[src, k] * dv, shift, half, mask, small_bits, Kc, omega, False)
-                U[row, k] = u
-                if not (abs(u) <= omega):
-                    err[j] = 2
+                prod = _rn(U[a, k] * ww, shift, half, mask, small_bits, Kc, omega, False)
+                V[o, k] = _rn(V[o, k] + prod, shift, half, mask, small_bits, Kc, omega, False)
+
+
+def _uterms_py(vdef, vptr, vpt, vcl, mode, ep, et, ec, g0, dtab, ureps, urowj, voff, vmap, usrc, udv):
+    """For every u-group row: (physical v row, sigma~') at its representative point."""
+    for row in numba.prange(ureps.shape[0]):
+        j = urowj[row]
+        q = ureps[row]
+        udv[row] = dtab[_at(mode, ep, et, ec, g0 + j, q)]
+        usrc[row] = vmap[voff[j] + _at(vdef, vptr, vpt, vcl, j, q)]
+
+
+def _usingle_py(V, src, dv, U, shift, half, mask, small_bits, Kc, omega):
+    """U[r] = RN(V[src[r]] dv[r]) (a copy where dv = 1: every entry of V is a value of the format)."""
+    K = V.shape[1]
+    for r in numba.prange(src.shape[0]):
+        a, d = src[r], dv[r]
+        if d == 1.0:
+            for k in range(K):
+                U[r, k] = V[a, k]
+            continue
+        for k in range(K):
+            U[r, k] = _rn(V[a, k] * d, shift, half, mask, small_bits, Kc, omega, False)
 
 
 if kernels.HAVE_NUMBA:
@@ -815,8 +845,37 @@ if kernels.HAVE_NUMBA:
     _group_points = numba.njit(cache=True)(_group_points)
     _svclasses = numba.njit(cache=True, parallel=True)(_svclasses_py)
     _suclasses = numba.njit(cache=True, parallel=True)(_suclasses_py)
-    _ssums = numba.njit(cache=True, parallel=True)(_ssums_py)
-    _svalues = numba.njit(cache=True, parallel=True)(_svalues_py)
+    _vterms = numba.njit(cache=True, parallel=True)(_vterms_py)
+    _vsingle = numba.njit(cache=True, parallel=True)(_vsingle_py)
+    _vmulti = numba.njit(cache=True, parallel=True)(_vmulti_py)
+    _uterms = numba.njit(cache=True, parallel=True)(_uterms_py)
+    _usingle = numba.njit(cache=True, parallel=True)(_usingle_py)
+
+
+def _group_sums(udef, uptr, upt, ucl, umap, U, uoff, cp, ci, cw, reps, voff, K, dt, rp):
+    """(V physical rows, vmap): the backward sum of every group row of a layer (``_vsums``), each distinct
+    one once: a row with one live successor term is RN(0 + RN(u w)), a function of (u's physical row,
+    w) only, so equal pairs share one row (the chains of a box repeat a few weight sequences); rows of
+    several terms are computed each."""
+    nrow = int(voff[-1])
+    nterm, tsrc, tw = np.zeros(nrow, np.int64), np.zeros(nrow, np.int64), np.zeros(nrow)
+    _vterms(udef, uptr, upt, ucl, umap, uoff, cp, ci, cw, reps, voff, nterm, tsrc, tw)
+    single = nterm == 1
+    vmap = np.empty(nrow, np.int64)
+    pairs, inv = np.unique(np.stack([tsrc[single], tw[single].view(np.int64)], axis=1), axis=0,
+                           return_inverse=True)
+    n1 = len(pairs)
+    vmap[single] = inv.reshape(-1)
+    multi = np.flatnonzero(~single).astype(np.int64)
+    vmap[multi] = n1 + np.arange(len(multi))
+    V = np.empty((n1 + len(multi), K), dt)
+    _vsingle(U, np.ascontiguousarray(pairs[:, 0]), np.ascontiguousarray(pairs[:, 1]).view(np.float64),
+             np.arange(n1, dtype=np.int64), V, *rp)
+    if len(multi):
+        rowj = np.repeat(np.arange(len(voff) - 1, dtype=np.int64), np.diff(voff))
+        _vmulti(multi, rowj, n1 + np.arange(len(multi), dtype=np.int64), udef, uptr, upt, ucl, umap, U, uoff,
+                cp, ci, cw, reps, V, *rp)
+    return V, vmap
 
 
 def _backward_groups(net, comp, Y, dtab, X, rp):
@@ -831,7 +890,8 @@ def _backward_groups(net, comp, Y, dtab, X, rp):
     nchunk = 64
     udef, uptr = np.zeros(1, np.int64), np.zeros(2, np.int64)          # the output: group 0 everywhere
     upt, ucl = np.zeros(0, np.int64), np.zeros(0, np.int64)
-    U_up = np.ascontiguousarray(Y[None, :], dt)
+    U_up = np.ascontiguousarray(Y[None, :], dt)       # physical rows; group row g of the layer is umap[g]
+    umap = np.zeros(1, np.int64)
     uoff_up = np.zeros(1, np.int64)
     for l in range(net.depth, 0, -1):
         c = net.layers[l - 1]._csc
@@ -851,20 +911,19 @@ def _backward_groups(net, comp, Y, dtab, X, rp):
         vptr = np.concatenate([[0], np.cumsum(vcnt)]).astype(np.int64)
         voff = np.concatenate([[0], np.cumsum(nvc)]).astype(np.int64)
         reps = reps[_compact(roff, nvc)]
-        V = np.zeros((int(voff[-1]), K), dt)
-        err = np.zeros(n_in, np.int64)
-        _ssums(udef, uptr, upt, ucl, U_up, uoff_up, cp, ci, cw, reps, voff, V, err, *rp)
-        if err.any():
-            j = int(np.flatnonzero(err)[0])
-            r = int(np.flatnonzero((~np.isfinite(V[voff[j]:voff[j + 1]])).any(axis=1))[0])
-            raise net._overflow("backward", l, j, X[reps[voff[j] + r]].tolist(), int(reps[voff[j] + r]))
+        V, vmap = _group_sums(udef, uptr, upt, ucl, umap, U_up, uoff_up, cp, ci, cw, reps, voff, K, dt, rp)
+        bad = ~np.isfinite(V).all(axis=1)
+        if bad.any():
+            row = int(np.flatnonzero(bad[vmap])[0])                  # the first neuron's first bad group
+            j = int(np.searchsorted(voff, row, side="right") - 1)
+            raise net._overflow("backward", l, j, X[reps[row]].tolist(), int(reps[row]))
         if l == 1:
             G = np.zeros((P, K, n_in))
             for j in range(n_in):
                 cls = np.full(P, vdef[j], np.int64)
                 cls[vpt[vptr[j]:vptr[j + 1]]] = vcl[vptr[j]:vptr[j + 1]]
                 on = cls >= 0
-                G[on, :, j] = V[voff[j] + cls[on]]
+                G[on, :, j] = V[vmap[voff[j] + cls[on]]]
             return G
         g0 = int(offs[l - 2])
         bound = np.minimum(P, vcnt + np.diff(ep)[g0:g0 + n_in]).astype(np.int64)
@@ -879,13 +938,18 @@ def _backward_groups(net, comp, Y, dtab, X, rp):
         npt, ncl = npt[idx], ncl[idx]
         uoff = np.concatenate([[0], np.cumsum(nuc)]).astype(np.int64)
         ureps = ureps[_compact(roff, nuc)]
-        U = np.empty((int(uoff[-1]), K), dt)
-        err = np.zeros(n_in, np.int64)
-        _svalues(vdef, vptr, vpt, vcl, mode, ep, et, ec, g0, dtab, ureps, uoff, voff, V, U, err, *rp)
-        if err.any():
-            j = int(np.flatnonzero(err)[0])
-            r = int(np.flatnonzero((~np.isfinite(U[uoff[j]:uoff[j + 1]])).any(axis=1))[0])
-            q = int(ureps[uoff[j] + r])
+        urowj = np.repeat(np.arange(n_in, dtype=np.int64), nuc)
+        usrc, udv = np.empty(len(ureps), np.int64), np.empty(len(ureps))
+        _uterms(vdef, vptr, vpt, vcl, mode, ep, et, ec, g0, dtab, ureps, urowj, voff, vmap, usrc, udv)
+        # equal (v row, sigma~') give equal rows: each distinct pair once
+        pairs, umap = np.unique(np.stack([usrc, udv.view(np.int64)], axis=1), axis=0, return_inverse=True)
+        umap = umap.reshape(-1).astype(np.int64)
+        U = np.empty((len(pairs), K), dt)
+        _usingle(V, np.ascontiguousarray(pairs[:, 0]), np.ascontiguousarray(pairs[:, 1]).view(np.float64), U, *rp)
+        bad = ~np.isfinite(U).all(axis=1)
+        if bad.any():
+            row = int(np.flatnonzero(bad[umap])[0])
+            j, q = int(urowj[row]), int(ureps[row])
             raise net._overflow("backward (activation derivative)", l - 1, j, X[q].tolist(), q)
         udef, uptr, upt, ucl = ndef, np.concatenate([[0], np.cumsum(ncnt)]).astype(np.int64), npt, ncl
         U_up, uoff_up = U, uoff[:-1].copy()
