@@ -363,7 +363,7 @@ def _mode_py(N, dflt, pts, vals, cnt, off, newdef, opts, ovals, ocnt):
         for u in range(c):
             if _bits(vals[o + u]) == db:
                 best_n += 1
-        if c > 0:
+        if c > 0 and 2 * c >= N:           # otherwise no value but the default can be more common
             keys = np.empty(c, np.int64)
             for u in range(c):
                 keys[u] = _bits(vals[o + u])
@@ -569,7 +569,7 @@ def _at_py(dflt, ptr, pts, vals, i, q):
     return dflt[i]
 
 
-def _group_points(P, where, U, cnt, keys, m, dkey, gdef_out, j, gpt, gcl, o, roff, reps):
+def _group_points(P, where, U, cnt, keys, m, dkey, gdef_out, j, gpt, gcl, o, roff, reps, same, gcol):
     """Group the points by their key (column u of keys[:m, :cnt] at point U[u]; dkey at every point not
     in U; a key of -1 entries only, or with a -1 first entry for two-entry keys, is no group): numbers
     the groups (the default key's first, if some point has it), writes their first points to reps[roff:]
@@ -587,7 +587,6 @@ def _group_points(P, where, U, cnt, keys, m, dkey, gdef_out, j, gpt, gcl, o, rof
             q += 1
         first_out = q
     first_in = -1
-    same = np.zeros(cnt, np.bool_)
     for u in range(cnt):
         eq = True
         for t in range(m):
@@ -610,7 +609,7 @@ def _group_points(P, where, U, cnt, keys, m, dkey, gdef_out, j, gpt, gcl, o, rof
             reps[roff] = min(first_in, first_out)
     gdef_out[j] = dg
     # the other groups, in the order of their first points
-    gcol = np.empty(cnt, np.int64)         # column of each group's first point (group dg excluded)
+    # gcol[r]: the column of group r's first point (group dg excluded)
     k = 0
     for u in range(cnt):
         if same[u]:
@@ -660,6 +659,10 @@ def _svclasses_py(P, cp, ci, udef, uptr, upt, ucl, off, roff, vdef, vpt, vcl, vc
             continue
         where = np.full(P, -1, np.int64)
         U = np.empty(P, np.int64)
+        same = np.empty(P, np.bool_)
+        gcol = np.empty(P, np.int64)
+        kbuf = np.empty(4 * P, np.int64)
+        dbuf = np.empty(16, np.int64)
         for j in range(j0, j1):
             m = cp[j + 1] - cp[j]
             cnt = 0
@@ -675,8 +678,12 @@ def _svclasses_py(P, cp, ci, udef, uptr, upt, ucl, off, roff, vdef, vpt, vcl, vc
                 U[:cnt] = np.sort(U[:cnt])
             for u in range(cnt):
                 where[U[u]] = u
-            keys = np.empty((m, cnt), np.int64)
-            dkey = np.empty(m, np.int64)
+            if m * cnt > kbuf.shape[0]:
+                kbuf = np.empty(2 * m * cnt, np.int64)
+            if m > dbuf.shape[0]:
+                dbuf = np.empty(2 * m, np.int64)
+            keys = kbuf[:m * cnt].reshape((m, cnt))
+            dkey = dbuf[:m]
             for tl in range(m):
                 i = ci[cp[j] + tl]
                 dkey[tl] = udef[i]
@@ -684,7 +691,8 @@ def _svclasses_py(P, cp, ci, udef, uptr, upt, ucl, off, roff, vdef, vpt, vcl, vc
                     keys[tl, u] = udef[i]
                 for e in range(uptr[i], uptr[i + 1]):
                     keys[tl, where[upt[e]]] = ucl[e]
-            ng, k = _group_points(P, where, U, cnt, keys, m, dkey, vdef, j, vpt, vcl, off[j], roff[j], reps)
+            ng, k = _group_points(P, where, U, cnt, keys, m, dkey, vdef, j, vpt, vcl, off[j], roff[j], reps,
+                                  same, gcol)
             nvc[j] = ng
             vcnt[j] = k
             for u in range(cnt):
@@ -707,6 +715,10 @@ def _suclasses_py(P, vdef, vptr, vpt, vcl, mode, ep, et, ec, g0, dtab, off, roff
         keys = np.empty((1, P), np.int64)
         dkey = np.empty(1, np.int64)
         dvs = np.empty(P)
+        same = np.empty(P, np.bool_)
+        gcol = np.empty(P, np.int64)
+        dlist = np.empty(P + 1)
+        idx = np.empty(P, np.int64)
         for j in range(j0, j1):
             g = g0 + j
             cnt = 0
@@ -739,10 +751,8 @@ def _suclasses_py(P, vdef, vptr, vpt, vcl, mode, ep, et, ec, g0, dtab, off, roff
             dkey[0] = vdef[j] if dd != 0.0 else -1
             # pairs (v, d) -> one integer: v * (number of distinct d values seen) is not stable, so
             # the distinct sigma~' values of this neuron are listed and the key is v * nd + index
-            dlist = np.empty(cnt + 1)
             nd = 1
             dlist[0] = dd
-            idx = np.zeros(cnt, np.int64)
             for u in range(cnt):
                 f = -1
                 for r in range(nd):
@@ -761,7 +771,8 @@ def _suclasses_py(P, vdef, vptr, vpt, vcl, mode, ep, et, ec, g0, dtab, off, roff
                     keys[0, u] = -1
                 else:
                     keys[0, u] = keys[0, u] * nd + idx[u]
-            ng, k = _group_points(P, where, U, cnt, keys, 1, dkey, udef, j, upt, ucl, off[j], roff[j], reps)
+            ng, k = _group_points(P, where, U, cnt, keys, 1, dkey, udef, j, upt, ucl, off[j], roff[j], reps,
+                                  same, gcol)
             nuc[j] = ng
             ucnt[j] = k
             for u in range(cnt):
@@ -852,6 +863,17 @@ if kernels.HAVE_NUMBA:
     _usingle = numba.njit(cache=True, parallel=True)(_usingle_py)
 
 
+def _unique_pairs(rows, vals):
+    """(distinct (row, bits of val) pairs as an (n, 2) int64 array with the val bits in column 1, the
+    index of each input pair among them), through one int64 key per pair."""
+    vb = np.ascontiguousarray(vals, dtype=np.float64).view(np.int64)
+    ub, vi = np.unique(vb, return_inverse=True)
+    key = np.asarray(rows, np.int64) * max(1, len(ub)) + vi.reshape(-1)
+    uk, inv = np.unique(key, return_inverse=True)
+    pairs = np.stack([uk // max(1, len(ub)), ub[uk % max(1, len(ub))]], axis=1) if len(uk) else np.zeros((0, 2), np.int64)
+    return pairs.astype(np.int64), inv.reshape(-1).astype(np.int64)
+
+
 def _group_sums(udef, uptr, upt, ucl, umap, U, uoff, cp, ci, cw, reps, voff, K, dt, rp):
     """(V physical rows, vmap): the backward sum of every group row of a layer (``_vsums``), each distinct
     one once: a row with one live successor term is RN(0 + RN(u w)), a function of (u's physical row,
@@ -862,10 +884,9 @@ def _group_sums(udef, uptr, upt, ucl, umap, U, uoff, cp, ci, cw, reps, voff, K, 
     _vterms(udef, uptr, upt, ucl, umap, uoff, cp, ci, cw, reps, voff, nterm, tsrc, tw)
     single = nterm == 1
     vmap = np.empty(nrow, np.int64)
-    pairs, inv = np.unique(np.stack([tsrc[single], tw[single].view(np.int64)], axis=1), axis=0,
-                           return_inverse=True)
+    pairs, inv = _unique_pairs(tsrc[single], tw[single])
     n1 = len(pairs)
-    vmap[single] = inv.reshape(-1)
+    vmap[single] = inv
     multi = np.flatnonzero(~single).astype(np.int64)
     vmap[multi] = n1 + np.arange(len(multi))
     V = np.empty((n1 + len(multi), K), dt)
@@ -942,8 +963,7 @@ def _backward_groups(net, comp, Y, dtab, X, rp):
         usrc, udv = np.empty(len(ureps), np.int64), np.empty(len(ureps))
         _uterms(vdef, vptr, vpt, vcl, mode, ep, et, ec, g0, dtab, ureps, urowj, voff, vmap, usrc, udv)
         # equal (v row, sigma~') give equal rows: each distinct pair once
-        pairs, umap = np.unique(np.stack([usrc, udv.view(np.int64)], axis=1), axis=0, return_inverse=True)
-        umap = umap.reshape(-1).astype(np.int64)
+        pairs, umap = _unique_pairs(usrc, udv)
         U = np.empty((len(pairs), K), dt)
         _usingle(V, np.ascontiguousarray(pairs[:, 0]), np.ascontiguousarray(pairs[:, 1]).view(np.float64), U, *rp)
         bad = ~np.isfinite(U).all(axis=1)
@@ -1104,7 +1124,7 @@ def _backward_classes(net, S, comp, Y, dtab, X, rp):
     raise AssertionError("unreachable")
 
 
-def _evaluate_shared(net, S, X, Y, progress):
+def _evaluate_shared(net, X, Y, progress):
     """``evaluate_sparse`` when every point has the same upstream values Y (Theorem 7 claims): one
     forward pass over every point (compressed codes), then the grouped backward pass, a few y at a time
     (the per-group values of a layer: ~2 groups per neuron x y x 8 bytes)."""
@@ -1112,6 +1132,7 @@ def _evaluate_shared(net, S, X, Y, progress):
     dtab, zero_index = _derivative_table(net)
     rp = _round_params(net.format)
     fs = _forward_sparse(net, X, zero_index, dtab) if SPARSE_FORWARD else None
+    S = None if (fs is not None and SPARSE_GROUPS) else _Structure(net)    # the dense passes' layout
     if fs is None:                   # a value that is not finite somewhere: the dense pass reports it
         values = np.empty(N)
         comp = _forward_compressed(net, S, X, values, zero_index, dtab)
@@ -1148,9 +1169,9 @@ def evaluate_sparse(net, X, Y, progress=None):
     if bad is not None:
         raise CondcheckError(f"upstream value {Y2.ravel()[bad]!r} is not a value of {fmt.name}")
     K = Y2.shape[1]
-    S = _Structure(net)
     if net.format.bits <= 16 and (Y2 == Y2[:1]).all():
-        return _evaluate_shared(net, S, X, Y2[0], progress)
+        return _evaluate_shared(net, X, Y2[0], progress)
+    S = _Structure(net)
     n_hidden = int(S.offs[-1])
     chunk = max(1, min(N, CHUNK_ENTRIES // max(1, n_hidden + max(net.widths) * 4)))
     values = np.empty(N)
