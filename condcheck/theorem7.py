@@ -1165,7 +1165,8 @@ class _Chains:
         ws[-1] = math.copysign(ws[-1], tau)       # RN is odd: the output weight's sign flips the whole chain
         tb, tz, tzo = self._tail(zs[-1], zos[-1], tuple(ws[len(biases):-1]))
         bs, z_on, z_off = list(biases) + tb, list(zs) + tz, list(zos) + tzo
-        steps = tuple((w, act.dT(z)) for w, z in zip(reversed(ws[1:]), reversed(z_on))) + (ws[0],)
+        dT = act._dT
+        steps = tuple(zip(reversed(ws[1:]), [dT[float(z)] for z in reversed(z_on)])) + (ws[0],)
         key = (steps, t.threshold, tau)
         if key not in self._checked:
             self._checked.add(key)
@@ -1211,15 +1212,15 @@ class _Chains:
                     raise ConstructionError("internal: a chain factor is not positive")   # pragma: no cover
             th = np.array([k[1] for k in keys])
             tau = np.array([k[2] for k in keys])
-            below = np.array([float(F.next_down(t)) for t in th.tolist()])
+            ut, inv = np.unique(th, return_inverse=True)
+            below = np.array([float(F.next_down(t)) for t in ut.tolist()])[inv.reshape(-1)]
             Y = np.stack([below, th, np.full(len(keys), self.ymax)], axis=1)         # (chain, 3)
             want = np.stack([np.zeros(len(keys)), tau, tau], axis=1)
             u = Y
             n = len(keys[0][0])
+            WD = np.array([key[0][:-1] for key in keys], float).reshape(len(keys), n - 1, 2)   # (chain, step, w|d)
             for k in range(n - 1):
-                w = np.array([key[0][k][0] for key in keys])[:, None]
-                dd = np.array([key[0][k][1] for key in keys])[:, None]
-                u = rn_mul(rn_mul(u, w, F), dd, F)
+                u = rn_mul(rn_mul(u, WD[:, k, 0:1], F), WD[:, k, 1:2], F)
             u = rn_mul(u, np.array([key[0][-1] for key in keys])[:, None], F)
             bad = (u != want) & (Y > 0)
             if bad.any():
@@ -1613,7 +1614,7 @@ class _Gating:
     def _step(kit, st, vals, j: int, gap: int, up: bool, choose, _boost):
         """(Step, boosted pre-activations on vals): the separator of the gap (theorem5's chooser), snapped
         by the rounded-sum chain into the dead tail on one side and far from it on the other, boosted."""
-        from .theorem5 import Step, _chain
+        from .theorem5 import Step
         F = kit.fmt
         chs = choose(gap, up)
         if chs is None:
@@ -1623,10 +1624,24 @@ class _Gating:
         v = kit.add(kit.mul(sg, kit.T(kit.row([(w, vals)], b))), kappa)
         on = v > 0
         k0 = max(math.frexp(float(v[on].min()))[1] - 1 + F.M, F.e_min)
+        # theorem5's _chain(kit, v, k0, K) for the largest K that works: the chains for K = k0 - 1, k0, ...
+        # are prefixes of one another (the same rounded sums in the same order), so they are computed
+        # once, up to the first step that raises (every longer chain raises there too)
+        chains = {k0 - 1: v}
+        cur = v
+        for k in range(k0, F.e_max):
+            c = math.ldexp(1 + 2.0 ** -F.M, k)
+            try:
+                cur = kit.add(kit.add(cur, c), -c)
+            except Exception:
+                break
+            chains[k] = cur
         pre = None
         for K in list(range(F.e_max - 1, k0 - 1, -1)) + [k0 - 1]:
+            if K not in chains:
+                continue
             try:
-                pre = kit.add(_chain(kit, v, k0, K), st.z_dead)
+                pre = kit.add(chains[K], st.z_dead)
                 break
             except Exception:
                 continue
