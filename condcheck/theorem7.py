@@ -1079,6 +1079,7 @@ class _Chains:
         self.ident = 1.0 / self.d                        # RN(RN(u / d) d) = u while |u / d| <= Omega
         self._checked = set()                            # chains already checked on every y
         self._amp, self._built, self._tails = {}, {}, {}   # caches of amplify, build, the relay tails
+        self._steps = {}                                    # (input on, input off, weight) -> relay_bias
         self._pending = []                                  # built chains not yet checked (check_built)
 
     def lengths(self, terms):
@@ -1183,12 +1184,17 @@ class _Chains:
         bs, zl, zol = [], [], []
         cur = act.T(z_on)
         curo = None if z_off is None else act.T(z_off)
+        memo = self._steps                  # one relay: a function of (its input values, its weight)
         for w in weights:
-            P = mul_float(w, cur, F)
-            Po = None if curo is None else mul_float(w, curo, F)
-            if P is None or (curo is not None and Po is None):
-                raise ConstructionError("a relay's forward product overflows")
-            b, z, zo = act.relay_bias(P, Po)
+            sk = (cur, curo, w)
+            if sk in memo:
+                b, z, zo = memo[sk]
+            else:
+                P = mul_float(w, cur, F)
+                Po = None if curo is None else mul_float(w, curo, F)
+                if P is None or (curo is not None and Po is None):
+                    raise ConstructionError("a relay's forward product overflows")
+                b, z, zo = memo[sk] = act.relay_bias(P, Po)
             bs.append(b)
             zl.append(z)
             zol.append(zo)
@@ -1818,11 +1824,13 @@ def _construct_generic_gated(act: "_Act", F: Format, X, fv, Y, G, implementation
             except CondcheckError:
                 probes[i] = 1.0
         bprobe = probes[i]
-        byplan, fwd = {}, {}
+        byplan, fwd, cands = {}, {}, {}
         for t in ts:
-            cand = np.flatnonzero(cover[:, col[abs(t.d)]] & (lams * abs(t.d) * d * bprobe <= float(F.Omega) / 4))
+            if abs(t.d) not in cands:          # the plans for |d| (a function of |d| and the probe only)
+                cands[abs(t.d)] = np.flatnonzero(cover[:, col[abs(t.d)]]
+                                                 & (lams * abs(t.d) * d * bprobe <= float(F.Omega) / 4)).tolist()
             chosen = None
-            for k in cand.tolist():
+            for k in cands[abs(t.d)]:
                 if k not in fwd:
                     fwd[k] = pass_forward(i, cc, plans[k])
                 if fwd[k] is not None:
