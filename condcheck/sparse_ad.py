@@ -10,14 +10,25 @@ nonzero weights and nonzero sigma~' (per point: ``_backward``).  When every poin
 by the groups of the neurons it feeds and by its own sigma~'; points in one group provably have equal
 backward values for every y (they are computed from equal inputs by equal operations), so each group is
 computed once, at its first point.  A chain neuron sits in one state at its own point and in one shared
-state at all the others: two groups instead of one computation per point.
+state at all the others: two groups instead of one computation per point.  The groups themselves are
+kept as a default group per neuron plus exceptions (``_backward_groups``; one group number per point
+and neuron, ``_backward_classes``, is the reference), so grouping costs about the exceptions, not points
+x neurons; and a group row of one live term, RN(0 + RN(u w)), depends only on (u's row, w), as the
+product by sigma~' depends only on (v's row, sigma~'): equal pairs are computed once (the chains of a
+box repeat a few weight sequences), so the per-y work is the number of distinct rows x |y|.
+
+The forward pass of the shared-y path (``_forward_sparse``) works the same way: each neuron is one value
+at every point but a few exceptions; a row is evaluated once on its inputs' defaults (which every point
+outside the union of its inputs' exceptions has, exactly) and once at each point of that union, by the
+dense kernel's operations in its order, then re-expressed by its most common value.  Where some value
+is not finite it gives up and the dense forward pass (``_forward_compressed``) runs and reports it.
 
 Why it is exact (finite semantics, SPEC 2.1/2.3): an inactive neuron's upstream value is +-0 (its
 sigma~' is 0, or every term of its backward sum is a product with a +-0).  In a rounded left-to-right sum
 ``acc (+) (+-0 (x) w)`` equals ``acc`` when acc != 0 and is a zero otherwise, so leaving such terms out
 changes no value (only, possibly, the sign of a zero, and equality is numeric: +0 == -0).  Nothing
-overflows in a skipped term.  The forward pass is the dense one (every neuron, every point), and the
-checks of the dense interpreter are kept: every pre-activation, sigma~ and sigma~' finite, every
+overflows in a skipped term.  The forward values are the dense ones, bit for bit, and the checks of the
+dense interpreter are kept: every pre-activation, sigma~ and sigma~' finite, every
 backward sum and product of an active neuron finite (a skipped one is zero).  Under IEEE semantics
 (Inf passes, Inf x 0 = NaN matters) this shortcut is not valid; ``evaluate_sparse`` refuses it.
 tests/test_sparse_ad.py compares it with the dense and the exact interpreters.
