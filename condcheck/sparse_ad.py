@@ -299,6 +299,68 @@ def _uvalues_py(vc, mode, ep, et, ec, off, dtab, ureps, uoff, voff, V, U, err,
                     err[j] = 2
 
 
+def _shellsort(a, lo, hi):
+    """Sort a[lo:hi] in place (ascending; plain loops: quick to compile, unlike np.sort)."""
+    n = hi - lo
+    gap = 1
+    while gap < n // 3:
+        gap = 3 * gap + 1
+    while gap >= 1:
+        for i in range(lo + gap, hi):
+            v = a[i]
+            j = i
+            while j - lo >= gap and a[j - gap] > v:
+                a[j] = a[j - gap]
+                j -= gap
+            a[j] = v
+        gap //= 3
+
+
+def _fwd_layer_range(j0, j1, N, indptr, indices, data, bias, amode, aptr, apt, aval, off, zdef, upt, uval, ucnt, nchunk,
+                  shift, half, mask, small_bits, Kc, omega):
+    """The neurons j0 <= j < j1 of ``_fwd_layer_py`` (one chunk: its scratch arrays, then each neuron)."""
+    where = np.full(N, -1, np.int64)
+    acc = np.empty(N)
+    tmp = np.empty(N)
+    for j in range(j0, j1):
+        o = off[j]
+        cnt = 0
+        for t in range(indptr[j], indptr[j + 1]):
+            i = indices[t]
+            for e in range(aptr[i], aptr[i + 1]):
+                q = apt[e]
+                if where[q] < 0:
+                    where[q] = 0
+                    upt[o + cnt] = q
+                    cnt += 1
+        if cnt > 1:
+            _shellsort(upt, o, o + cnt)
+        for u in range(cnt):
+            where[upt[o + u]] = u
+            acc[u] = 0.0
+        d = 0.0
+        for t in range(indptr[j], indptr[j + 1]):
+            i = indices[t]
+            w = data[t]
+            m = amode[i]
+            d = _rn(d + _rn(m * w, shift, half, mask, small_bits, Kc, omega, False),
+                    shift, half, mask, small_bits, Kc, omega, False)
+            if cnt == 0:
+                continue
+            for u in range(cnt):
+                tmp[u] = m
+            for e in range(aptr[i], aptr[i + 1]):
+                tmp[where[apt[e]]] = aval[e]
+            for u in range(cnt):
+                acc[u] = _rn(acc[u] + _rn(tmp[u] * w, shift, half, mask, small_bits, Kc, omega, False),
+                             shift, half, mask, small_bits, Kc, omega, False)
+        b = bias[j]
+        zdef[j] = _rn(d + b, shift, half, mask, small_bits, Kc, omega, False)
+        for u in range(cnt):
+            uval[o + u] = _rn(acc[u] + b, shift, half, mask, small_bits, Kc, omega, False)
+            where[upt[o + u]] = -1
+        ucnt[j] = cnt
+
 def _fwd_layer_py(N, indptr, indices, data, bias, amode, aptr, apt, aval, off, zdef, upt, uval, ucnt, nchunk,
                   shift, half, mask, small_bits, Kc, omega):
     """One layer of the sparse forward pass.  The previous layer's values: neuron i is amode[i] at every
@@ -314,59 +376,17 @@ def _fwd_layer_py(N, indptr, indices, data, bias, amode, aptr, apt, aval, off, z
         j1 = min(n_out, j0 + step)
         if j0 >= j1:
             continue
-        where = np.full(N, -1, np.int64)
-        acc = np.empty(N)
-        tmp = np.empty(N)
-        for j in range(j0, j1):
-            o = off[j]
-            cnt = 0
-            for t in range(indptr[j], indptr[j + 1]):
-                i = indices[t]
-                for e in range(aptr[i], aptr[i + 1]):
-                    q = apt[e]
-                    if where[q] < 0:
-                        where[q] = 0
-                        upt[o + cnt] = q
-                        cnt += 1
-            if cnt > 1:
-                upt[o:o + cnt] = np.sort(upt[o:o + cnt])
-            for u in range(cnt):
-                where[upt[o + u]] = u
-                acc[u] = 0.0
-            d = 0.0
-            for t in range(indptr[j], indptr[j + 1]):
-                i = indices[t]
-                w = data[t]
-                m = amode[i]
-                d = _rn(d + _rn(m * w, shift, half, mask, small_bits, Kc, omega, False),
-                        shift, half, mask, small_bits, Kc, omega, False)
-                if cnt == 0:
-                    continue
-                for u in range(cnt):
-                    tmp[u] = m
-                for e in range(aptr[i], aptr[i + 1]):
-                    tmp[where[apt[e]]] = aval[e]
-                for u in range(cnt):
-                    acc[u] = _rn(acc[u] + _rn(tmp[u] * w, shift, half, mask, small_bits, Kc, omega, False),
-                                 shift, half, mask, small_bits, Kc, omega, False)
-            b = bias[j]
-            zdef[j] = _rn(d + b, shift, half, mask, small_bits, Kc, omega, False)
-            for u in range(cnt):
-                uval[o + u] = _rn(acc[u] + b, shift, half, mask, small_bits, Kc, omega, False)
-                where[upt[o + u]] = -1
-            ucnt[j] = cnt
+        _fwd_layer_range(j0, j1, N, indptr, indices, data, bias, amode, aptr, apt, aval, off, zdef, upt, uval, ucnt,
+                         nchunk, shift, half, mask, small_bits, Kc, omega)
 
 
 def _bits(v):
     return np.float64(v).view(np.int64)
 
 
-def _mode_py(N, dflt, pts, vals, cnt, off, newdef, opts, ovals, ocnt):
-    """Re-express every neuron j (dflt[j] at every point but pts/vals[off[j]:off[j]+cnt[j]], ascending
-    points; those may equal the default) by its most common value over the N points (bit patterns: -0 is
-    not 0; ties keep the old default, then the smallest pattern): newdef[j] and the points (ascending)
-    where the value differs, in opts/ovals[off[j]:off[j]+ocnt[j]] (never more than cnt[j] of them)."""
-    for j in numba.prange(dflt.shape[0]):
+def _mode_range(j0, j1, N, dflt, pts, vals, cnt, off, newdef, opts, ovals, ocnt):
+    """The neurons j0 <= j < j1 of ``_mode_py``."""
+    for j in range(j0, j1):
         o, c = off[j], cnt[j]
         db = _bits(dflt[j])
         best_b = db
@@ -378,7 +398,7 @@ def _mode_py(N, dflt, pts, vals, cnt, off, newdef, opts, ovals, ocnt):
             keys = np.empty(c, np.int64)
             for u in range(c):
                 keys[u] = _bits(vals[o + u])
-            keys = np.sort(keys)
+            _shellsort(keys, 0, c)
             run = 1
             for u in range(1, c + 1):
                 if u < c and keys[u] == keys[u - 1]:
@@ -412,6 +432,20 @@ def _mode_py(N, dflt, pts, vals, cnt, off, newdef, opts, ovals, ocnt):
                     ovals[o + k] = v
                     k += 1
         ocnt[j] = k
+
+def _mode_py(N, dflt, pts, vals, cnt, off, newdef, opts, ovals, ocnt):
+    """Re-express every neuron j (dflt[j] at every point but pts/vals[off[j]:off[j]+cnt[j]], ascending
+    points; those may equal the default) by its most common value over the N points (bit patterns: -0 is
+    not 0; ties keep the old default, then the smallest pattern): newdef[j] and the points (ascending)
+    where the value differs, in opts/ovals[off[j]:off[j]+ocnt[j]] (never more than cnt[j] of them)."""
+    n = dflt.shape[0]
+    nchunk = 64
+    step = (n + nchunk - 1) // nchunk
+    for ck in numba.prange(nchunk):
+        j0 = ck * step
+        j1 = min(n, j0 + step)
+        if j0 < j1:
+            _mode_range(j0, j1, N, dflt, pts, vals, cnt, off, newdef, opts, ovals, ocnt)
 
 
 def _lookup_codes_py(z, zero_index, M, e_min, table, code, out, bad):
@@ -449,10 +483,13 @@ if kernels.HAVE_NUMBA:
     _vsums = numba.njit(cache=True, parallel=True)(_vsums_py)
     _uclasses = numba.njit(cache=True, parallel=True)(_uclasses_py)
     _uvalues = numba.njit(cache=True, parallel=True)(_uvalues_py)
+    _shellsort = numba.njit(cache=True)(_shellsort)
+    _fwd_layer_range = numba.njit(cache=True)(_fwd_layer_range)
+    _mode_range = numba.njit(cache=True)(_mode_range)
     _fwd_layer = numba.njit(cache=True, parallel=True)(_fwd_layer_py)
     _bits = numba.njit(cache=True, inline="always")(_bits)
     _mode = numba.njit(cache=True, parallel=True)(_mode_py)
-    _lookup_codes = numba.njit(cache=True, parallel=True)(_lookup_codes_py)
+    _lookup_codes = numba.njit(cache=True)(_lookup_codes_py)
 
 
 class _Structure:
@@ -574,14 +611,19 @@ def _at_py(dflt, ptr, pts, vals, i, q):
     lo, hi = ptr[i], ptr[i + 1]
     if lo == hi:
         return dflt[i]
-    k = lo + np.searchsorted(pts[lo:hi], q)
-    if k < hi and pts[k] == q:
-        return vals[k]
+    while lo < hi:                        # binary search for q among the ascending points
+        mid = (lo + hi) // 2
+        if pts[mid] < q:
+            lo = mid + 1
+        else:
+            hi = mid
+    if lo < ptr[i + 1] and pts[lo] == q:
+        return vals[lo]
     return dflt[i]
 
 
 def _group_points(P, where, U, cnt, keys, m, dkey, gdef_out, j, gpt, gcl, o, roff, reps, same, gcol):
-    """Group the points by their key (column u of keys[:m, :cnt] at point U[u]; dkey at every point not
+    """Group the points by their key (keys[t * cnt + u], t < m, at point U[u]; dkey at every point not
     in U; a key of -1 entries only, or with a -1 first entry for two-entry keys, is no group): numbers
     the groups (the default key's first, if some point has it), writes their first points to reps[roff:]
     and the points of U whose group is not the default one to gpt/gcl[o:]; returns (#groups, #written)."""
@@ -601,7 +643,7 @@ def _group_points(P, where, U, cnt, keys, m, dkey, gdef_out, j, gpt, gcl, o, rof
     for u in range(cnt):
         eq = True
         for t in range(m):
-            if keys[t, u] != dkey[t]:
+            if keys[t * cnt + u] != dkey[t]:
                 eq = False
                 break
         same[u] = eq
@@ -628,7 +670,7 @@ def _group_points(P, where, U, cnt, keys, m, dkey, gdef_out, j, gpt, gcl, o, rof
         else:
             live = False
             for t in range(m):
-                if keys[t, u] >= 0:
+                if keys[t * cnt + u] >= 0:
                     live = True
                     break
             if not live:
@@ -639,7 +681,7 @@ def _group_points(P, where, U, cnt, keys, m, dkey, gdef_out, j, gpt, gcl, o, rof
                     c = gcol[r]
                     eq = True
                     for t in range(m):
-                        if keys[t, u] != keys[t, c]:
+                        if keys[t * cnt + u] != keys[t * cnt + c]:
                             eq = False
                             break
                     if eq:
@@ -657,6 +699,49 @@ def _group_points(P, where, U, cnt, keys, m, dkey, gdef_out, j, gpt, gcl, o, rof
     return ng, k
 
 
+def _svclasses_range(j0, j1, P, cp, ci, udef, uptr, upt, ucl, off, roff, vdef, vpt, vcl, vcnt, nvc, reps, nchunk):
+    """The neurons j0 <= j < j1 of ``_svclasses_py`` (one chunk: its scratch arrays, then each neuron)."""
+    where = np.full(P, -1, np.int64)
+    U = np.empty(P, np.int64)
+    same = np.empty(P, np.bool_)
+    gcol = np.empty(P, np.int64)
+    kbuf = np.empty(4 * P, np.int64)
+    dbuf = np.empty(16, np.int64)
+    for j in range(j0, j1):
+        m = cp[j + 1] - cp[j]
+        cnt = 0
+        for t in range(cp[j], cp[j + 1]):
+            i = ci[t]
+            for e in range(uptr[i], uptr[i + 1]):
+                q = upt[e]
+                if where[q] < 0:
+                    where[q] = 0
+                    U[cnt] = q
+                    cnt += 1
+        if cnt > 1:
+            _shellsort(U, 0, cnt)
+        for u in range(cnt):
+            where[U[u]] = u
+        if m * cnt > kbuf.shape[0]:
+            kbuf = np.empty(2 * m * cnt, np.int64)
+        if m > dbuf.shape[0]:
+            dbuf = np.empty(2 * m, np.int64)
+        keys = kbuf
+        dkey = dbuf[:m]
+        for tl in range(m):
+            i = ci[cp[j] + tl]
+            dkey[tl] = udef[i]
+            for u in range(cnt):
+                keys[tl * cnt + u] = udef[i]
+            for e in range(uptr[i], uptr[i + 1]):
+                keys[tl * cnt + where[upt[e]]] = ucl[e]
+        ng, k = _group_points(P, where, U, cnt, keys, m, dkey, vdef, j, vpt, vcl, off[j], roff[j], reps,
+                              same, gcol)
+        nvc[j] = ng
+        vcnt[j] = k
+        for u in range(cnt):
+            where[U[u]] = -1
+
 def _svclasses_py(P, cp, ci, udef, uptr, upt, ucl, off, roff, vdef, vpt, vcl, vcnt, nvc, reps, nchunk):
     """The groups of every neuron j of a layer by the groups of its successors (column j of the next
     layer: rows ci[cp[j]:cp[j+1]]), from theirs (udef, uptr, upt, ucl): ``_vclasses`` on defaults and
@@ -668,47 +753,79 @@ def _svclasses_py(P, cp, ci, udef, uptr, upt, ucl, off, roff, vdef, vpt, vcl, vc
         j1 = min(n, j0 + step)
         if j0 >= j1:
             continue
-        where = np.full(P, -1, np.int64)
-        U = np.empty(P, np.int64)
-        same = np.empty(P, np.bool_)
-        gcol = np.empty(P, np.int64)
-        kbuf = np.empty(4 * P, np.int64)
-        dbuf = np.empty(16, np.int64)
-        for j in range(j0, j1):
-            m = cp[j + 1] - cp[j]
-            cnt = 0
-            for t in range(cp[j], cp[j + 1]):
-                i = ci[t]
-                for e in range(uptr[i], uptr[i + 1]):
-                    q = upt[e]
-                    if where[q] < 0:
-                        where[q] = 0
-                        U[cnt] = q
-                        cnt += 1
-            if cnt > 1:
-                U[:cnt] = np.sort(U[:cnt])
-            for u in range(cnt):
-                where[U[u]] = u
-            if m * cnt > kbuf.shape[0]:
-                kbuf = np.empty(2 * m * cnt, np.int64)
-            if m > dbuf.shape[0]:
-                dbuf = np.empty(2 * m, np.int64)
-            keys = kbuf[:m * cnt].reshape((m, cnt))
-            dkey = dbuf[:m]
-            for tl in range(m):
-                i = ci[cp[j] + tl]
-                dkey[tl] = udef[i]
-                for u in range(cnt):
-                    keys[tl, u] = udef[i]
-                for e in range(uptr[i], uptr[i + 1]):
-                    keys[tl, where[upt[e]]] = ucl[e]
-            ng, k = _group_points(P, where, U, cnt, keys, m, dkey, vdef, j, vpt, vcl, off[j], roff[j], reps,
-                                  same, gcol)
-            nvc[j] = ng
-            vcnt[j] = k
-            for u in range(cnt):
-                where[U[u]] = -1
+        _svclasses_range(j0, j1, P, cp, ci, udef, uptr, upt, ucl, off, roff, vdef, vpt, vcl, vcnt, nvc, reps, nchunk)
 
+
+def _suclasses_range(j0, j1, P, vdef, vptr, vpt, vcl, mode, ep, et, ec, g0, dtab, off, roff, udef, upt, ucl, ucnt, nuc,
+                  reps, nchunk):
+    """The neurons j0 <= j < j1 of ``_suclasses_py`` (one chunk: its scratch arrays, then each neuron)."""
+    where = np.full(P, -1, np.int64)
+    U = np.empty(P, np.int64)
+    keys = np.empty(P, np.int64)
+    dkey = np.empty(1, np.int64)
+    dvs = np.empty(P)
+    same = np.empty(P, np.bool_)
+    gcol = np.empty(P, np.int64)
+    dlist = np.empty(P + 1)
+    idx = np.empty(P, np.int64)
+    for j in range(j0, j1):
+        g = g0 + j
+        cnt = 0
+        for e in range(vptr[j], vptr[j + 1]):
+            q = vpt[e]
+            if where[q] < 0:
+                where[q] = 0
+                U[cnt] = q
+                cnt += 1
+        for e in range(ep[g], ep[g + 1]):
+            q = et[e]
+            if where[q] < 0:
+                where[q] = 0
+                U[cnt] = q
+                cnt += 1
+        if cnt > 1:
+            _shellsort(U, 0, cnt)
+        for u in range(cnt):
+            where[U[u]] = u
+        # key: the v group where sigma~' != 0 (-1 elsewhere), made distinct per sigma~' value by
+        # numbering the (v group, sigma~') pairs through the v group's first sigma~' values
+        dd = dtab[mode[g]]
+        for u in range(cnt):
+            keys[u] = vdef[j]
+            dvs[u] = dd
+        for e in range(vptr[j], vptr[j + 1]):
+            keys[where[vpt[e]]] = vcl[e]
+        for e in range(ep[g], ep[g + 1]):
+            dvs[where[et[e]]] = dtab[ec[e]]
+        dkey[0] = vdef[j] if dd != 0.0 else -1
+        # pairs (v, d) -> one integer: v * (number of distinct d values seen) is not stable, so
+        # the distinct sigma~' values of this neuron are listed and the key is v * nd + index
+        nd = 1
+        dlist[0] = dd
+        for u in range(cnt):
+            f = -1
+            for r in range(nd):
+                if dlist[r] == dvs[u]:
+                    f = r
+                    break
+            if f < 0:
+                dlist[nd] = dvs[u]
+                f = nd
+                nd += 1
+            idx[u] = f
+        if dkey[0] >= 0:
+            dkey[0] = dkey[0] * nd
+        for u in range(cnt):
+            if keys[u] < 0 or dvs[u] == 0.0:
+                keys[u] = -1
+            else:
+                keys[u] = keys[u] * nd + idx[u]
+        ng, k = _group_points(P, where, U, cnt, keys, 1, dkey, udef, j, upt, ucl, off[j], roff[j], reps,
+                              same, gcol)
+        nuc[j] = ng
+        ucnt[j] = k
+        for u in range(cnt):
+            where[U[u]] = -1
 
 def _suclasses_py(P, vdef, vptr, vpt, vcl, mode, ep, et, ec, g0, dtab, off, roff, udef, upt, ucl, ucnt, nuc,
                   reps, nchunk):
@@ -721,73 +838,8 @@ def _suclasses_py(P, vdef, vptr, vpt, vcl, mode, ep, et, ec, g0, dtab, off, roff
         j1 = min(n, j0 + step)
         if j0 >= j1:
             continue
-        where = np.full(P, -1, np.int64)
-        U = np.empty(P, np.int64)
-        keys = np.empty((1, P), np.int64)
-        dkey = np.empty(1, np.int64)
-        dvs = np.empty(P)
-        same = np.empty(P, np.bool_)
-        gcol = np.empty(P, np.int64)
-        dlist = np.empty(P + 1)
-        idx = np.empty(P, np.int64)
-        for j in range(j0, j1):
-            g = g0 + j
-            cnt = 0
-            for e in range(vptr[j], vptr[j + 1]):
-                q = vpt[e]
-                if where[q] < 0:
-                    where[q] = 0
-                    U[cnt] = q
-                    cnt += 1
-            for e in range(ep[g], ep[g + 1]):
-                q = et[e]
-                if where[q] < 0:
-                    where[q] = 0
-                    U[cnt] = q
-                    cnt += 1
-            if cnt > 1:
-                U[:cnt] = np.sort(U[:cnt])
-            for u in range(cnt):
-                where[U[u]] = u
-            # key: the v group where sigma~' != 0 (-1 elsewhere), made distinct per sigma~' value by
-            # numbering the (v group, sigma~') pairs through the v group's first sigma~' values
-            dd = dtab[mode[g]]
-            for u in range(cnt):
-                keys[0, u] = vdef[j]
-                dvs[u] = dd
-            for e in range(vptr[j], vptr[j + 1]):
-                keys[0, where[vpt[e]]] = vcl[e]
-            for e in range(ep[g], ep[g + 1]):
-                dvs[where[et[e]]] = dtab[ec[e]]
-            dkey[0] = vdef[j] if dd != 0.0 else -1
-            # pairs (v, d) -> one integer: v * (number of distinct d values seen) is not stable, so
-            # the distinct sigma~' values of this neuron are listed and the key is v * nd + index
-            nd = 1
-            dlist[0] = dd
-            for u in range(cnt):
-                f = -1
-                for r in range(nd):
-                    if dlist[r] == dvs[u]:
-                        f = r
-                        break
-                if f < 0:
-                    dlist[nd] = dvs[u]
-                    f = nd
-                    nd += 1
-                idx[u] = f
-            if dkey[0] >= 0:
-                dkey[0] = dkey[0] * nd
-            for u in range(cnt):
-                if keys[0, u] < 0 or dvs[u] == 0.0:
-                    keys[0, u] = -1
-                else:
-                    keys[0, u] = keys[0, u] * nd + idx[u]
-            ng, k = _group_points(P, where, U, cnt, keys, 1, dkey, udef, j, upt, ucl, off[j], roff[j], reps,
-                                  same, gcol)
-            nuc[j] = ng
-            ucnt[j] = k
-            for u in range(cnt):
-                where[U[u]] = -1
+        _suclasses_range(j0, j1, P, vdef, vptr, vpt, vcl, mode, ep, et, ec, g0, dtab, off, roff, udef, upt, ucl, ucnt,
+                         nuc, reps, nchunk)
 
 
 def _vterms_py(udef, uptr, upt, ucl, umap, uoff, cp, ci, cw, reps, voff, nterm, tsrc, tw):
@@ -865,12 +917,14 @@ def _usingle_py(V, src, dv, U, shift, half, mask, small_bits, Kc, omega):
 if kernels.HAVE_NUMBA:
     _at = numba.njit(cache=True, inline="always")(_at_py)
     _group_points = numba.njit(cache=True)(_group_points)
+    _svclasses_range = numba.njit(cache=True)(_svclasses_range)
+    _suclasses_range = numba.njit(cache=True)(_suclasses_range)
     _svclasses = numba.njit(cache=True, parallel=True)(_svclasses_py)
     _suclasses = numba.njit(cache=True, parallel=True)(_suclasses_py)
-    _vterms = numba.njit(cache=True, parallel=True)(_vterms_py)
+    _vterms = numba.njit(cache=True)(_vterms_py)
     _vsingle = numba.njit(cache=True, parallel=True)(_vsingle_py)
     _vmulti = numba.njit(cache=True, parallel=True)(_vmulti_py)
-    _uterms = numba.njit(cache=True, parallel=True)(_uterms_py)
+    _uterms = numba.njit(cache=True)(_uterms_py)
     _usingle = numba.njit(cache=True, parallel=True)(_usingle_py)
 
 
@@ -881,7 +935,8 @@ def _unique_pairs(rows, vals):
     ub, vi = np.unique(vb, return_inverse=True)
     key = np.asarray(rows, np.int64) * max(1, len(ub)) + vi.reshape(-1)
     uk, inv = np.unique(key, return_inverse=True)
-    pairs = np.stack([uk // max(1, len(ub)), ub[uk % max(1, len(ub))]], axis=1) if len(uk) else np.zeros((0, 2), np.int64)
+    nb = max(1, len(ub))
+    pairs = np.stack([uk // nb, ub[uk % nb]], axis=1) if len(uk) else np.zeros((0, 2), np.int64)
     return pairs.astype(np.int64), inv.reshape(-1).astype(np.int64)
 
 
@@ -1015,7 +1070,8 @@ def _forward_sparse(net, X, zero_index, dtab):
     off = np.arange(d_in + 1, dtype=np.int64) * N
     pts = np.tile(np.arange(N, dtype=np.int64), d_in)
     vals = np.ascontiguousarray(X.T.ravel(), dtype=np.float64)
-    amode, apt, aval, acnt = (np.empty(d_in), np.empty(d_in * N, np.int64), np.empty(d_in * N), np.empty(d_in, np.int64))
+    amode, acnt = np.empty(d_in), np.empty(d_in, np.int64)
+    apt, aval = np.empty(d_in * N, np.int64), np.empty(d_in * N)
     _mode(N, dflt, pts, vals, np.full(d_in, N, np.int64), off, amode, apt, aval, acnt)
     idx = _compact(off, acnt)
     apt, aval = apt[idx], aval[idx]
