@@ -10,14 +10,25 @@ nonzero weights and nonzero sigma~' (per point: ``_backward``).  When every poin
 by the groups of the neurons it feeds and by its own sigma~'; points in one group provably have equal
 backward values for every y (they are computed from equal inputs by equal operations), so each group is
 computed once, at its first point.  A chain neuron sits in one state at its own point and in one shared
-state at all the others: two groups instead of one computation per point.
+state at all the others: two groups instead of one computation per point.  The groups themselves are
+kept as a default group per neuron plus exceptions (``_backward_groups``; one group number per point
+and neuron, ``_backward_classes``, is the reference), so grouping costs about the exceptions, not points
+x neurons; and a group row of one live term, RN(0 + RN(u w)), depends only on (u's row, w), as the
+product by sigma~' depends only on (v's row, sigma~'): equal pairs are computed once (the chains of a
+box repeat a few weight sequences), so the per-y work is the number of distinct rows x |y|.
+
+The forward pass of the shared-y path (``_forward_sparse``) works the same way: each neuron is one value
+at every point but a few exceptions; a row is evaluated once on its inputs' defaults (which every point
+outside the union of its inputs' exceptions has, exactly) and once at each point of that union, by the
+dense kernel's operations in its order, then re-expressed by its most common value.  Where some value
+is not finite it gives up and the dense forward pass (``_forward_compressed``) runs and reports it.
 
 Why it is exact (finite semantics, SPEC 2.1/2.3): an inactive neuron's upstream value is +-0 (its
 sigma~' is 0, or every term of its backward sum is a product with a +-0).  In a rounded left-to-right sum
 ``acc (+) (+-0 (x) w)`` equals ``acc`` when acc != 0 and is a zero otherwise, so leaving such terms out
 changes no value (only, possibly, the sign of a zero, and equality is numeric: +0 == -0).  Nothing
-overflows in a skipped term.  The forward pass is the dense one (every neuron, every point), and the
-checks of the dense interpreter are kept: every pre-activation, sigma~ and sigma~' finite, every
+overflows in a skipped term.  The forward values are the dense ones, bit for bit, and the checks of the
+dense interpreter are kept: every pre-activation, sigma~ and sigma~' finite, every
 backward sum and product of an active neuron finite (a skipped one is zero).  Under IEEE semantics
 (Inf passes, Inf x 0 = NaN matters) this shortcut is not valid; ``evaluate_sparse`` refuses it.
 tests/test_sparse_ad.py compares it with the dense and the exact interpreters.
@@ -25,6 +36,7 @@ tests/test_sparse_ad.py compares it with the dense and the exact interpreters.
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 
 from . import kernels
 from .errors import CondcheckError, NetworkOverflowError
@@ -32,6 +44,13 @@ from .errors import CondcheckError, NetworkOverflowError
 if kernels.HAVE_NUMBA:
     import numba
     from .kernels import _rn
+
+# the forward pass of the shared-y path on defaults and exceptions (``_forward_sparse``); False: the
+# dense compressed pass (``_forward_compressed``), kept as the reference and for reporting overflows
+SPARSE_FORWARD = True
+# the groups of the shared-y backward pass as defaults and exceptions (``_backward_groups``); False: one
+# group number per point and neuron (``_backward_classes``), kept as the reference
+SPARSE_GROUPS = True
 
 # how many hidden-neuron entries (points x neurons) one chunk holds: the memory bound
 CHUNK_ENTRIES = 1 << 22
@@ -280,6 +299,181 @@ def _uvalues_py(vc, mode, ep, et, ec, off, dtab, ureps, uoff, voff, V, U, err,
                     err[j] = 2
 
 
+def _shellsort(a, lo, hi):
+    """Sort a[lo:hi] in place (ascending; plain loops: quick to compile, unlike np.sort)."""
+    n = hi - lo
+    gap = 1
+    while gap < n // 3:
+        gap = 3 * gap + 1
+    while gap >= 1:
+        for i in range(lo + gap, hi):
+            v = a[i]
+            j = i
+            while j - lo >= gap and a[j - gap] > v:
+                a[j] = a[j - gap]
+                j -= gap
+            a[j] = v
+        gap //= 3
+
+
+def _fwd_layer_range(j0, j1, N, indptr, indices, data, bias, amode, aptr, apt, aval, off, zdef, upt, uval, ucnt, nchunk,
+                  shift, half, mask, small_bits, Kc, omega):
+    """The neurons j0 <= j < j1 of ``_fwd_layer_py`` (one chunk: its scratch arrays, then each neuron)."""
+    where = np.full(N, -1, np.int64)
+    acc = np.empty(N)
+    tmp = np.empty(N)
+    for j in range(j0, j1):
+        o = off[j]
+        cnt = 0
+        for t in range(indptr[j], indptr[j + 1]):
+            i = indices[t]
+            for e in range(aptr[i], aptr[i + 1]):
+                q = apt[e]
+                if where[q] < 0:
+                    where[q] = 0
+                    upt[o + cnt] = q
+                    cnt += 1
+        if cnt > 1:
+            _shellsort(upt, o, o + cnt)
+        for u in range(cnt):
+            where[upt[o + u]] = u
+            acc[u] = 0.0
+        d = 0.0
+        for t in range(indptr[j], indptr[j + 1]):
+            i = indices[t]
+            w = data[t]
+            m = amode[i]
+            d = _rn(d + _rn(m * w, shift, half, mask, small_bits, Kc, omega, False),
+                    shift, half, mask, small_bits, Kc, omega, False)
+            if cnt == 0:
+                continue
+            for u in range(cnt):
+                tmp[u] = m
+            for e in range(aptr[i], aptr[i + 1]):
+                tmp[where[apt[e]]] = aval[e]
+            for u in range(cnt):
+                acc[u] = _rn(acc[u] + _rn(tmp[u] * w, shift, half, mask, small_bits, Kc, omega, False),
+                             shift, half, mask, small_bits, Kc, omega, False)
+        b = bias[j]
+        zdef[j] = _rn(d + b, shift, half, mask, small_bits, Kc, omega, False)
+        for u in range(cnt):
+            uval[o + u] = _rn(acc[u] + b, shift, half, mask, small_bits, Kc, omega, False)
+            where[upt[o + u]] = -1
+        ucnt[j] = cnt
+
+def _fwd_layer_py(N, indptr, indices, data, bias, amode, aptr, apt, aval, off, zdef, upt, uval, ucnt, nchunk,
+                  shift, half, mask, small_bits, Kc, omega):
+    """One layer of the sparse forward pass.  The previous layer's values: neuron i is amode[i] at every
+    point but its exceptions apt[aptr[i]:aptr[i+1]] (ascending points) with values aval[...].  For output
+    neuron j: zdef[j] = its row sum on the inputs' defaults (every point outside the union U of its
+    inputs' exception points has exactly these inputs), and upt/uval[off[j]:off[j]+ucnt[j]] = the points
+    of U (ascending) and the row sum at each, with the operations of ``kernels._row_sums_py`` in its
+    order (products, left-to-right rounded sums from 0, bias last)."""
+    n_out = indptr.shape[0] - 1
+    step = (n_out + nchunk - 1) // nchunk
+    for ck in numba.prange(nchunk):
+        j0 = ck * step
+        j1 = min(n_out, j0 + step)
+        if j0 >= j1:
+            continue
+        _fwd_layer_range(j0, j1, N, indptr, indices, data, bias, amode, aptr, apt, aval, off, zdef, upt, uval, ucnt,
+                         nchunk, shift, half, mask, small_bits, Kc, omega)
+
+
+def _bits(v):
+    return np.float64(v).view(np.int64)
+
+
+def _mode_range(j0, j1, N, dflt, pts, vals, cnt, off, newdef, opts, ovals, ocnt):
+    """The neurons j0 <= j < j1 of ``_mode_py``."""
+    for j in range(j0, j1):
+        o, c = off[j], cnt[j]
+        db = _bits(dflt[j])
+        best_b = db
+        best_n = N - c
+        for u in range(c):
+            if _bits(vals[o + u]) == db:
+                best_n += 1
+        if c > 0 and 2 * c >= N:           # otherwise no value but the default can be more common
+            keys = np.empty(c, np.int64)
+            for u in range(c):
+                keys[u] = _bits(vals[o + u])
+            _shellsort(keys, 0, c)
+            run = 1
+            for u in range(1, c + 1):
+                if u < c and keys[u] == keys[u - 1]:
+                    run += 1
+                    continue
+                kb = keys[u - 1]
+                if kb != db and run > best_n:
+                    best_n = run
+                    best_b = kb
+                run = 1
+        k = 0
+        if best_b == db:
+            newdef[j] = dflt[j]
+            for u in range(c):
+                if _bits(vals[o + u]) != db:
+                    opts[o + k] = pts[o + u]
+                    ovals[o + k] = vals[o + u]
+                    k += 1
+        else:
+            newv = np.int64(best_b).view(np.float64)
+            newdef[j] = newv
+            u = 0
+            for q in range(N):
+                if u < c and pts[o + u] == q:
+                    v = vals[o + u]
+                    u += 1
+                else:
+                    v = dflt[j]
+                if _bits(v) != best_b:
+                    opts[o + k] = q
+                    ovals[o + k] = v
+                    k += 1
+        ocnt[j] = k
+
+def _mode_py(N, dflt, pts, vals, cnt, off, newdef, opts, ovals, ocnt):
+    """Re-express every neuron j (dflt[j] at every point but pts/vals[off[j]:off[j]+cnt[j]], ascending
+    points; those may equal the default) by its most common value over the N points (bit patterns: -0 is
+    not 0; ties keep the old default, then the smallest pattern): newdef[j] and the points (ascending)
+    where the value differs, in opts/ovals[off[j]:off[j]+ocnt[j]] (never more than cnt[j] of them)."""
+    n = dflt.shape[0]
+    nchunk = 64
+    step = (n + nchunk - 1) // nchunk
+    for ck in numba.prange(nchunk):
+        j0 = ck * step
+        j1 = min(n, j0 + step)
+        if j0 < j1:
+            _mode_range(j0, j1, N, dflt, pts, vals, cnt, off, newdef, opts, ovals, ocnt)
+
+
+def _lookup_codes_py(z, zero_index, M, e_min, table, code, out, bad):
+    """code[i] = index of z[i] among the format's values (``_codes_py``), out[i] = table[code[i]];
+    bad[0] = 1 where z[i] or out[i] is not finite."""
+    sub_scale = 2.0 ** (M - e_min)
+    for i in numba.prange(z.shape[0]):
+        v = z[i]
+        if not (abs(v) < np.inf):
+            bad[0] = 1
+            code[i] = zero_index
+            out[i] = 0.0
+            continue
+        a = abs(v)
+        bits = np.float64(a).view(np.int64)
+        e = (bits >> 52) - 1023
+        if e < e_min:
+            rank = np.int64(a * sub_scale)
+        else:
+            rank = ((e - e_min + 1) << M) | ((bits & 0xFFFFFFFFFFFFF) >> (52 - M))
+        c = zero_index + rank if v >= 0 else zero_index - rank
+        code[i] = c
+        r = table[c]
+        out[i] = r
+        if not (abs(r) < np.inf):
+            bad[0] = 1
+
+
 if kernels.HAVE_NUMBA:
     _codes = numba.njit(cache=True, parallel=True)(_codes_py)
     _same = numba.njit(cache=True, inline="always")(_same)
@@ -289,6 +483,13 @@ if kernels.HAVE_NUMBA:
     _vsums = numba.njit(cache=True, parallel=True)(_vsums_py)
     _uclasses = numba.njit(cache=True, parallel=True)(_uclasses_py)
     _uvalues = numba.njit(cache=True, parallel=True)(_uvalues_py)
+    _shellsort = numba.njit(cache=True)(_shellsort)
+    _fwd_layer_range = numba.njit(cache=True)(_fwd_layer_range)
+    _mode_range = numba.njit(cache=True)(_mode_range)
+    _fwd_layer = numba.njit(cache=True, parallel=True)(_fwd_layer_py)
+    _bits = numba.njit(cache=True, inline="always")(_bits)
+    _mode = numba.njit(cache=True, parallel=True)(_mode_py)
+    _lookup_codes = numba.njit(cache=True)(_lookup_codes_py)
 
 
 class _Structure:
@@ -399,6 +600,535 @@ def _forward_compressed(net, S, X, values, zero_index, dtab):
     return mode, ep, et, ec
 
 
+# ---- the groups of points, sparse: per neuron a default group and its exceptions --------------------
+# A layer's groups: neuron i is in group gdef[i] at every point but gpt[gptr[i]:gptr[i+1]] (ascending)
+# where it is in group gcl[...]; -1: its value there is certainly zero (not computed).  Equal groups
+# have equal backward values for every y (see the module docstring); each group is computed once, at
+# its representative point (the first point in it).
+
+def _at_py(dflt, ptr, pts, vals, i, q):
+    """The entry of neuron i at point q in a default-and-exceptions representation."""
+    lo, hi = ptr[i], ptr[i + 1]
+    if lo == hi:
+        return dflt[i]
+    while lo < hi:                        # binary search for q among the ascending points
+        mid = (lo + hi) // 2
+        if pts[mid] < q:
+            lo = mid + 1
+        else:
+            hi = mid
+    if lo < ptr[i + 1] and pts[lo] == q:
+        return vals[lo]
+    return dflt[i]
+
+
+def _group_points(P, where, U, cnt, keys, m, dkey, gdef_out, j, gpt, gcl, o, roff, reps, same, gcol):
+    """Group the points by their key (keys[t * cnt + u], t < m, at point U[u]; dkey at every point not
+    in U; a key of -1 entries only, or with a -1 first entry for two-entry keys, is no group): numbers
+    the groups (the default key's first, if some point has it), writes their first points to reps[roff:]
+    and the points of U whose group is not the default one to gpt/gcl[o:]; returns (#groups, #written)."""
+    dlive = False
+    for t in range(m):
+        if dkey[t] >= 0:
+            dlive = True
+            break
+    # does some point have the default key, and which comes first?
+    first_out = -1                    # the first point not in U
+    if cnt < P:
+        q = 0
+        while q < P and where[q] >= 0:
+            q += 1
+        first_out = q
+    first_in = -1
+    for u in range(cnt):
+        eq = True
+        for t in range(m):
+            if keys[t * cnt + u] != dkey[t]:
+                eq = False
+                break
+        same[u] = eq
+        if eq and first_in < 0:
+            first_in = U[u]
+    ng = 0
+    dg = -1
+    if dlive and (first_out >= 0 or first_in >= 0):
+        dg = 0
+        ng = 1
+        if first_out < 0:
+            reps[roff] = first_in
+        elif first_in < 0:
+            reps[roff] = first_out
+        else:
+            reps[roff] = min(first_in, first_out)
+    gdef_out[j] = dg
+    # the other groups, in the order of their first points
+    # gcol[r]: the column of group r's first point (group dg excluded)
+    k = 0
+    for u in range(cnt):
+        if same[u]:
+            g = dg
+        else:
+            live = False
+            for t in range(m):
+                if keys[t * cnt + u] >= 0:
+                    live = True
+                    break
+            if not live:
+                g = -1
+            else:
+                g = -1
+                for r in range(1 if dg == 0 else 0, ng):
+                    c = gcol[r]
+                    eq = True
+                    for t in range(m):
+                        if keys[t * cnt + u] != keys[t * cnt + c]:
+                            eq = False
+                            break
+                    if eq:
+                        g = r
+                        break
+                if g < 0:
+                    g = ng
+                    gcol[ng] = u
+                    reps[roff + ng] = U[u]
+                    ng += 1
+        if g != dg:
+            gpt[o + k] = U[u]
+            gcl[o + k] = g
+            k += 1
+    return ng, k
+
+
+def _svclasses_range(j0, j1, P, cp, ci, udef, uptr, upt, ucl, off, roff, vdef, vpt, vcl, vcnt, nvc, reps, nchunk):
+    """The neurons j0 <= j < j1 of ``_svclasses_py`` (one chunk: its scratch arrays, then each neuron)."""
+    where = np.full(P, -1, np.int64)
+    U = np.empty(P, np.int64)
+    same = np.empty(P, np.bool_)
+    gcol = np.empty(P, np.int64)
+    kbuf = np.empty(4 * P, np.int64)
+    dbuf = np.empty(16, np.int64)
+    for j in range(j0, j1):
+        m = cp[j + 1] - cp[j]
+        cnt = 0
+        for t in range(cp[j], cp[j + 1]):
+            i = ci[t]
+            for e in range(uptr[i], uptr[i + 1]):
+                q = upt[e]
+                if where[q] < 0:
+                    where[q] = 0
+                    U[cnt] = q
+                    cnt += 1
+        if cnt > 1:
+            _shellsort(U, 0, cnt)
+        for u in range(cnt):
+            where[U[u]] = u
+        if m * cnt > kbuf.shape[0]:
+            kbuf = np.empty(2 * m * cnt, np.int64)
+        if m > dbuf.shape[0]:
+            dbuf = np.empty(2 * m, np.int64)
+        keys = kbuf
+        dkey = dbuf[:m]
+        for tl in range(m):
+            i = ci[cp[j] + tl]
+            dkey[tl] = udef[i]
+            for u in range(cnt):
+                keys[tl * cnt + u] = udef[i]
+            for e in range(uptr[i], uptr[i + 1]):
+                keys[tl * cnt + where[upt[e]]] = ucl[e]
+        ng, k = _group_points(P, where, U, cnt, keys, m, dkey, vdef, j, vpt, vcl, off[j], roff[j], reps,
+                              same, gcol)
+        nvc[j] = ng
+        vcnt[j] = k
+        for u in range(cnt):
+            where[U[u]] = -1
+
+def _svclasses_py(P, cp, ci, udef, uptr, upt, ucl, off, roff, vdef, vpt, vcl, vcnt, nvc, reps, nchunk):
+    """The groups of every neuron j of a layer by the groups of its successors (column j of the next
+    layer: rows ci[cp[j]:cp[j+1]]), from theirs (udef, uptr, upt, ucl): ``_vclasses`` on defaults and
+    exceptions (a point outside every successor's exceptions has the default key)."""
+    n = cp.shape[0] - 1
+    step = (n + nchunk - 1) // nchunk
+    for ck in numba.prange(nchunk):
+        j0 = ck * step
+        j1 = min(n, j0 + step)
+        if j0 >= j1:
+            continue
+        _svclasses_range(j0, j1, P, cp, ci, udef, uptr, upt, ucl, off, roff, vdef, vpt, vcl, vcnt, nvc, reps, nchunk)
+
+
+def _suclasses_range(j0, j1, P, vdef, vptr, vpt, vcl, mode, ep, et, ec, g0, dtab, off, roff, udef, upt, ucl, ucnt, nuc,
+                  reps, nchunk):
+    """The neurons j0 <= j < j1 of ``_suclasses_py`` (one chunk: its scratch arrays, then each neuron)."""
+    where = np.full(P, -1, np.int64)
+    U = np.empty(P, np.int64)
+    keys = np.empty(P, np.int64)
+    dkey = np.empty(1, np.int64)
+    dvs = np.empty(P)
+    same = np.empty(P, np.bool_)
+    gcol = np.empty(P, np.int64)
+    dlist = np.empty(P + 1)
+    idx = np.empty(P, np.int64)
+    for j in range(j0, j1):
+        g = g0 + j
+        cnt = 0
+        for e in range(vptr[j], vptr[j + 1]):
+            q = vpt[e]
+            if where[q] < 0:
+                where[q] = 0
+                U[cnt] = q
+                cnt += 1
+        for e in range(ep[g], ep[g + 1]):
+            q = et[e]
+            if where[q] < 0:
+                where[q] = 0
+                U[cnt] = q
+                cnt += 1
+        if cnt > 1:
+            _shellsort(U, 0, cnt)
+        for u in range(cnt):
+            where[U[u]] = u
+        # key: the v group where sigma~' != 0 (-1 elsewhere), made distinct per sigma~' value by
+        # numbering the (v group, sigma~') pairs through the v group's first sigma~' values
+        dd = dtab[mode[g]]
+        for u in range(cnt):
+            keys[u] = vdef[j]
+            dvs[u] = dd
+        for e in range(vptr[j], vptr[j + 1]):
+            keys[where[vpt[e]]] = vcl[e]
+        for e in range(ep[g], ep[g + 1]):
+            dvs[where[et[e]]] = dtab[ec[e]]
+        dkey[0] = vdef[j] if dd != 0.0 else -1
+        # pairs (v, d) -> one integer: v * (number of distinct d values seen) is not stable, so
+        # the distinct sigma~' values of this neuron are listed and the key is v * nd + index
+        nd = 1
+        dlist[0] = dd
+        for u in range(cnt):
+            f = -1
+            for r in range(nd):
+                if dlist[r] == dvs[u]:
+                    f = r
+                    break
+            if f < 0:
+                dlist[nd] = dvs[u]
+                f = nd
+                nd += 1
+            idx[u] = f
+        if dkey[0] >= 0:
+            dkey[0] = dkey[0] * nd
+        for u in range(cnt):
+            if keys[u] < 0 or dvs[u] == 0.0:
+                keys[u] = -1
+            else:
+                keys[u] = keys[u] * nd + idx[u]
+        ng, k = _group_points(P, where, U, cnt, keys, 1, dkey, udef, j, upt, ucl, off[j], roff[j], reps,
+                              same, gcol)
+        nuc[j] = ng
+        ucnt[j] = k
+        for u in range(cnt):
+            where[U[u]] = -1
+
+def _suclasses_py(P, vdef, vptr, vpt, vcl, mode, ep, et, ec, g0, dtab, off, roff, udef, upt, ucl, ucnt, nuc,
+                  reps, nchunk):
+    """Through sigma~': the groups of every neuron j by (its v group, sigma~'(z_j)) (``_uclasses``);
+    no group where there is no v or sigma~' = 0."""
+    n = vdef.shape[0]
+    step = (n + nchunk - 1) // nchunk
+    for ck in numba.prange(nchunk):
+        j0 = ck * step
+        j1 = min(n, j0 + step)
+        if j0 >= j1:
+            continue
+        _suclasses_range(j0, j1, P, vdef, vptr, vpt, vcl, mode, ep, et, ec, g0, dtab, off, roff, udef, upt, ucl, ucnt,
+                         nuc, reps, nchunk)
+
+
+def _vterms_py(udef, uptr, upt, ucl, umap, uoff, cp, ci, cw, reps, voff, nterm, tsrc, tw):
+    """For every group row of every neuron j: how many successors are live at its representative point,
+    and the first one's (physical source row, weight)."""
+    for j in numba.prange(voff.shape[0] - 1):
+        for row in range(voff[j], voff[j + 1]):
+            q = reps[row]
+            n = 0
+            for t in range(cp[j], cp[j + 1]):
+                c = _at(udef, uptr, upt, ucl, ci[t], q)
+                if c < 0:
+                    continue
+                if n == 0:
+                    tsrc[row] = umap[uoff[ci[t]] + c]
+                    tw[row] = cw[t]
+                n += 1
+            nterm[row] = n
+
+
+def _vsingle_py(U, src, w, out, V, shift, half, mask, small_bits, Kc, omega):
+    """V[out[r]] = RN(0 + RN(U[src[r]] w[r])) (a backward sum of one term, as ``_vsums`` computes it)."""
+    K = U.shape[1]
+    for r in numba.prange(src.shape[0]):
+        a, ww, o = src[r], w[r], out[r]
+        for k in range(K):
+            prod = _rn(U[a, k] * ww, shift, half, mask, small_bits, Kc, omega, False)
+            V[o, k] = _rn(0.0 + prod, shift, half, mask, small_bits, Kc, omega, False)
+
+
+def _vmulti_py(rows, rowj, out, udef, uptr, upt, ucl, umap, U, uoff, cp, ci, cw, reps, V,
+               shift, half, mask, small_bits, Kc, omega):
+    """V[out[r]] = the left-to-right rounded backward sum of group row rows[r] (neuron rowj) at its
+    representative point (``_vsums``)."""
+    K = U.shape[1]
+    for r in numba.prange(rows.shape[0]):
+        row, o = rows[r], out[r]
+        j = rowj[row]
+        q = reps[row]
+        for k in range(K):
+            V[o, k] = 0.0
+        for t in range(cp[j], cp[j + 1]):
+            c = _at(udef, uptr, upt, ucl, ci[t], q)
+            if c < 0:
+                continue
+            a = umap[uoff[ci[t]] + c]
+            ww = cw[t]
+            for k in range(K):
+                prod = _rn(U[a, k] * ww, shift, half, mask, small_bits, Kc, omega, False)
+                V[o, k] = _rn(V[o, k] + prod, shift, half, mask, small_bits, Kc, omega, False)
+
+
+def _uterms_py(vdef, vptr, vpt, vcl, mode, ep, et, ec, g0, dtab, ureps, urowj, voff, vmap, usrc, udv):
+    """For every u-group row: (physical v row, sigma~') at its representative point."""
+    for row in numba.prange(ureps.shape[0]):
+        j = urowj[row]
+        q = ureps[row]
+        udv[row] = dtab[_at(mode, ep, et, ec, g0 + j, q)]
+        usrc[row] = vmap[voff[j] + _at(vdef, vptr, vpt, vcl, j, q)]
+
+
+def _usingle_py(V, src, dv, U, shift, half, mask, small_bits, Kc, omega):
+    """U[r] = RN(V[src[r]] dv[r]) (a copy where dv = 1: every entry of V is a value of the format)."""
+    K = V.shape[1]
+    for r in numba.prange(src.shape[0]):
+        a, d = src[r], dv[r]
+        if d == 1.0:
+            for k in range(K):
+                U[r, k] = V[a, k]
+            continue
+        for k in range(K):
+            U[r, k] = _rn(V[a, k] * d, shift, half, mask, small_bits, Kc, omega, False)
+
+
+if kernels.HAVE_NUMBA:
+    _at = numba.njit(cache=True, inline="always")(_at_py)
+    _group_points = numba.njit(cache=True)(_group_points)
+    _svclasses_range = numba.njit(cache=True)(_svclasses_range)
+    _suclasses_range = numba.njit(cache=True)(_suclasses_range)
+    _svclasses = numba.njit(cache=True, parallel=True)(_svclasses_py)
+    _suclasses = numba.njit(cache=True, parallel=True)(_suclasses_py)
+    _vterms = numba.njit(cache=True)(_vterms_py)
+    _vsingle = numba.njit(cache=True, parallel=True)(_vsingle_py)
+    _vmulti = numba.njit(cache=True, parallel=True)(_vmulti_py)
+    _uterms = numba.njit(cache=True)(_uterms_py)
+    _usingle = numba.njit(cache=True, parallel=True)(_usingle_py)
+
+
+def _unique_pairs(rows, vals):
+    """(distinct (row, bits of val) pairs as an (n, 2) int64 array with the val bits in column 1, the
+    index of each input pair among them), through one int64 key per pair."""
+    vb = np.ascontiguousarray(vals, dtype=np.float64).view(np.int64)
+    ub, vi = np.unique(vb, return_inverse=True)
+    key = np.asarray(rows, np.int64) * max(1, len(ub)) + vi.reshape(-1)
+    uk, inv = np.unique(key, return_inverse=True)
+    nb = max(1, len(ub))
+    pairs = np.stack([uk // nb, ub[uk % nb]], axis=1) if len(uk) else np.zeros((0, 2), np.int64)
+    return pairs.astype(np.int64), inv.reshape(-1).astype(np.int64)
+
+
+def _group_sums(udef, uptr, upt, ucl, umap, U, uoff, cp, ci, cw, reps, voff, K, dt, rp):
+    """(V physical rows, vmap): the backward sum of every group row of a layer (``_vsums``), each distinct
+    one once: a row with one live successor term is RN(0 + RN(u w)), a function of (u's physical row,
+    w) only, so equal pairs share one row (the chains of a box repeat a few weight sequences); rows of
+    several terms are computed each."""
+    nrow = int(voff[-1])
+    nterm, tsrc, tw = np.zeros(nrow, np.int64), np.zeros(nrow, np.int64), np.zeros(nrow)
+    _vterms(udef, uptr, upt, ucl, umap, uoff, cp, ci, cw, reps, voff, nterm, tsrc, tw)
+    single = nterm == 1
+    vmap = np.empty(nrow, np.int64)
+    pairs, inv = _unique_pairs(tsrc[single], tw[single])
+    n1 = len(pairs)
+    vmap[single] = inv
+    multi = np.flatnonzero(~single).astype(np.int64)
+    vmap[multi] = n1 + np.arange(len(multi))
+    V = np.empty((n1 + len(multi), K), dt)
+    _vsingle(U, np.ascontiguousarray(pairs[:, 0]), np.ascontiguousarray(pairs[:, 1]).view(np.float64),
+             np.arange(n1, dtype=np.int64), V, *rp)
+    if len(multi):
+        rowj = np.repeat(np.arange(len(voff) - 1, dtype=np.int64), np.diff(voff))
+        _vmulti(multi, rowj, n1 + np.arange(len(multi), dtype=np.int64), udef, uptr, upt, ucl, umap, U, uoff,
+                cp, ci, cw, reps, V, *rp)
+    return V, vmap
+
+
+def _backward_groups(net, comp, Y, dtab, X, rp):
+    """``_backward_classes`` with every layer's groups as defaults and exceptions (``_svclasses``,
+    ``_suclasses``): the grouping costs about the exceptions of a layer, not points x neurons (a chain
+    neuron is in one group at its point and in one, or none, at all the others)."""
+    mode, ep, et, ec = comp
+    P, K = X.shape[0], Y.shape[0]
+    dt = _store_dtype(net.format)
+    hidden = [layer.shape[0] for layer in net.layers[:-1]]
+    offs = np.concatenate([[0], np.cumsum(hidden)]).astype(np.int64)
+    nchunk = 64
+    udef, uptr = np.zeros(1, np.int64), np.zeros(2, np.int64)          # the output: group 0 everywhere
+    upt, ucl = np.zeros(0, np.int64), np.zeros(0, np.int64)
+    U_up = np.ascontiguousarray(Y[None, :], dt)       # physical rows; group row g of the layer is umap[g]
+    umap = np.zeros(1, np.int64)
+    uoff_up = np.zeros(1, np.int64)
+    for l in range(net.depth, 0, -1):
+        c = net.layers[l - 1]._csc
+        cp, ci, cw = c.indptr.astype(np.int64), c.indices.astype(np.int64), c.data.astype(np.float64)
+        n_in = c.shape[1]
+        col = np.repeat(np.arange(n_in), np.diff(cp))
+        bound = np.minimum(P, np.rint(np.bincount(col, weights=np.diff(uptr)[ci].astype(np.float64),
+                                                  minlength=n_in))).astype(np.int64)
+        off = np.concatenate([[0], np.cumsum(bound)]).astype(np.int64)
+        roff = np.concatenate([[0], np.cumsum(bound + 1)]).astype(np.int64)
+        vdef, vcnt, nvc = np.empty(n_in, np.int64), np.empty(n_in, np.int64), np.empty(n_in, np.int64)
+        vpt, vcl = np.empty(int(off[-1]), np.int64), np.empty(int(off[-1]), np.int64)
+        reps = np.full(int(roff[-1]), -1, np.int64)
+        _svclasses(P, cp, ci, udef, uptr, upt, ucl, off, roff, vdef, vpt, vcl, vcnt, nvc, reps, nchunk)
+        idx = _compact(off, vcnt)
+        vpt, vcl = vpt[idx], vcl[idx]
+        vptr = np.concatenate([[0], np.cumsum(vcnt)]).astype(np.int64)
+        voff = np.concatenate([[0], np.cumsum(nvc)]).astype(np.int64)
+        reps = reps[_compact(roff, nvc)]
+        V, vmap = _group_sums(udef, uptr, upt, ucl, umap, U_up, uoff_up, cp, ci, cw, reps, voff, K, dt, rp)
+        bad = ~np.isfinite(V).all(axis=1)
+        if bad.any():
+            row = int(np.flatnonzero(bad[vmap])[0])                  # the first neuron's first bad group
+            j = int(np.searchsorted(voff, row, side="right") - 1)
+            raise net._overflow("backward", l, j, X[reps[row]].tolist(), int(reps[row]))
+        if l == 1:
+            G = np.zeros((P, K, n_in))
+            for j in range(n_in):
+                cls = np.full(P, vdef[j], np.int64)
+                cls[vpt[vptr[j]:vptr[j + 1]]] = vcl[vptr[j]:vptr[j + 1]]
+                on = cls >= 0
+                G[on, :, j] = V[vmap[voff[j] + cls[on]]]
+            return G
+        g0 = int(offs[l - 2])
+        bound = np.minimum(P, vcnt + np.diff(ep)[g0:g0 + n_in]).astype(np.int64)
+        off = np.concatenate([[0], np.cumsum(bound)]).astype(np.int64)
+        roff = np.concatenate([[0], np.cumsum(bound + 1)]).astype(np.int64)
+        ndef, ncnt, nuc = np.empty(n_in, np.int64), np.empty(n_in, np.int64), np.empty(n_in, np.int64)
+        npt, ncl = np.empty(int(off[-1]), np.int64), np.empty(int(off[-1]), np.int64)
+        ureps = np.full(int(roff[-1]), -1, np.int64)
+        _suclasses(P, vdef, vptr, vpt, vcl, mode, ep, et, ec, g0, dtab, off, roff, ndef, npt, ncl, ncnt, nuc,
+                   ureps, nchunk)
+        idx = _compact(off, ncnt)
+        npt, ncl = npt[idx], ncl[idx]
+        uoff = np.concatenate([[0], np.cumsum(nuc)]).astype(np.int64)
+        ureps = ureps[_compact(roff, nuc)]
+        urowj = np.repeat(np.arange(n_in, dtype=np.int64), nuc)
+        usrc, udv = np.empty(len(ureps), np.int64), np.empty(len(ureps))
+        _uterms(vdef, vptr, vpt, vcl, mode, ep, et, ec, g0, dtab, ureps, urowj, voff, vmap, usrc, udv)
+        # equal (v row, sigma~') give equal rows: each distinct pair once
+        pairs, umap = _unique_pairs(usrc, udv)
+        U = np.empty((len(pairs), K), dt)
+        _usingle(V, np.ascontiguousarray(pairs[:, 0]), np.ascontiguousarray(pairs[:, 1]).view(np.float64), U, *rp)
+        bad = ~np.isfinite(U).all(axis=1)
+        if bad.any():
+            row = int(np.flatnonzero(bad[umap])[0])
+            j, q = int(urowj[row]), int(ureps[row])
+            raise net._overflow("backward (activation derivative)", l - 1, j, X[q].tolist(), q)
+        udef, uptr, upt, ucl = ndef, np.concatenate([[0], np.cumsum(ncnt)]).astype(np.int64), npt, ncl
+        U_up, uoff_up = U, uoff[:-1].copy()
+    raise AssertionError("unreachable")
+
+
+def _compact(off, cnt):
+    """Flat indices of the first cnt[j] slots of every region off[j]:off[j+1]."""
+    total = int(cnt.sum())
+    starts = np.concatenate([[0], np.cumsum(cnt)[:-1]]).astype(np.int64)
+    return np.repeat(off[:-1] - starts, cnt) + np.arange(total, dtype=np.int64)
+
+
+def _forward_sparse(net, X, zero_index, dtab):
+    """``_forward_compressed``'s result, (values, (mode, ep, et, ec)), computed per neuron on a default and
+    its exceptions instead of on every point: a neuron's value is one value (its most common) at every
+    point but a few (a chain neuron: its own point), and a neuron whose inputs all take their default
+    at a point takes the value of its row on the defaults there (the same rounded operations on the same
+    numbers).  So each row is computed once on the defaults and once at each point of the union of its
+    inputs' exception points (``_fwd_layer``), then re-expressed by its most common value (``_mode``),
+    for the pre-activations (their codes: the backward pass) and for sigma~ (the next layer's input).
+    Returns None where a pre-activation, sigma~ or a needed sigma~' is not finite at some point: the
+    dense pass then reports it as the dense interpreter does."""
+    fmt = net.format
+    N, d_in = X.shape
+    rp = _round_params(fmt)
+    sig = np.ascontiguousarray(net.rounded.table().sigma, dtype=np.float64)
+    bad_d = not np.isfinite(dtab).all()
+    nchunk = 64
+    # the inputs: coordinate c is X[0, c] but at the points where it differs
+    dflt = np.ascontiguousarray(X[0], dtype=np.float64)
+    off = np.arange(d_in + 1, dtype=np.int64) * N
+    pts = np.tile(np.arange(N, dtype=np.int64), d_in)
+    vals = np.ascontiguousarray(X.T.ravel(), dtype=np.float64)
+    amode, acnt = np.empty(d_in), np.empty(d_in, np.int64)
+    apt, aval = np.empty(d_in * N, np.int64), np.empty(d_in * N)
+    _mode(N, dflt, pts, vals, np.full(d_in, N, np.int64), off, amode, apt, aval, acnt)
+    idx = _compact(off, acnt)
+    apt, aval = apt[idx], aval[idx]
+    aptr = np.concatenate([[0], np.cumsum(acnt)]).astype(np.int64)
+    modes, exc_n, exc_p, exc_c = [], [], [], []
+    g0 = 0
+    values = None
+    for l, layer in enumerate(net.layers, 1):
+        w = layer.weight
+        n = w.shape[0]
+        pattern = sp.csr_matrix((np.ones(w.nnz), w.indices, w.indptr), shape=w.shape)
+        bound = np.minimum(N, np.rint(pattern @ np.diff(aptr).astype(np.float64))).astype(np.int64)
+        off = np.concatenate([[0], np.cumsum(bound)]).astype(np.int64)
+        zdef, ucnt = np.empty(n), np.empty(n, np.int64)
+        upt, uval = np.empty(int(off[-1]), np.int64), np.empty(int(off[-1]))
+        _fwd_layer(N, w.indptr.astype(np.int64), w.indices.astype(np.int64), w.data.astype(np.float64),
+                   layer.bias.astype(np.float64), amode, aptr, apt, aval, off, zdef, upt, uval, ucnt, nchunk, *rp)
+        zmode, zcnt = np.empty(n), np.empty(n, np.int64)
+        zpt, zval = np.empty_like(upt), np.empty_like(uval)
+        _mode(N, zdef, upt, uval, ucnt, off, zmode, zpt, zval, zcnt)
+        idx = _compact(off, zcnt)
+        zpt, zval = zpt[idx], zval[idx]
+        if l == net.depth:
+            if not (np.isfinite(zmode).all() and np.isfinite(zval).all()):
+                return None
+            values = np.full(N, zmode[0])
+            values[zpt] = zval
+            break
+        bad = np.zeros(1, np.int64)
+        mcode, adef = np.empty(n, np.int64), np.empty(n)
+        _lookup_codes(zmode, zero_index, fmt.M, fmt.e_min, sig, mcode, adef, bad)
+        ecode, aexc = np.empty(len(zval), np.int64), np.empty(len(zval))
+        _lookup_codes(zval, zero_index, fmt.M, fmt.e_min, sig, ecode, aexc, bad)
+        if bad[0] or (bad_d and not (np.isfinite(dtab[mcode]).all() and np.isfinite(dtab[ecode]).all())):
+            return None
+        modes.append(mcode)
+        exc_n.append(np.repeat(np.arange(g0, g0 + n, dtype=np.int64), zcnt))
+        exc_p.append(zpt)
+        exc_c.append(ecode)
+        g0 += n
+        # sigma~: the default's and the exceptions' values, re-expressed by the most common one
+        off = np.concatenate([[0], np.cumsum(zcnt)]).astype(np.int64)
+        amode, acnt = np.empty(n), np.empty(n, np.int64)
+        apt, aval = np.empty_like(zpt), np.empty_like(aexc)
+        _mode(N, adef, zpt, aexc, zcnt, off, amode, apt, aval, acnt)
+        idx = _compact(off, acnt)
+        apt, aval = apt[idx], aval[idx]
+        aptr = np.concatenate([[0], np.cumsum(acnt)]).astype(np.int64)
+    n_hidden = g0
+    mode = np.concatenate(modes) if modes else np.zeros(0, np.int64)
+    g = np.concatenate(exc_n) if exc_n else np.zeros(0, np.int64)
+    ep = np.concatenate([[0], np.cumsum(np.bincount(g, minlength=n_hidden))]).astype(np.int64)
+    et = np.concatenate(exc_p).astype(np.int64) if exc_p else np.zeros(0, np.int64)
+    ec = np.concatenate(exc_c).astype(np.int64) if exc_c else np.zeros(0, np.int64)
+    return values, (mode, ep, et, ec)
+
+
 def _column_modes(c: np.ndarray) -> np.ndarray:
     """The most common value of every column (the first row's where it holds at least half of them)."""
     mode = c[0].copy()
@@ -434,7 +1164,7 @@ def _backward_classes(net, S, comp, Y, dtab, X, rp):
         _vsums(cls_up, U_up, uoff_up, cp, ci, cw, reps, voff, V, err, *rp)
         if err.any():
             j = int(np.flatnonzero(err)[0])
-            r = int(np.flatnonzero(~np.isfinite(V[voff[j]:voff[j + 1]]).any(axis=1))[0])
+            r = int(np.flatnonzero((~np.isfinite(V[voff[j]:voff[j + 1]])).any(axis=1))[0])
             raise net._overflow("backward", l, j, X[reps[voff[j] + r]].tolist(), int(reps[voff[j] + r]))
         if l == 1:
             G = np.zeros((P, K, n_in))
@@ -454,27 +1184,33 @@ def _backward_classes(net, S, comp, Y, dtab, X, rp):
         _uvalues(vc, mode, ep, et, ec, off, dtab, ureps, uoff, voff, V, U, err, *rp)
         if err.any():
             j = int(np.flatnonzero(err)[0])
-            r = int(np.flatnonzero(~np.isfinite(U[uoff[j]:uoff[j + 1]]).any(axis=1))[0])
+            r = int(np.flatnonzero((~np.isfinite(U[uoff[j]:uoff[j + 1]])).any(axis=1))[0])
             q = int(ureps[uoff[j] + r])
             raise net._overflow("backward (activation derivative)", l - 1, j, X[q].tolist(), q)
         cls_up, U_up, uoff_up = cls, U, uoff[:-1].copy()
     raise AssertionError("unreachable")
 
 
-def _evaluate_shared(net, S, X, Y, progress):
+def _evaluate_shared(net, X, Y, progress):
     """``evaluate_sparse`` when every point has the same upstream values Y (Theorem 7 claims): one
     forward pass over every point (compressed codes), then the grouped backward pass, a few y at a time
     (the per-group values of a layer: ~2 groups per neuron x y x 8 bytes)."""
     N = X.shape[0]
     dtab, zero_index = _derivative_table(net)
     rp = _round_params(net.format)
-    values = np.empty(N)
-    comp = _forward_compressed(net, S, X, values, zero_index, dtab)
+    fs = _forward_sparse(net, X, zero_index, dtab) if SPARSE_FORWARD else None
+    S = None if (fs is not None and SPARSE_GROUPS) else _Structure(net)    # the dense passes' layout
+    if fs is None:                   # a value that is not finite somewhere: the dense pass reports it
+        values = np.empty(N)
+        comp = _forward_compressed(net, S, X, values, zero_index, dtab)
+    else:
+        values, comp = fs
     grads = np.zeros((N, Y.shape[0], net.input_dim))
     ky = max(8, CLASS_BYTES // (2 * np.dtype(_store_dtype(net.format)).itemsize * max(net.widths)))
     for k0 in range(0, Y.shape[0], ky):
         k1 = min(Y.shape[0], k0 + ky)
-        grads[:, k0:k1] = _backward_classes(net, S, comp, Y[k0:k1], dtab, X, rp)
+        back = _backward_groups if SPARSE_GROUPS else (lambda *a: _backward_classes(net, S, *a[1:]))
+        grads[:, k0:k1] = back(net, comp, Y[k0:k1], dtab, X, rp)
         if progress:
             progress(k1, Y.shape[0])
     return values, grads
@@ -500,9 +1236,9 @@ def evaluate_sparse(net, X, Y, progress=None):
     if bad is not None:
         raise CondcheckError(f"upstream value {Y2.ravel()[bad]!r} is not a value of {fmt.name}")
     K = Y2.shape[1]
-    S = _Structure(net)
     if net.format.bits <= 16 and (Y2 == Y2[:1]).all():
-        return _evaluate_shared(net, S, X, Y2[0], progress)
+        return _evaluate_shared(net, X, Y2[0], progress)
+    S = _Structure(net)
     n_hidden = int(S.offs[-1])
     chunk = max(1, min(N, CHUNK_ENTRIES // max(1, n_hidden + max(net.widths) * 4)))
     values = np.empty(N)

@@ -643,15 +643,34 @@ def _point_terms(F: Format, Y: np.ndarray, Grow: np.ndarray, prefixes: dict) -> 
 
 
 class _Builder:
-    """Neurons layer by layer: each neuron is (inputs [(index in the previous layer, weight)], bias)."""
+    """Neurons layer by layer: each neuron is (inputs [(index in the previous layer, weight)], bias).
+    A layer is a sequence of segments: lists of such neurons (``add``) and blocks of one-input neurons
+    given as arrays (``add_block``: the relays of tens of thousands of chains), in the order added."""
 
     def __init__(self, L: int):
         self.L = L
-        self.layers = [[] for _ in range(L)]
+        self.layers = [[] for _ in range(L)]          # per layer: segments, a list or (cols, weights, biases)
+        self.count = [0] * L
 
     def add(self, l: int, inputs, bias: float) -> int:
-        self.layers[l - 1].append((list(inputs), float(bias)))
-        return len(self.layers[l - 1]) - 1
+        segs = self.layers[l - 1]
+        if not segs or not isinstance(segs[-1], list):
+            segs.append([])
+        segs[-1].append((list(inputs), float(bias)))
+        self.count[l - 1] += 1
+        return self.count[l - 1] - 1
+
+    def add_block(self, l: int, cols, weights, biases) -> np.ndarray:
+        """Neurons k = 0, 1, ... each reading one neuron cols[k] of the previous layer with weight
+        weights[k], bias biases[k] (the same neurons as ``add`` one at a time); their indices."""
+        cols = np.asarray(cols, np.int64)
+        weights, biases = np.asarray(weights, float), np.asarray(biases, float)
+        if not (cols.shape == weights.shape == biases.shape and cols.ndim == 1):
+            raise ConstructionError("internal: a block of neurons with unequal arrays")   # pragma: no cover
+        start = self.count[l - 1]
+        self.layers[l - 1].append((cols, weights, biases))
+        self.count[l - 1] += len(cols)
+        return np.arange(start, start + len(cols))
 
     def relay(self, l_from: int, idx: int, l_to: int) -> int:
         """Identity relays (weight 1, bias 0) from layer l_from to l_to; the index in l_to."""
@@ -663,16 +682,30 @@ class _Builder:
         """The layers as CSR matrices (built from coordinate lists: a box network has ~10^6 weights)."""
         layers = []
         prev = input_dim
-        for neurons in self.layers:
-            rows = [i for i, (inputs, _) in enumerate(neurons) for _ in inputs]
-            cols = [j for inputs, _ in neurons for j, _ in inputs]
-            data = [w for inputs, _ in neurons for _, w in inputs]
-            W = sp.csr_matrix((np.array(data, float), (np.array(rows, np.int64), np.array(cols, np.int64))),
-                              shape=(len(neurons), prev))
+        for segs, n in zip(self.layers, self.count):
+            rows, cols, data, bias = [], [], [], []
+            at = 0
+            for seg in segs:
+                if isinstance(seg, list):
+                    rows.append(np.array([at + i for i, (inputs, _) in enumerate(seg) for _ in inputs], np.int64))
+                    cols.append(np.array([j for inputs, _ in seg for j, _ in inputs], np.int64))
+                    data.append(np.array([w for inputs, _ in seg for _, w in inputs], float))
+                    bias.append(np.array([b for _, b in seg], float))
+                    at += len(seg)
+                else:
+                    c, w, b = seg
+                    rows.append(np.arange(at, at + len(c), dtype=np.int64))
+                    cols.append(c)
+                    data.append(w)
+                    bias.append(b)
+                    at += len(c)
+            cat = lambda parts, dt: np.concatenate(parts).astype(dt) if parts else np.zeros(0, dt)  # noqa: E731
+            rows, cols, data, bias = cat(rows, np.int64), cat(cols, np.int64), cat(data, float), cat(bias, float)
+            W = sp.csr_matrix((data, (rows, cols)), shape=(n, prev))
             if W.nnz != len(data):
                 raise ConstructionError("internal: a neuron lists one input twice")       # pragma: no cover
-            layers.append(Layer(W, np.array([b for _, b in neurons], float)))
-            prev = len(neurons)
+            layers.append(Layer(W, bias))
+            prev = n
         return Network(F, activation, layers, implementation, input_dim)
 
 
@@ -1046,6 +1079,7 @@ class _Chains:
         self.ident = 1.0 / self.d                        # RN(RN(u / d) d) = u while |u / d| <= Omega
         self._checked = set()                            # chains already checked on every y
         self._amp, self._built, self._tails = {}, {}, {}   # caches of amplify, build, the relay tails
+        self._steps = {}                                    # (input on, input off, weight) -> relay_bias
         self._pending = []                                  # built chains not yet checked (check_built)
 
     def lengths(self, terms):
@@ -1132,7 +1166,8 @@ class _Chains:
         ws[-1] = math.copysign(ws[-1], tau)       # RN is odd: the output weight's sign flips the whole chain
         tb, tz, tzo = self._tail(zs[-1], zos[-1], tuple(ws[len(biases):-1]))
         bs, z_on, z_off = list(biases) + tb, list(zs) + tz, list(zos) + tzo
-        steps = tuple((w, act.dT(z)) for w, z in zip(reversed(ws[1:]), reversed(z_on))) + (ws[0],)
+        dT = act._dT
+        steps = tuple(zip(reversed(ws[1:]), [dT[float(z)] for z in reversed(z_on)])) + (ws[0],)
         key = (steps, t.threshold, tau)
         if key not in self._checked:
             self._checked.add(key)
@@ -1149,12 +1184,17 @@ class _Chains:
         bs, zl, zol = [], [], []
         cur = act.T(z_on)
         curo = None if z_off is None else act.T(z_off)
+        memo = self._steps                  # one relay: a function of (its input values, its weight)
         for w in weights:
-            P = mul_float(w, cur, F)
-            Po = None if curo is None else mul_float(w, curo, F)
-            if P is None or (curo is not None and Po is None):
-                raise ConstructionError("a relay's forward product overflows")
-            b, z, zo = act.relay_bias(P, Po)
+            sk = (cur, curo, w)
+            if sk in memo:
+                b, z, zo = memo[sk]
+            else:
+                P = mul_float(w, cur, F)
+                Po = None if curo is None else mul_float(w, curo, F)
+                if P is None or (curo is not None and Po is None):
+                    raise ConstructionError("a relay's forward product overflows")
+                b, z, zo = memo[sk] = act.relay_bias(P, Po)
             bs.append(b)
             zl.append(z)
             zol.append(zo)
@@ -1178,15 +1218,15 @@ class _Chains:
                     raise ConstructionError("internal: a chain factor is not positive")   # pragma: no cover
             th = np.array([k[1] for k in keys])
             tau = np.array([k[2] for k in keys])
-            below = np.array([float(F.next_down(t)) for t in th.tolist()])
+            ut, inv = np.unique(th, return_inverse=True)
+            below = np.array([float(F.next_down(t)) for t in ut.tolist()])[inv.reshape(-1)]
             Y = np.stack([below, th, np.full(len(keys), self.ymax)], axis=1)         # (chain, 3)
             want = np.stack([np.zeros(len(keys)), tau, tau], axis=1)
             u = Y
             n = len(keys[0][0])
+            WD = np.array([key[0][:-1] for key in keys], float).reshape(len(keys), n - 1, 2)   # (chain, step, w|d)
             for k in range(n - 1):
-                w = np.array([key[0][k][0] for key in keys])[:, None]
-                dd = np.array([key[0][k][1] for key in keys])[:, None]
-                u = rn_mul(rn_mul(u, w, F), dd, F)
+                u = rn_mul(rn_mul(u, WD[:, k, 0:1], F), WD[:, k, 1:2], F)
             u = rn_mul(u, np.array([key[0][-1] for key in keys])[:, None], F)
             bad = (u != want) & (Y > 0)
             if bad.any():
@@ -1363,6 +1403,101 @@ def _value_candidates_finite(kit, F: Format, ymax: float, A: float, a, p_on, z0:
     return ok
 
 
+def _value_candidates_loop(kit, st, F: Format, i: int, f: float, ymax: float, pre, betas, zeros, pows, A_all,
+                           dead_same: bool):
+    """The candidates (P, a, c) of ``_value_branch`` for one gate, in its order: every P, every zero z0
+    of sigma~, the weights a (smallest |a| first) with c = z0 - RN(a L), RN(a L) + c = z0 (the dead value
+    goes to z0) and sigma~(RN(a v) + c) = P for the live value v; at most 16 per (P, z0), after the
+    finiteness screen (``_value_candidates_finite``) when the other points are all dead alike.  One
+    (P, z0) at a time: the reference for ``_value_candidates``."""
+    z = st.z
+    v = float(kit.T(pre[i]))
+    r_on, o1 = mul_array(A_all, np.full_like(A_all, v), F)
+    r_off, o2 = mul_array(A_all, np.full_like(A_all, st.L), F)
+    for P in pows:
+        for z0 in zeros:
+            c, oc = add_array(np.full_like(r_off, z0), -r_off, F)
+            p_off, o3 = add_array(r_off, c, F)
+            p_on, o4 = add_array(r_on, c, F)
+            good = ~(o1 | o2 | oc | o3 | o4) & (p_off == z0) & np.isin(p_on, z)
+            if good.any():
+                good[good] = kit.T(p_on[good]) == P
+            ks = np.flatnonzero(good)
+            if ks.size and dead_same:
+                ks = ks[_value_candidates_finite(kit, F, ymax, f / P, A_all[ks], p_on[ks], z0, float(pre[i]), betas,
+                                                 len(pre) > 1)]
+            for k in ks[:16]:
+                yield P, float(A_all[k]), float(c[k])
+
+
+def _value_candidates(kit, st, F: Format, i: int, f: float, ymax: float, pre, betas, zeros, pows, A_all,
+                      dead_same: bool):
+    """``_value_candidates_loop``'s candidates, the same ones in the same order, computed for every
+    (P, z0) at once: the maps and sigma~ of every (z0, a) once (they do not depend on P), then one
+    finiteness screen over the candidates of every P (each entry is computed by the same rounded
+    operations as in the loop, elementwise).  Where any of these raises (an activation value or
+    derivative that overflows), the loop is replayed instead, so errors surface where it raises them."""
+    try:
+        blocks = _value_blocks(kit, st, F, i, f, ymax, pre, betas, zeros, pows, A_all, dead_same)
+    except CondcheckError:
+        yield from _value_candidates_loop(kit, st, F, i, f, ymax, pre, betas, zeros, pows, A_all, dead_same)
+        return
+    for P, a, c in blocks:
+        for ak, ck in zip(a.tolist(), c.tolist()):
+            yield P, ak, ck
+
+
+def _value_blocks(kit, st, F: Format, i: int, f: float, ymax: float, pre, betas, zeros, pows, A_all,
+                  dead_same: bool) -> list:
+    """[(P, weights a, biases c)] per (P, z0) in the loop's order (see ``_value_candidates``)."""
+    v = float(kit.T(pre[i]))
+    r_on, o1 = mul_array(A_all, np.full_like(A_all, v), F)
+    r_off, o2 = mul_array(A_all, np.full_like(A_all, st.L), F)
+    nz, nA = len(zeros), len(A_all)
+    if not nz or not pows:
+        return []
+    Z0 = np.broadcast_to(np.asarray(zeros, r_off.dtype)[:, None], (nz, nA))
+    c, oc = add_array(Z0, np.broadcast_to(-r_off[None, :], (nz, nA)), F)
+    p_off, o3 = add_array(np.broadcast_to(r_off[None, :], (nz, nA)), c, F)
+    p_on, o4 = add_array(np.broadcast_to(r_on[None, :], (nz, nA)), c, F)
+    base = ~(o1[None, :] | o2[None, :] | oc | o3 | o4) & (p_off == Z0) & np.isin(p_on, st.z)
+    Tp = np.full((nz, nA), np.nan)
+    if base.any():
+        Tp[base] = kit.T(p_on[base])
+    blocks = [(P, zi, np.flatnonzero(base[zi] & (Tp[zi] == P))) for P in pows for zi in range(nz)]
+    if dead_same:
+        live = [(P, zi, ks) for P, zi, ks in blocks if ks.size]
+        if live:
+            A_e = np.concatenate([np.full(ks.size, f / P) for P, zi, ks in live])
+            zi_e = np.concatenate([np.full(ks.size, zi) for P, zi, ks in live])
+            k_e = np.concatenate([ks for P, zi, ks in live])
+            ok = _value_candidates_finite_all(kit, F, ymax, A_e, A_all[k_e], p_on[zi_e, k_e],
+                                              np.asarray(zeros, float)[zi_e], float(pre[i]), betas, len(pre) > 1)
+            out, at = [], 0
+            for P, zi, ks in blocks:
+                n = ks.size
+                ks = ks[ok[at:at + n]]
+                at += n
+                out.append((P, zi, ks))
+            blocks = out
+    return [(P, A_all[ks[:16]], c[zi, ks[:16]]) for P, zi, ks in blocks]
+
+
+def _value_candidates_finite_all(kit, F: Format, ymax: float, A, a, p_on, z0, pre_i: float, betas,
+                                 others: bool) -> np.ndarray:
+    """``_value_candidates_finite`` with an output weight A and a dead-tail state z0 per candidate."""
+    u0 = rn_mul(np.full(len(a), ymax), A, F)
+    ok = np.ones(len(a), bool)
+    if others:
+        dz = {q: kit.dT(q) for q in set(np.asarray(z0).tolist())}
+        ok &= np.isfinite(rn_mul(rn_mul(u0, np.array([dz[q] for q in np.asarray(z0).tolist()], float), F), a, F))
+    ui = rn_mul(rn_mul(rn_mul(u0, np.asarray(kit.dT(p_on), float), F), a, F), kit.dT(pre_i), F)
+    ok &= np.isfinite(ui)
+    for b in betas:
+        ok &= np.isfinite(rn_mul(ui, b, F))
+    return ok
+
+
 def _value_branch(vctx, i: int, f: float, ymax: float, F: Format):
     """A zero-gradient value branch of point i: the gate V = sigma~(sum beta relayed steps + gamma) (live at
     the point, dead elsewhere; theorem5's gate search), then V' = sigma~(a V + c) mapping the dead value L
@@ -1391,34 +1526,19 @@ def _value_branch(vctx, i: int, f: float, ymax: float, F: Format):
             err = str(e)
             break
         targets.remove(float(pre[i]))
-        v = float(kit.T(pre[i]))
         # the other points sit in the dead tail (sigma~ = L there): their backward chains are all alike,
         # so the candidates can be screened at once (``_value_candidates_finite``); the chosen one is
         # still checked on every point
         dead_same = bool((np.asarray(kit.T(np.delete(pre, i)), float) == st.L).all())
-        r_on, o1 = mul_array(A_all, np.full_like(A_all, v), F)
-        r_off, o2 = mul_array(A_all, np.full_like(A_all, st.L), F)
-        for P in pows:
-            for z0 in zeros:
-                c, oc = add_array(np.full_like(r_off, z0), -r_off, F)
-                p_off, o3 = add_array(r_off, c, F)
-                p_on, o4 = add_array(r_on, c, F)
-                good = ~(o1 | o2 | oc | o3 | o4) & (p_off == z0) & np.isin(p_on, z)
-                if good.any():
-                    good[good] = kit.T(p_on[good]) == P
-                ks = np.flatnonzero(good)
-                if ks.size and dead_same:
-                    ks = ks[_value_candidates_finite(kit, F, ymax, f / P, A_all[ks], p_on[ks], z0,
-                                                     float(pre[i]), betas, len(pre) > 1)]
-                for k in ks[:16]:
-                    br = SimpleNamespace(gating=sorted(vctx.gating(i)), beta=betas, gamma=gamma,
-                                         post=[(float(A_all[k]), float(c[k]))], out_weight=f / P)
-                    try:
-                        _check_value_branch(vctx, br, i, ymax, F, pre)
-                    except CondcheckError as e:
-                        err = str(e)
-                        continue
-                    return br
+        for P, a, c in _value_candidates(kit, st, F, i, f, ymax, pre, betas, zeros, pows, A_all, dead_same):
+            br = SimpleNamespace(gating=sorted(vctx.gating(i)), beta=betas, gamma=gamma,
+                                 post=[(a, c)], out_weight=f / P)
+            try:
+                _check_value_branch(vctx, br, i, ymax, F, pre)
+            except CondcheckError as e:
+                err = str(e)
+                continue
+            return br
     raise ConstructionError(f"point {i + 1}: no zero-gradient value branch for {f!r} ({err})")
 
 
@@ -1500,7 +1620,7 @@ class _Gating:
     def _step(kit, st, vals, j: int, gap: int, up: bool, choose, _boost):
         """(Step, boosted pre-activations on vals): the separator of the gap (theorem5's chooser), snapped
         by the rounded-sum chain into the dead tail on one side and far from it on the other, boosted."""
-        from .theorem5 import Step, _chain
+        from .theorem5 import Step
         F = kit.fmt
         chs = choose(gap, up)
         if chs is None:
@@ -1510,10 +1630,24 @@ class _Gating:
         v = kit.add(kit.mul(sg, kit.T(kit.row([(w, vals)], b))), kappa)
         on = v > 0
         k0 = max(math.frexp(float(v[on].min()))[1] - 1 + F.M, F.e_min)
+        # theorem5's _chain(kit, v, k0, K) for the largest K that works: the chains for K = k0 - 1, k0, ...
+        # are prefixes of one another (the same rounded sums in the same order), so they are computed
+        # once, up to the first step that raises (every longer chain raises there too)
+        chains = {k0 - 1: v}
+        cur = v
+        for k in range(k0, F.e_max):
+            c = math.ldexp(1 + 2.0 ** -F.M, k)
+            try:
+                cur = kit.add(kit.add(cur, c), -c)
+            except Exception:
+                break
+            chains[k] = cur
         pre = None
         for K in list(range(F.e_max - 1, k0 - 1, -1)) + [k0 - 1]:
+            if K not in chains:
+                continue
             try:
-                pre = kit.add(_chain(kit, v, k0, K), st.z_dead)
+                pre = kit.add(chains[K], st.z_dead)
                 break
             except Exception:
                 continue
@@ -1569,6 +1703,68 @@ def _chain_off_check(act: "_Act", ws, zon, zoff, ymax: float, quarter: float, C:
     if not math.isfinite(back):
         raise ConstructionError("a chain's backward value overflows at the points where its gate is dead")
     return abs(back)
+
+
+def _chains_off_back(act, uniq, by_len, ymax, back):
+    """back[k] = the backward value of chain k at the off states (inf where a product overflows)."""
+    F = act.F
+    for n, ks in by_len.items():
+        W = np.array([uniq[k][0] for k in ks], float)                   # (chains, n)
+        Z = np.array([uniq[k][2] for k in ks], float)                   # (chains, n - 1)
+        zu, inv = np.unique(Z, return_inverse=True)
+        D = np.array([act.dT(float(z)) for z in zu.tolist()], float)[inv.reshape(Z.shape)]
+        u = np.full(len(ks), float(ymax))
+        bad = np.zeros(len(ks), bool)
+        cols = []
+        for j in range(n - 1, 0, -1):                                   # ws[j], then sigma~'(zoff[j - 1])
+            cols += [W[:, j], D[:, j - 1]]
+        cols.append(W[:, 0])
+        for col in cols:
+            one = col == 1.0
+            if one.all():
+                continue
+            r = rn_mul(u, col, F)
+            r = np.where(one, u, r)
+            bad |= ~np.isfinite(r)
+            u = np.where(bad, 0.0, r)
+        back[ks] = np.where(bad, np.inf, u)
+
+
+def _chains_off_check(act: "_Act", built, ymax: float, quarter: float, C: float) -> dict:
+    """``_chain_off_check`` of every chain of ``built`` [(gate, ws, bs, zon, zoff)], each distinct one once
+    (chains from _Chains.build's cache share their lists): {id(ws): |backward value at the off states|}.
+    The backward values of chains of one length are computed together, factor by factor (the same
+    rounded products, elementwise; a factor 1 is skipped as there: RN(u 1) = u); a chain whose product
+    overflows at some factor is marked, as the scalar loop stops there.  The first failing chain, in
+    the order of ``built``, raises ``_chain_off_check``'s error."""
+    F = act.F
+    uniq, at = [], {}
+    for gi, ws, bs, zon, zoff in built:
+        if id(ws) not in at:
+            at[id(ws)] = len(uniq)
+            uniq.append((ws, zon, zoff))
+    back = np.full(len(uniq), np.nan)
+    by_len = {}
+    for k, (ws, zon, zoff) in enumerate(uniq):
+        if len(zoff) == len(ws) - 1 and all(z is not None for z in zoff):
+            by_len.setdefault(len(ws), []).append(k)
+    try:
+        _chains_off_back(act, uniq, by_len, ymax, back)
+    except (CondcheckError, KeyError):                                  # the scalar loop raises where it should
+        back[:] = np.nan
+    out = {}
+    for k, (ws, zon, zoff) in enumerate(uniq):
+        for z in (zon[-1], zoff[-1]):
+            o = mul_float(ws[-1], act.T(z), F)
+            if o is None or abs(o) > quarter:
+                raise ConstructionError(f"a chain's forward output {o!r} is too large to be absorbed by C = {C!r}")
+        b = back[k]
+        if b != b:                                                      # not computed together: the scalar loop
+            b = _chain_off_check(act, ws, zon, zoff, ymax, quarter, C)
+        elif not math.isfinite(b):
+            raise ConstructionError("a chain's backward value overflows at the points where its gate is dead")
+        out[id(ws)] = abs(b)
+    return out
 
 
 def _construct_generic_gated(act: "_Act", F: Format, X, fv, Y, G, implementation, verify_result):
@@ -1628,11 +1824,13 @@ def _construct_generic_gated(act: "_Act", F: Format, X, fv, Y, G, implementation
             except CondcheckError:
                 probes[i] = 1.0
         bprobe = probes[i]
-        byplan, fwd = {}, {}
+        byplan, fwd, cands = {}, {}, {}
         for t in ts:
-            cand = np.flatnonzero(cover[:, col[abs(t.d)]] & (lams * abs(t.d) * d * bprobe <= float(F.Omega) / 4))
+            if abs(t.d) not in cands:          # the plans for |d| (a function of |d| and the probe only)
+                cands[abs(t.d)] = np.flatnonzero(cover[:, col[abs(t.d)]]
+                                                 & (lams * abs(t.d) * d * bprobe <= float(F.Omega) / 4)).tolist()
             chosen = None
-            for k in cand.tolist():
+            for k in cands[abs(t.d)]:
                 if k not in fwd:
                     fwd[k] = pass_forward(i, cc, plans[k])
                 if fwd[k] is not None:
@@ -1680,10 +1878,9 @@ def _construct_generic_gated(act: "_Act", F: Format, X, fv, Y, G, implementation
     quarter = 2.0 ** (math.frexp(C)[1] - 1 - F.M - 2)
     # at the other points every chain runs on its off states: finite, absorbed, and the backward sum
     # that reaches the (dead) gate finite
-    off_sum, seen = {}, {}
+    off_sum = {}
+    seen = _chains_off_check(act, built, ymax, quarter, C)
     for gi, ws, bs, zon, zoff in built:
-        if id(ws) not in seen:         # chains from _Chains.build's cache share their lists: check each once
-            seen[id(ws)] = _chain_off_check(act, ws, zon, zoff, ymax, quarter, C)
         off_sum[gi] = off_sum.get(gi, 0.0) + seen[id(ws)]
     if off_sum and max(off_sum.values()) > float(F.Omega):
         raise ConstructionError("the backward sum at a dead gate may overflow")
@@ -1737,12 +1934,16 @@ def _construct_generic_gated(act: "_Act", F: Format, X, fv, Y, G, implementation
     # the output row sums layer L-1 in index order: +C neurons, chain ends, -C neurons, value outputs
     cps = [(B.add(L - 1, [], bC), wC) for _ in range(nC)]
     # chains: first neuron in layer 5, reading its gate
+    # (all chains have L - 5 neurons, checked above: one block of relays per layer, in chain order, the
+    # same neurons at the same indices as adding them chain by chain)
     ends = []
-    for gi, ws, bs, zon, zoff in built:
-        cur = B.add(5, [(gcol[gi], ws[0])], bs[0])
-        for l in range(6, 5 + len(bs)):
-            cur = B.add(l, [(cur, ws[l - 5])], bs[l - 5])
-        ends.append((cur, ws[-1]))
+    if built:
+        Wm = np.array([b[1] for b in built], float)          # (chain, L - 4): input weight .. output weight
+        Bm = np.array([b[2] for b in built], float)          # (chain, L - 5)
+        cur = B.add_block(5, [gcol[b[0]] for b in built], Wm[:, 0], Bm[:, 0])
+        for l in range(6, L):
+            cur = B.add_block(l, cur, Wm[:, l - 5], Bm[:, l - 5])
+        ends = list(zip(cur.tolist(), Wm[:, -1].tolist()))
     # relayed boosts: layers 4 .. L-3
     rel = list(bst)
     for r, layer in enumerate(maps):

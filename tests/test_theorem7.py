@@ -541,3 +541,68 @@ def test_generic_zero_tables_and_zero_values(act):
     G = np.zeros((3, len(Y)))
     G[1] = np.sign(Y) * 0.5
     _check_generic(act, F, X, [0.0, 0.0, 0.0], Y, G)
+
+
+def _same_network(a, b):
+    assert a.depth == b.depth
+    for la, lb in zip(a.layers, b.layers):
+        assert la.weight.shape == lb.weight.shape
+        assert (la.weight != lb.weight).nnz == 0 and np.array_equal(la.bias, lb.bias)
+
+
+@pytest.mark.parametrize("act", ["gelu", "sigmoid", "elu"])
+def test_value_candidates_are_the_loop_s(act, monkeypatch):
+    """The value branches' candidates computed for every (P, z0) at once are the one-(P, z0)-at-a-time
+    loop's, in its order; when the batched computation raises, the loop is replayed (same network)."""
+    import condcheck.theorem7 as t7
+    F = get_format("float8_e4m3")
+    X, fv, Y, G = _random_points(F, act, 5, 2)
+    seen = []
+    fast = t7._value_candidates
+
+    def both(*args):
+        a, b = list(fast(*args)), list(t7._value_candidates_loop(*args))
+        assert a == b
+        seen.append(len(a))
+        return iter(a)
+
+    monkeypatch.setattr(t7, "_value_candidates", both)
+    res = _check_generic(act, F, X, fv, Y, G)
+    assert seen and sum(seen) > 0
+
+    def broken(*args):
+        raise t7.ConstructionError("forced")
+
+    monkeypatch.setattr(t7, "_value_candidates", fast)
+    monkeypatch.setattr(t7, "_value_blocks", broken)
+    again = construct_theorem7(act, F, np.asarray(X, float).reshape(-1, 1), fv, G, upstream=Y)
+    _same_network(res.network, again.network)
+
+
+def test_chains_off_check_matches_the_scalar_loop(monkeypatch):
+    """The off-state backward values of all chains at once equal ``_chain_off_check``'s, chain by chain
+    (also when the batched computation raises: the scalar loop decides)."""
+    import condcheck.theorem7 as t7
+    F = get_format("float8_e4m3")
+    X, fv, Y, G = _random_points(F, "swish", 4, 3)
+    calls = []
+    batched = t7._chains_off_check
+
+    def both(act, built, ymax, quarter, C):
+        out = batched(act, built, ymax, quarter, C)
+        for gi, ws, bs, zon, zoff in built:
+            assert out[id(ws)] == t7._chain_off_check(act, ws, zon, zoff, ymax, quarter, C)
+        calls.append(len(built))
+        return out
+
+    monkeypatch.setattr(t7, "_chains_off_check", both)
+    res = _check_generic("swish", F, X, fv, Y, G)
+    assert calls and calls[0] > 0
+
+    def broken(*args):
+        raise t7.ConstructionError("forced")
+
+    monkeypatch.setattr(t7, "_chains_off_check", batched)
+    monkeypatch.setattr(t7, "_chains_off_back", broken)
+    again = construct_theorem7("swish", F, np.asarray(X, float).reshape(-1, 1), fv, G, upstream=Y)
+    _same_network(res.network, again.network)
