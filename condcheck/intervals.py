@@ -402,7 +402,27 @@ def _is_special(v):
     return v[1] == 0 and v != _F0      # inf, -inf, nan
 
 
-class MpBackend:
+class _PointConditions:
+    """Conditions of a Piecewise at one point (the mpmath and Arb backends): each is a bool."""
+
+    def logical(self, op, parts):
+        if op == "and":
+            return all(parts)
+        if op == "or":
+            return any(parts)
+        return not parts[0]
+
+    def constant_bool(self, value, X):
+        return bool(value)
+
+    def piecewise(self, branches, X):
+        for val_fn, cond_fn in branches:
+            if cond_fn(self, X):
+                return val_fn(self, X)
+        raise CondcheckError(f"Piecewise is undefined at x = {X[0]} (no condition holds)")
+
+
+class MpBackend(_PointConditions):
     """Interval operations on pairs of raw mpmath numbers at ``prec`` bits."""
 
     name = "mpmath"
@@ -702,21 +722,6 @@ class MpBackend:
             return False
         return exact(X[0])
 
-    def logical(self, op, parts):
-        if op == "and":
-            return all(parts)
-        if op == "or":
-            return any(parts)
-        return not parts[0]
-
-    def constant_bool(self, value, X):
-        return bool(value)
-
-    def piecewise(self, branches, X):
-        for val_fn, cond_fn in branches:
-            if cond_fn(self, X):
-                return val_fn(self, X)
-        raise CondcheckError(f"Piecewise is undefined at x = {X[0]} (no condition holds)")
 
 
 def _mpf_min(vs):
@@ -830,7 +835,7 @@ def _neg_end(v):
     return -v
 
 
-class ArbBackend:
+class ArbBackend(_PointConditions):
     """Interval operations on Arb balls (python-flint) at ``prec`` bits (one point).
 
     A value is an ``arb`` ball, or, where a ball can not say it (a half-infinite interval such as
@@ -1147,21 +1152,6 @@ class ArbBackend:
             return False
         return exact(Fraction(X[0]))
 
-    def logical(self, op, parts):
-        if op == "and":
-            return all(parts)
-        if op == "or":
-            return any(parts)
-        return not parts[0]
-
-    def constant_bool(self, value, X):
-        return bool(value)
-
-    def piecewise(self, branches, X):
-        for val_fn, cond_fn in branches:
-            if cond_fn(self, X):
-                return val_fn(self, X)
-        raise CondcheckError(f"Piecewise is undefined at x = {X[0]} (no condition holds)")
 
 
 # ====================================================================================================

@@ -155,9 +155,13 @@ def test_full_box_random_tables(act, fmt):
 @pytest.mark.slow
 @pytest.mark.parametrize("family", ["linear", "quadratic", "sign", "step", "random1", "random2"])
 @pytest.mark.parametrize("act", ACTS)
-def test_full_box_target_families(act, family):
-    F = get_format("float8_e4m3")
+@pytest.mark.parametrize("fmt", ["float8_e4m3", "float8_e5m2"])
+def test_full_box_target_families(act, family, fmt):
+    F = get_format(fmt)
     X = full_box(act, F, 1)
+    if (act, fmt) == ("sigmoid", "float8_e5m2"):         # its box is not distinguishable (see above)
+        from condcheck.bench import _separable_part
+        X = _separable_part(act, F, X)
     Y = _upstream(F, act)
     if family.startswith("random"):
         f, G = random_odd_tables(F, X, Y, int(family[-1]))
