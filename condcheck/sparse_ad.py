@@ -316,6 +316,26 @@ def _shellsort(a, lo, hi):
         gap //= 3
 
 
+def _add_new(where, out, o, cnt, pts, lo, hi):
+    """Append the points pts[lo:hi] not yet marked in ``where`` to out[o + cnt:], marking them; returns
+    the new count (the distinct points a neuron's inputs make exceptions of)."""
+    for e in range(lo, hi):
+        q = pts[e]
+        if where[q] < 0:
+            where[q] = 0
+            out[o + cnt] = q
+            cnt += 1
+    return cnt
+
+
+def _number_sorted(where, out, o, cnt):
+    """Sort out[o:o + cnt] and set where[q] to each point's rank there."""
+    if cnt > 1:
+        _shellsort(out, o, o + cnt)
+    for u in range(cnt):
+        where[out[o + u]] = u
+
+
 def _fwd_layer_range(j0, j1, N, indptr, indices, data, bias, amode, aptr, apt, aval, off, zdef, upt, uval, ucnt, nchunk,
                   shift, half, mask, small_bits, Kc, omega):
     """The neurons j0 <= j < j1 of ``_fwd_layer_py`` (one chunk: its scratch arrays, then each neuron)."""
@@ -327,16 +347,9 @@ def _fwd_layer_range(j0, j1, N, indptr, indices, data, bias, amode, aptr, apt, a
         cnt = 0
         for t in range(indptr[j], indptr[j + 1]):
             i = indices[t]
-            for e in range(aptr[i], aptr[i + 1]):
-                q = apt[e]
-                if where[q] < 0:
-                    where[q] = 0
-                    upt[o + cnt] = q
-                    cnt += 1
-        if cnt > 1:
-            _shellsort(upt, o, o + cnt)
+            cnt = _add_new(where, upt, o, cnt, apt, aptr[i], aptr[i + 1])
+        _number_sorted(where, upt, o, cnt)
         for u in range(cnt):
-            where[upt[o + u]] = u
             acc[u] = 0.0
         d = 0.0
         for t in range(indptr[j], indptr[j + 1]):
@@ -484,6 +497,8 @@ if kernels.HAVE_NUMBA:
     _uclasses = numba.njit(cache=True, parallel=True)(_uclasses_py)
     _uvalues = numba.njit(cache=True, parallel=True)(_uvalues_py)
     _shellsort = numba.njit(cache=True)(_shellsort)
+    _add_new = numba.njit(cache=True)(_add_new)
+    _number_sorted = numba.njit(cache=True)(_number_sorted)
     _fwd_layer_range = numba.njit(cache=True)(_fwd_layer_range)
     _mode_range = numba.njit(cache=True)(_mode_range)
     _fwd_layer = numba.njit(cache=True, parallel=True)(_fwd_layer_py)
@@ -712,16 +727,8 @@ def _svclasses_range(j0, j1, P, cp, ci, udef, uptr, upt, ucl, off, roff, vdef, v
         cnt = 0
         for t in range(cp[j], cp[j + 1]):
             i = ci[t]
-            for e in range(uptr[i], uptr[i + 1]):
-                q = upt[e]
-                if where[q] < 0:
-                    where[q] = 0
-                    U[cnt] = q
-                    cnt += 1
-        if cnt > 1:
-            _shellsort(U, 0, cnt)
-        for u in range(cnt):
-            where[U[u]] = u
+            cnt = _add_new(where, U, 0, cnt, upt, uptr[i], uptr[i + 1])
+        _number_sorted(where, U, 0, cnt)
         if m * cnt > kbuf.shape[0]:
             kbuf = np.empty(2 * m * cnt, np.int64)
         if m > dbuf.shape[0]:
@@ -770,23 +777,9 @@ def _suclasses_range(j0, j1, P, vdef, vptr, vpt, vcl, mode, ep, et, ec, g0, dtab
     idx = np.empty(P, np.int64)
     for j in range(j0, j1):
         g = g0 + j
-        cnt = 0
-        for e in range(vptr[j], vptr[j + 1]):
-            q = vpt[e]
-            if where[q] < 0:
-                where[q] = 0
-                U[cnt] = q
-                cnt += 1
-        for e in range(ep[g], ep[g + 1]):
-            q = et[e]
-            if where[q] < 0:
-                where[q] = 0
-                U[cnt] = q
-                cnt += 1
-        if cnt > 1:
-            _shellsort(U, 0, cnt)
-        for u in range(cnt):
-            where[U[u]] = u
+        cnt = _add_new(where, U, 0, 0, vpt, vptr[j], vptr[j + 1])
+        cnt = _add_new(where, U, 0, cnt, et, ep[g], ep[g + 1])
+        _number_sorted(where, U, 0, cnt)
         # key: the v group where sigma~' != 0 (-1 elsewhere), made distinct per sigma~' value by
         # numbering the (v group, sigma~') pairs through the v group's first sigma~' values
         dd = dtab[mode[g]]
