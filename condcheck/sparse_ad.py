@@ -749,6 +749,7 @@ def _svclasses_range(j0, j1, P, cp, ci, udef, uptr, upt, ucl, off, roff, vdef, v
         for u in range(cnt):
             where[U[u]] = -1
 
+
 def _svclasses_py(P, cp, ci, udef, uptr, upt, ucl, off, roff, vdef, vpt, vcl, vcnt, nvc, reps, nchunk):
     """The groups of every neuron j of a layer by the groups of its successors (column j of the next
     layer: rows ci[cp[j]:cp[j+1]]), from theirs (udef, uptr, upt, ucl): ``_vclasses`` on defaults and
