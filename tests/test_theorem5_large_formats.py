@@ -83,6 +83,18 @@ def test_sigmoid_on_a_float32_sample_is_refused_naming_the_gap_no_separator_was_
         _build("sigmoid", "float32", 16)
 
 
+def test_sigmoid_on_a_distinguishable_float32_domain_realizes_random_targets():
+    # the box is not distinguishable for sigmoid (tiny inputs share sigma~ and sigma~' under every
+    # first-layer neuron, see the README), but Condition 1 suffices on a domain without such pairs:
+    # 16 points with |x| in [2^-12, 2^6] and targets drawn over all float32 values
+    rng = np.random.default_rng(0)
+    X = rng.choice([-1.0, 1.0], 16) * np.exp2(rng.uniform(-12, 6, 16))
+    X = np.unique(X.astype(np.float32).astype(np.float64)).reshape(-1, 1)
+    f, h, g = random_targets("float32", X, 0, 0.25)
+    net, claim = construct_theorem5("sigmoid", "float32", X, f, h, g)
+    assert verify(net, claim).ok and len(X) == 16
+
+
 def test_values_and_gradients_on_a_float64_sample_for_relu():
     net, claim = _build("relu", "float64", 4)
     assert verify(net, claim).ok
