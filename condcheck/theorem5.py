@@ -454,14 +454,13 @@ def _quantize(kit: Kit, st: States, v, on, why: str):
     (None, reason) when no chain does."""
     F, L = kit.fmt, st.L
     k0 = max(math.frexp(float(v[on].min()))[1] - 1 + F.M, F.e_min)
-    prefix = _chain_prefixes(kit, v, k0) if F.name == "float64" and np.ndim(v) == 1 else None
+    chains = _chains(kit, v, k0)
     # (K = e_max last: c_K = succ(2^e_max) exists in most formats but leaves little room below Omega)
     for K in list(range(F.e_max - 1, k0 - 1, -1)) + [k0 - 1, F.e_max]:
-        if not _in(F, math.ldexp(1 + 2.0 ** -F.M, K)):
+        if K not in chains:
             continue
         try:
-            chained = _chain(kit, v, k0, K) if prefix is None else prefix(K)
-            pre = kit.add(chained, st.z_dead)        # K = k0 - 1: no chain at all
+            pre = kit.add(chains[K], st.z_dead)        # K = k0 - 1: no chain at all
             sign = np.sign(kit.T(pre[on]) - L)
         except ConstructionError:
             continue
@@ -474,41 +473,33 @@ def _quantize(kit: Kit, st: States, v, on, why: str):
     return None, why
 
 
-def _chain_prefixes(kit: Kit, v, k0: int):
-    """float64 only: K -> _chain(kit, v, k0, K) for every K, in one pass (each chain extends the one
-    before by one step: the same operations in the same order; ~2,000 exponents, so recomputing every
-    chain with kit.add cost minutes).  IEEE float64 addition is RN_float64, so the steps run in numpy
-    directly; a sum that overflows (inf) raises ConstructionError for every K from its step on, as
-    kit.add does in _chain."""
+def _chains(kit: Kit, v, k0: int) -> dict:
+    """{K: v (+) c_k0 (+) (-c_k0) (+) ... (+) c_K (+) (-c_K)} (c_k = succ(2^k), rounded sums left to right)
+    for K = k0 - 1 (no chain) up to the first K whose c_K is not a value of the format or whose sums
+    overflow (that K and every longer chain are absent).  Each chain extends the one before by one step
+    (the same sums in the same order), so all of them cost one pass.  On float64 (about 2,000 exponents)
+    the steps run in numpy directly: IEEE float64 addition is RN_float64."""
     F = kit.fmt
-    v = np.asarray(v, dtype=np.float64)
-    out, fail = {k0 - 1: v}, None
-    with np.errstate(over="ignore", invalid="ignore"):
-        for k in range(k0, F.e_max + 1):
-            c = math.ldexp(1 + 2.0 ** -F.M, k)
-            w = v + c
-            if not np.isfinite(w).all():
-                fail = (k, ConstructionError(f"a sum overflows {F.name}"))
-                break
-            w = w - c
-            if not np.isfinite(w).all():
-                fail = (k, ConstructionError(f"a sum overflows {F.name}"))
-                break
-            out[k] = v = w
-
-    def chain(K):
-        if fail is not None and K >= fail[0]:
-            raise fail[1]
-        return out[K]
-    return chain
-
-
-def _chain(kit: Kit, v, k0: int, K: int):
-    F = kit.fmt
-    for k in range(k0, K + 1):
+    native = F.name == "float64" and np.ndim(v) == 1
+    out = {k0 - 1: v}
+    for k in range(k0, F.e_max + 1):
         c = math.ldexp(1 + 2.0 ** -F.M, k)
-        v = kit.add(kit.add(v, c), -c)
-    return v
+        if not _in(F, c):
+            break
+        if native:
+            with np.errstate(over="ignore", invalid="ignore"):
+                w = v + c
+                w = w - c if np.isfinite(w).all() else w
+            if not np.isfinite(w).all():
+                break
+            v = w
+        else:
+            try:
+                v = kit.add(kit.add(v, c), -c)
+            except ConstructionError:
+                break
+        out[k] = v
+    return out
 
 
 # ---- the builder ---------------------------------------------------------------------------------------

@@ -1620,7 +1620,7 @@ class _Gating:
     def _step(kit, st, vals, j: int, gap: int, up: bool, choose, _boost):
         """(Step, boosted pre-activations on vals): the separator of the gap (theorem5's chooser), snapped
         by the rounded-sum chain into the dead tail on one side and far from it on the other, boosted."""
-        from .theorem5 import Step
+        from .theorem5 import Step, _chains
         F = kit.fmt
         chs = choose(gap, up)
         if chs is None:
@@ -1630,18 +1630,8 @@ class _Gating:
         v = kit.add(kit.mul(sg, kit.T(kit.row([(w, vals)], b))), kappa)
         on = v > 0
         k0 = max(math.frexp(float(v[on].min()))[1] - 1 + F.M, F.e_min)
-        # theorem5's _chain(kit, v, k0, K) for the largest K that works: the chains for K = k0 - 1, k0, ...
-        # are prefixes of one another (the same rounded sums in the same order), so they are computed
-        # once, up to the first step that raises (every longer chain raises there too)
-        chains = {k0 - 1: v}
-        cur = v
-        for k in range(k0, F.e_max):
-            c = math.ldexp(1 + 2.0 ** -F.M, k)
-            try:
-                cur = kit.add(kit.add(cur, c), -c)
-            except Exception:
-                break
-            chains[k] = cur
+        # the largest K below e_max whose chain works (theorem5's chains, computed in one pass)
+        chains = _chains(kit, v, k0)
         pre = None
         for K in list(range(F.e_max - 1, k0 - 1, -1)) + [k0 - 1]:
             if K not in chains:
