@@ -1127,11 +1127,11 @@ class _Ctx:
                 # a weight of about |q4 - z0| / |T(q3) - L|, which multiplies the backward value elsewhere)
             far = np.lexsort([np.abs(cand_d), -np.abs(cand_t - st.L), not_pow2])
             prefs = list(dict.fromkeys(np.concatenate([cand_z[order][:1024], cand_z[far][:1024]]).tolist()))
-        far_from_L = dict(zip(cand_z.tolist(), (-np.abs(cand_t - st.L)).tolist()))
         for attempt in range(6):
             if attempt == 2 and best is not None and best[0][0]:
                 # the backward value overflows: at z it is about y f / T(q3) times the gate's weights,
                 # so the gate's on values farthest from L come next
+                far_from_L = dict(zip(cand_z.tolist(), (-np.abs(cand_t - st.L)).tolist()))
                 prefs.sort(key=far_from_L.__getitem__)
             try:
                 betas, gamma, pre = self._gate(zi, None, prefs)
