@@ -169,19 +169,14 @@ def range_has(kind: str, lo, hi, fmt: Format, L_value=None) -> bool:
     raise ValueError(f"unknown kind {kind!r}")
 
 
-@dataclass
-class ExistsScan:
-    """The outcome of :func:`scan_exists`: status "refuted", "witness" or "undecided"."""
+@dataclass(kw_only=True)
+class CoverScan:
+    """What every certified scan records: its status ("refuted", "witness" or "undecided"), its costs,
+    and on refutation the cover of intervals that proves it."""
 
     status: str
-    function: str                      # "sigma" or "derivative"
-    kind: str
-    witness: Fraction | None = None
-    witness_value: Fraction | None = None
     intervals: int = 0                 # interval enclosures computed (of g or of g')
-    by_enclosure: int = 0
-    by_monotonicity: int = 0
-    points: int = 0
+    points: int = 0                    # values evaluated by certain rounding
     reason: str = ""
     prec: int = 0
     seconds: float = 0.0
@@ -189,6 +184,18 @@ class ExistsScan:
 
     def cover_text(self) -> str:
         return cover_text(self.cover)
+
+
+@dataclass(kw_only=True)
+class ExistsScan(CoverScan):
+    """The outcome of :func:`scan_exists`."""
+
+    function: str                      # "sigma" or "derivative"
+    kind: str
+    witness: Fraction | None = None
+    witness_value: Fraction | None = None
+    by_enclosure: int = 0
+    by_monotonicity: int = 0
 
     def summary(self) -> str:
         g = "sigma~" if self.function == "sigma" else "sigma~'"

@@ -49,13 +49,13 @@ from __future__ import annotations
 
 import bisect
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fractions import Fraction
 
 from condcheck.errors import CondcheckError
 from condcheck.rounded_activation import _round_end, exact_point
 
-from ._exists import _one_sign, cover_text, slopes
+from ._exists import CoverScan, _one_sign, slopes
 from ._search import value_at, value_index
 from ._tail import enclose_interval
 
@@ -186,24 +186,14 @@ def compatible_pairs(fmt, stage: int, items):
     return out
 
 
-@dataclass
-class PairScan:
-    """The outcome of :func:`scan_pairs`: status "refuted", "witness" or "undecided"."""
+@dataclass(kw_only=True)
+class PairScan(CoverScan):
+    """The outcome of :func:`scan_pairs`."""
 
-    status: str
     stage: int
     witness: tuple | None = None        # (delta_0, delta_1)
-    intervals: int = 0                  # interval enclosures computed (of g or g')
-    points: int = 0                     # values evaluated by certain rounding
     tightened: int = 0                  # intervals narrowed by monotonicity
     rounds: int = 0
-    reason: str = ""
-    prec: int = 0
-    seconds: float = 0.0
-    cover: list = field(default_factory=list)     # (a, b, how), how in "e", "m", "p"
-
-    def cover_text(self) -> str:
-        return cover_text(self.cover)
 
     def summary(self) -> str:
         n = {h: sum(1 for c in self.cover if c[2] == h) for h in "emp"}
