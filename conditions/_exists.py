@@ -169,6 +169,12 @@ def range_has(kind: str, lo, hi, fmt: Format, L_value=None) -> bool:
     raise ValueError(f"unknown kind {kind!r}")
 
 
+def scans_apply(rounded) -> bool:
+    """Whether the certified scans apply: a sympy expression and the "exact" implementation."""
+    act = rounded.activation
+    return not (act.is_callable or act.expr is None) and rounded.implementation == "exact"
+
+
 @dataclass(kw_only=True)
 class CoverScan:
     """What every certified scan records: its status ("refuted", "witness" or "undecided"), its costs,

@@ -500,10 +500,9 @@ def _refute_pass_state(rounded, evidence, t0, evaluated, *, max_intervals: int =
     exhaustive checker words it when candidate points show that the clauses before it hold together
     (then it is the first failing clause); otherwise the wording says which were not decided.  When
     nothing is refuted, returns a note (str) for the evidence ("" when the scans do not apply)."""
-    act = rounded.activation
-    if act.is_callable or act.expr is None or rounded.implementation != "exact":
+    from ._exists import KINDS, scan_exists, scans_apply     # here: conditions._exists imports condcheck
+    if not scans_apply(rounded):
         return ""
-    from ._exists import KINDS, scan_exists        # here: conditions._exists imports condcheck
     fmt = rounded.format
     T = Fraction(2) ** fmt.e_max
     notes = []
@@ -576,10 +575,10 @@ def _decide_pairs(rounded, evidence, t0, evaluated, *, max_intervals: int = 4000
     as the exhaustive checker words it).  The refutation cover is the certificate, re-proved by
     ``condcheck recheck``.  Returns that Verdict, or a note (str) for the evidence ("" when the scan does
     not apply: callable activations, implementations other than "exact")."""
-    act = rounded.activation
-    if act.is_callable or act.expr is None or rounded.implementation != "exact":
+    from ._exists import scans_apply               # here: conditions._exists imports condcheck
+    from ._pairs import scan_pairs
+    if not scans_apply(rounded):
         return ""
-    from ._pairs import scan_pairs                 # here: conditions._pairs imports condcheck
     fmt = rounded.format
     T = Fraction(2) ** fmt.e_max
     scans = []

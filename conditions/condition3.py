@@ -328,10 +328,9 @@ def _refute_usable_derivative(rounded, d0, t0, head, *, max_intervals: int = 400
     candidate x has |sigma~'(x)| >= 2^-M: scan every value of F (:mod:`conditions._exists`).  A
     refutation (|sigma~'| < 2^-M or overflow at every value) makes route (b) fail for every x, so
     Condition 3 fails: returns that Verdict.  Otherwise a note (str) for the evidence."""
-    act = rounded.activation
-    if act.is_callable or act.expr is None or rounded.implementation != "exact":
+    from ._exists import KINDS, scan_exists, scans_apply     # here: conditions._exists imports condcheck
+    if not scans_apply(rounded):
         return ""
-    from ._exists import KINDS, scan_exists        # here: conditions._exists imports condcheck
     fmt = rounded.format
     kind = "abs_at_least_2^-M"
     ex = scan_exists(rounded, "derivative", kind, max_intervals=max_intervals, time_limit=time_limit)
