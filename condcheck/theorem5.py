@@ -508,9 +508,15 @@ class _Cols:
     """Columns of one layer under construction: each neuron is a dict of terms plus a bias."""
 
     rows: list = field(default_factory=list)
+    keys: dict = field(default_factory=dict)
 
-    def add(self, terms: dict, bias: float) -> int:
+    def add(self, terms: dict, bias: float, key=None) -> int:
+        """A new column, or the column already added under ``key`` (a neuron several branches share)."""
+        if key is not None and key in self.keys:
+            return self.keys[key]
         self.rows.append((terms, bias))
+        if key is not None:
+            self.keys[key] = len(self.rows) - 1
         return len(self.rows) - 1
 
     def layer(self, n_in: int, fmt: Format | None = None) -> Layer:
@@ -615,15 +621,20 @@ def _solve_affine(kit: Kit, x_at: float, target: float):
 
 
 def construct_theorem5(activation, fmt, points, values, upstream, gradients, implementation="exact",
-                       verify_result=True, max_post=None, progress=None):
+                       verify_result=True, max_post=None, progress=None, gating="auto"):
     """Build a network f with f(x) = values and D_(f,x)(upstream) = gradients on every point.
 
-    ``progress(done, total)`` is called once per point for the gradient branches, then the values."""
+    ``progress(done, total)`` is called once per point for the gradient branches, then the values.
+    ``gating``: "points" (each point's gates read the gating steps), "slices" (d >= 2: AND gates of
+    slice neurons, ``_SlicedCtx``) or "auto" (slices for d >= 2 beyond EXACT_GATE_POINTS points, where
+    per-point gates would cost N x N rounded sums to build and to verify)."""
     from .netfile import Claim
     from .verify import verify as _verify
 
     from .targets import validate
 
+    if gating not in ("auto", "points", "slices"):
+        raise CondcheckError(f"gating must be 'auto', 'points' or 'slices', not {gating!r}")
     F = get_format(fmt)
     kit = Kit(activation, F, implementation)
     X = np.asarray(points, float)
@@ -691,7 +702,7 @@ def construct_theorem5(activation, fmt, points, values, upstream, gradients, imp
                 step_pre.append(pre)
     step_val = [kit.T(p) for p in step_pre]
 
-    def gating(zi):
+    def gating_steps(zi):
         """Indices of the steps that are dead exactly at point zi (and at least one on elsewhere)."""
         out = []
         for j in range(d):
@@ -706,8 +717,12 @@ def construct_theorem5(activation, fmt, points, values, upstream, gradients, imp
         s = steps[si]
         return step_val[si][coord_idx[s.coord]]
 
-    U_X = [step_on_X(i) for i in range(len(steps))]
-    ctx = _Ctx(kit, st, F, X, steps, U_X, gating)
+    if gating == "auto":
+        gating = "slices" if d >= 2 and N > EXACT_GATE_POINTS else "points"
+    if gating == "slices" and d >= 2 and N > 1:
+        ctx = _SlicedCtx(kit, st, F, X, steps, step_val, coord_vals, coord_idx, step_of)
+    else:
+        ctx = _Ctx(kit, st, F, X, steps, [step_on_X(i) for i in range(len(steps))], gating_steps)
     h_max = float(np.max(np.abs(hv))) if N else 0.0
     consts = _Constants(F, cz, ct)
     C = consts.absorber(h_max)
@@ -729,6 +744,7 @@ def construct_theorem5(activation, fmt, points, values, upstream, gradients, imp
         if len(br.post) < n_cur:
             try:
                 grad_part[i] = ctx.gradient_branch(br.zi, br.coord, br.y, br.g, h_max, C, n_cur)
+                grad_part[i].part = br.part
             except ConstructionError:
                 pass                                   # pad_gradient below appends exact relays instead
     n_final = max([len(br.post) for br in grad_part] + [1])
@@ -742,7 +758,8 @@ def construct_theorem5(activation, fmt, points, values, upstream, gradients, imp
             progress(N + zi + 1, 2 * N)
         if fv[zi] != 0:
             values_part += ctx.value_branches(zi, fv[zi], h_max, n_final, float(hv[zi]))
-    net = _assemble(kit, st, F, d, steps, values_part, grad_part, consts, C, activation, implementation)
+    net = _assemble(kit, st, F, d, steps, values_part, grad_part, consts, C, activation, implementation,
+                    ctx if isinstance(ctx, _SlicedCtx) else None)
     claim = Claim(5, X, fv, hv, gv)
     if verify_result:
         res = _verify(net, claim)
@@ -792,24 +809,43 @@ def _gradient_branches(ctx, zi, j, y, g, h_max, C, max_post, n_min=1):
                 if lo > hi:
                     continue
                 try:
-                    return [ctx.gradient_branch(zi, j, y, part, h_max, C, lo, hi) for _ in range(parts)]
+                    return _parts([ctx.gradient_branch(zi, j, y, part, h_max, C, lo, hi) for _ in range(parts)])
                 except ConstructionError as e:
                     err = e
             continue
         for n_post in range(n_min, top + 1):   # the fewest that work
             try:
-                return [ctx.gradient_branch(zi, j, y, part, h_max, C, n_post) for _ in range(parts)]
+                return _parts([ctx.gradient_branch(zi, j, y, part, h_max, C, n_post) for _ in range(parts)])
             except ConstructionError as e:
                 err = e
     raise err
 
 
+def _parts(branches):
+    """Number the equal branches of a split gradient (they must stay separate neurons: their
+    contributions meet only in x_j's sum)."""
+    for k, br in enumerate(branches):
+        br.part = k
+    return branches
+
+
+@dataclass
+class Gate:
+    """A gate neuron T(sum_k beta_k u_k (+) gamma) of one point: live at it (pre-activation pz), dead at
+    every other point of the domain.  ``inputs`` are what it reads (boosted step indices; for the AND
+    gates of ``_SlicedCtx`` slice-neuron keys), in the row's summation order; ``bmax`` bounds the
+    backward gain from its output into the layers below (max |beta|, times the slice neurons' gains)."""
+    inputs: list
+    betas: list
+    gamma: float
+    pz: float
+    bmax: float
+
+
 @dataclass
 class _Branch:
     zi: int
-    gating: list
-    beta: list
-    gamma: float
+    gate: Gate
     post: list            # (a, c) of each layer after the gate: V' then relays, or the passes
     out_weight: float
     # gradient branches only
@@ -821,6 +857,8 @@ class _Branch:
     a2b: float = 0.0
     c3: float = 0.0
     a3: float = 0.0
+    slice_gate: Gate | None = None      # sliced gating: the gate of the pass on its coordinate's slice
+    part: int = 0                       # which of the equal branches of a split gradient
 
 
 class _Ctx:
@@ -945,6 +983,11 @@ class _Ctx:
             if np.isin(pre[zi], tv) and st.dead(np.delete(pre, zi)).all():
                 return betas, gamma, pre
         raise ConstructionError(f"point {zi + 1} {self.X[zi].tolist()}: no gate puts it live and all other points dead")
+
+    def point_gate(self, zi, extra, targets, small_first=False) -> Gate:
+        """``_gate`` as a Gate record (what the value and gradient branches read)."""
+        betas, gamma, pre = self._gate(zi, extra, targets, small_first)
+        return Gate(sorted(self.gating(zi)), betas, gamma, float(pre[zi]), max((abs(b) for b in betas), default=1.0))
 
     def _gate_sums(self, zi, gating, B, extra):
         """For each row of gating weights B: the gate's sum (without bias) at point zi, an upper and a
@@ -1134,13 +1177,13 @@ class _Ctx:
                 far_from_L = dict(zip(cand_z.tolist(), (-np.abs(cand_t - st.L)).tolist()))
                 prefs.sort(key=far_from_L.__getitem__)
             try:
-                betas, gamma, pre = self._gate(zi, None, prefs)
+                gate = self.point_gate(zi, None, prefs)
             except ConstructionError:
                 break
-            prefs.remove(float(pre[zi]))
-            Pv = float(kit.T(pre[zi]))
-            d3 = abs(float(kit.dT(pre[zi])))
-            bmax = max((abs(b) for b in betas), default=1.0)
+            prefs.remove(gate.pz)
+            Pv = float(kit.T(gate.pz))
+            d3 = abs(float(kit.dT(gate.pz)))
+            bmax = gate.bmax
             blocker_chains = None
 
             def consider(post, g_on, g_off, A):
@@ -1148,7 +1191,7 @@ class _Ctx:
                 worst = max(g_on * y_at, g_off * y_max)       # the largest backward value
                 key = (worst > F.max_float, max(g_on, g_off))
                 if best is None or key < best[0]:
-                    best = (key, _Branch(zi, sorted(self.gating(zi)), betas, gamma, post, A), g_on, g_off)
+                    best = (key, _Branch(zi, gate, post, A), g_on, g_off)
                 return worst <= F.max_float
 
             for P in sorted(pows, key=lambda P: (abs(f) > P, abs(_lg(f) - _lg(P))))[:6]:
@@ -1263,12 +1306,13 @@ class _Ctx:
         With n_top: n_post .. n_top passes (the fewest that work) for each source, pass and gate."""
         kit, F = self.kit, self.F
         X = self.X
-        xz = float(X[zi, j])
+        xs, vi = self._coord_values(j), self._coord_index(zi, j)    # the source row's inputs, z's index
+        xz = float(xs[vi])
         quarter = math.ldexp(1.0, math.frexp(C)[1] - 1 - F.M - 2)      # ulp(C) / 4
         last_err = "no source state reachable"
         # source weights: a backward value must stay a finite value of the format all the way, so near
         # the input the suffix products |w_g|, |T'(s0) w_g| must reach |g| / Omega; small |w_g| first
-        xmax = float(np.max(np.abs(X[:, j])))
+        xmax = float(np.max(np.abs(xs)))
         powers = [math.ldexp(sg, k) for k in (0, -1, 1, -2, 2, -3, 3) for sg in (1.0, -1.0)]
         powers = [w for w in powers if _in(F, w) and abs(w) * xmax <= F.max_float]
         powers.sort(key=lambda w: (abs(w) / 2 < abs(g) / float(F.max_float), abs(math.log2(abs(w)))))
@@ -1278,43 +1322,43 @@ class _Ctx:
                 if src is None:
                     continue
                 b_g, s0 = src
-                S = kit.T(kit.row([(w_g, X[:, j])], b_g))
+                S = kit.T(kit.row([(w_g, xs)], b_g))
             except ConstructionError:
                 continue
             d1 = float(kit.dT(s0))
-            for a2, a3 in self._scales(g, w_g, d1, self._gate_weight(zi) * self.share):
-                r2 = self._pass(S, a2, zi)
+            for a2, a3 in self._scales(g, w_g, d1, self._gate_weight(zi, j) * self.share):
+                r2 = self._pass(S, a2, vi)
                 if r2 is None:
                     continue
                 c2, p2, P2 = r2
                 d2 = float(kit.dT(p2))
                 # the second pass (layer 3, beside the boosted steps): weight -1 keeps it small
                 a2b = -1.0
-                r3 = self._pass(P2, a2b, zi)
+                r3 = self._pass(P2, a2b, vi)
                 if r3 is None:
                     continue
                 c3, p3, P3 = r3
                 d2b = float(kit.dT(p3))
-                try:
-                    betas, gamma, preG = self._gate(zi, (a3, P3), self.gate_targets, small_first=True)
-                except ConstructionError as e:
-                    last_err = str(e)
-                    continue
-                Gz = float(kit.T(preG[zi]))
-                d3 = float(kit.dT(preG[zi]))
-                for n in range(n_post, (n_top or n_post) + 1):
-                    r = self._transfer(y, g, Gz, d3, [d3, a3, d2b, a2b, d2, a2, d1, w_g], betas, h_max,
-                                       quarter, n)
-                    if r is not None:
-                        break
-                if r is None:
-                    last_err = f"no transfer pair (a, A) maps upstream {y!r} to gradient {g!r}"
-                    continue
-                post, A, ends = r
-                br = _Branch(zi, sorted(self.gating(zi)), betas, gamma, post, A, coord=j,
-                             w_g=w_g, b_g=b_g, a2=a2, c2=c2, a2b=a2b, c3=c3, a3=a3)
-                br.ends, br.y, br.g = ends, y, g
-                return br
+                for option in self._gradient_gates(zi, j, vi, a3, P3, (j, w_g, b_g, a2, a3)):
+                    if isinstance(option, ConstructionError):
+                        last_err = str(option)
+                        continue
+                    gate, slice_gate, front = option
+                    Gz = float(kit.T(gate.pz))
+                    d3 = float(kit.dT(gate.pz))
+                    factors = [d3] + front + [a3, d2b, a2b, d2, a2, d1, w_g]
+                    for n in range(n_post, (n_top or n_post) + 1):
+                        r = self._transfer(y, g, Gz, d3, factors, gate.bmax, h_max, quarter, n)
+                        if r is not None:
+                            break
+                    if r is None:
+                        last_err = f"no transfer pair (a, A) maps upstream {y!r} to gradient {g!r}"
+                        continue
+                    post, A, ends = r
+                    br = _Branch(zi, gate, post, A, coord=j, w_g=w_g, b_g=b_g, a2=a2, c2=c2, a2b=a2b, c3=c3,
+                                 a3=a3, slice_gate=slice_gate)
+                    br.ends, br.y, br.g = ends, y, g
+                    return br
         raise ConstructionError(f"point {zi + 1} {X[zi].tolist()}, coordinate {j + 1}: gradient branch not "
                                 f"found ({last_err})")
 
@@ -1356,12 +1400,27 @@ class _Ctx:
                                         f"{n_total} layers after the gate")
         return br
 
-    def _gate_weight(self, zi):
-        """The largest gating weight a gate of point zi needs without the pass input (a probe)."""
+    def _coord_values(self, j):
+        """The values of x_j a first-layer row reading x_j is evaluated on (every point's)."""
+        return self.X[:, j]
+
+    def _coord_index(self, zi, j):
+        """Point zi's index in ``_coord_values(j)``."""
+        return zi
+
+    def _gradient_gates(self, zi, j, vi, a3, P3, key):
+        """The gate options of a gradient branch, each (gate, slice gate, factors between them) or the
+        ConstructionError saying why there is none: here one gate reading the pass P3 (weight a3)."""
+        try:
+            yield self.point_gate(zi, (a3, P3), self.gate_targets, small_first=True), None, []
+        except ConstructionError as e:
+            yield e
+
+    def _gate_weight(self, zi, j=None):
+        """The largest backward gain of a gate of point zi without the pass input (a probe)."""
         if zi not in self._bmax:
             try:
-                betas, _, _ = self._gate(zi, None, self.gate_targets, small_first=True)
-                self._bmax[zi] = max((abs(b) for b in betas), default=1.0)
+                self._bmax[zi] = self.point_gate(zi, None, self.gate_targets, small_first=True).bmax
             except ConstructionError:
                 self._bmax[zi] = 1.0
         return self._bmax[zi]
@@ -1467,7 +1526,7 @@ class _Ctx:
         e = np.log2(np.abs(self.block_weights))
         return self.block_weights[(e >= min(share, 0.0) - 12) & (e <= max(share, 0.0) + 40)]
 
-    def _transfer(self, y, g, Gz, d3, tail_factors, betas, h_max, quarter, n_post):
+    def _transfer(self, y, g, Gz, d3, tail_factors, bmax, h_max, quarter, n_post):
         """(post, A, ends): n_post blocker layers after the gate and the output weight A, with the
         backward chain at the point exactly equal to g, and the output term absorbed (or exactly 0).
 
@@ -1481,7 +1540,6 @@ class _Ctx:
         """
         st, F = self.st, self.F
         L = st.L
-        bmax = max(abs(b) for b in betas) if betas else 1.0
         # S_0, with the gradient entering the gate's inputs (beta (x) delta) below Omega / share
         V = self._candidates_for(np.array([g]), tail_factors)
         after_gate = self._rn_chain(V, [d3])
@@ -1603,6 +1661,193 @@ class _Ctx:
         return V[np.isin(self._rn_chain(V, [d, a]), S)]
 
 
+class _SlicedCtx(_Ctx):
+    """Gating through slices, for d >= 2: a gate per point that reads the gating steps of every
+    coordinate would be evaluated on every point of the domain (N gates x N points: 10^9 rounded sums on
+    the float8 d = 2 box), and so would its verification.  Instead an extra layer holds *slice* neurons,
+    each depending on one coordinate:
+
+    - the indicator I_(j,v) = T(sum beta * boosted steps (+) gamma) of the gating steps of x_j = v: the
+      d = 1 gate of that coordinate value (``_Ctx._gate`` on coordinate j's values), live exactly on the
+      slice x_j = v (value I_on there) and dead (L, T' = 0) elsewhere;
+    - the slice gate of a gradient branch: the d = 1 gradient gate of x_j = v, reading the branch's pass
+      too (live on the slice, dead elsewhere).  Branches with the same source, passes and slice share it.
+
+    A point's gates are AND gates of slice neurons: V_z reads I_(j,z_j) for every coordinate, the
+    gradient gate of coordinate j reads I_(k,z_k) (k != j) and the slice gate.  Each input is L or its
+    on value, so the gate's pre-activation takes at most 2^(inputs) values on the whole domain, all
+    computed exactly (``_and``): live on one of the targets when every input is on (only at z), dead
+    otherwise.  At z the slice neurons pass the backward value on to the boosted steps, which are dead
+    there (T' = 0), so the value path's gradient is still exactly 0 and a gradient branch still reaches
+    x_j only through its source.  A slice gate shared by the points of its slice gets a backward value at
+    z only from z's gate (the others are dead at z).
+    """
+
+    def __init__(self, kit, st, F, X, steps, step_val, coord_vals, coord_idx, step_of):
+        super().__init__(kit, st, F, X, steps, None, None)
+        self.coord_vals, self.coord_idx = coord_vals, coord_idx
+        self.active = [j for j in range(X.shape[1]) if len(coord_vals[j]) > 1]   # coordinates that vary
+        self.slices = {}
+        for j in self.active:
+            n_j = len(coord_vals[j])
+            U = [step_val[i] if s.coord == j else None for i, s in enumerate(steps)]
+
+            def gating(v, j=j, n_j=n_j):
+                out = []
+                if v > 0:
+                    out.append(step_of[(j, v, False)])
+                if v < n_j - 1:
+                    out.append(step_of[(j, v + 1, True)])
+                return out
+            self.slices[j] = _Ctx(kit, st, F, coord_vals[j].reshape(-1, 1), steps, U, gating)
+        self._indicators, self._slice_gates, self._ands = {}, {}, {}
+
+    def _coord_values(self, j):
+        return self.coord_vals[j]
+
+    def _coord_index(self, zi, j):
+        return int(self.coord_idx[j][zi])
+
+    def indicator(self, j, v) -> Gate:
+        """I_(j,v) (cached): live on x_j = v, on the state farthest from L its gate reaches (the AND
+        gates' weights scale as 1 / |I_on - L|; a flat state, T' = 0, stops the backward value there)."""
+        key = (j, v)
+        if key not in self._indicators:
+            self._indicators[key] = self.slices[j].point_gate(v, None, self._indicator_targets())
+        return self._indicators[key]
+
+    def _unit_targets(self):
+        """Live states with |T - L| nearest 1 first (a slice gate's on value there keeps the AND gate's
+        weight on it, a factor of the gradient chain, near the gate's own scale); at most 1,024."""
+        if not hasattr(self, "_utargets"):
+            st = self.st
+            ok = (st.z > st.z_dead) & np.isfinite(st.t) & np.isfinite(st.dt) & (st.t != st.L) & (st.dt != 0)
+            z, t = st.z[ok], st.t[ok]
+            self._utargets = list(z[np.argsort(np.abs(np.log2(np.abs(t - st.L))), kind="stable")][:1024])
+        return self._utargets
+
+    def _indicator_targets(self):
+        """Live states, farthest from L first (then smaller |T'|); at most 1,024."""
+        if not hasattr(self, "_itargets"):
+            st = self.st
+            ok = (st.z > st.z_dead) & np.isfinite(st.t) & np.isfinite(st.dt) & (st.t != st.L)
+            z, t, dt = st.z[ok], st.t[ok], st.dt[ok]
+            self._itargets = list(z[np.lexsort([np.abs(dt), -np.abs(t - st.L)])][:1024])
+        return self._itargets
+
+    def _gate_weight(self, zi, j=None):
+        """The backward gain from a gradient gate into the boosted steps goes through its slice gate (the
+        AND gate's weight on it times T' there is near 1 for the preferred on values): a probe of the
+        slice gate of x_j = z_j without the pass input."""
+        key = (j, self._coord_index(zi, j))
+        if key not in self._bmax:
+            try:
+                self._bmax[key] = max(1.0, self.slices[j].point_gate(key[1], None, self._unit_targets()).bmax)
+            except ConstructionError:
+                self._bmax[key] = 1.0
+        return self._bmax[key]
+
+    def _input(self, key, gate):
+        """(key, on value, backward gain into the layers below) of a slice neuron."""
+        d = abs(float(self.kit.dT(gate.pz)))
+        return key, float(self.kit.T(gate.pz)), max(1.0, d, d * gate.bmax)
+
+    def _indicator_inputs(self, zi, skip=None):
+        return [self._input(("I", j, self._coord_index(zi, j)), self.indicator(j, self._coord_index(zi, j)))
+                for j in self.active if j != skip]
+
+    def point_gate(self, zi, extra, targets, small_first=False) -> Gate:
+        if extra is not None:
+            raise ConstructionError("internal: a sliced point gate reads slice neurons only")   # pragma: no cover
+        return self._and(self._indicator_inputs(zi), targets, small_first, zi)
+
+    def _gradient_gates(self, zi, j, vi, a3, P3, key):
+        """Slice gates of (source, passes, x_j = v) (cached; on the state farthest from L it reaches, so
+        that the AND gate's weight on it is small, else the gate targets with the smallest weights), each
+        followed by the AND gate of the point; the factors between the two in the backward chain are the
+        AND gate's weight on the slice gate and T' there."""
+        sl = self.slices[j]
+        for variant, targets, small in ((0, self._unit_targets(), False), (1, self._indicator_targets(), False),
+                                        (2, self.gate_targets, True)):
+            skey = ("G", j, vi, variant) + key[1:]
+            if skey not in self._slice_gates:
+                try:
+                    self._slice_gates[skey] = sl.point_gate(vi, (a3, P3), targets, small_first=small)
+                except ConstructionError as e:
+                    self._slice_gates[skey] = e
+            sg = self._slice_gates[skey]
+            if isinstance(sg, ConstructionError):
+                yield sg
+                continue
+            try:
+                gate = self._and(self._indicator_inputs(zi, skip=j) + [self._input(skey, sg)], self.gate_targets,
+                                 True, zi)
+            except ConstructionError as e:
+                yield e
+                continue
+            yield gate, sg, [gate.betas[-1], float(self.kit.dT(sg.pz))]
+
+    def _and(self, inputs, targets, small_first, zi) -> Gate:
+        """The AND gate of slice neurons: weights beta_k = +-2^(e - exponent of |on_k - L|) (one e for all;
+        sign: an input at L lowers the sum), gamma such that the sum with every input on lands on a
+        target (earliest preferred) and every other on/L pattern is dead; exact on all 2^k patterns."""
+        keys = [k for k, _, _ in inputs]
+        ons = np.array([u for _, u, _ in inputs], float)
+        gains = np.array([g for _, _, g in inputs], float)
+        tv = np.asarray(targets, float)
+        memo = (tuple(ons.tolist()), tuple(gains.tolist()), hash(tv.tobytes()), len(tv), small_first)
+        hit = self._ands.get(memo)
+        if hit is None:
+            hit = self._ands[memo] = self._and_search(ons, tv, small_first)
+        if hit is None:
+            raise ConstructionError(f"point {zi + 1} {self.X[zi].tolist()}: no AND gate of its slice neurons puts it "
+                                    f"live and every other point dead")
+        betas, gamma, pz = hit
+        return Gate(keys, betas, gamma, pz, float(np.max(np.abs(betas) * gains)) if len(betas) else 1.0)
+
+    def _and_search(self, ons, tv, small_first):
+        F, st, L = self.F, self.st, self.st.L
+        k = len(ons)
+        diff = ons - L
+        if k == 0 or (diff == 0).any() or not len(tv):
+            return None
+        sg = np.sign(diff)
+        ex = np.frexp(np.abs(diff))[1]
+        shifts = [e for e in range(F.e_min - F.M - 2, F.e_max + 2)
+                  if all(_in(F, float(b)) for b in sg * np.ldexp(1.0, e - ex))]
+        if not shifts:
+            return None
+        B = np.array([sg * np.ldexp(1.0, e - ex) for e in shifts])                 # (S, k)
+        pats = np.array(list(itertools.product((False, True), repeat=k)))           # (2^k, k), all-on last
+        V = np.where(pats, ons[None, :], L)                                         # (2^k, k)
+        S, Pn = len(shifts), len(pats)
+        prod, over = mul_array(np.broadcast_to(B[:, None, :], (S, Pn, k)), np.broadcast_to(V[None], (S, Pn, k)), F)
+        acc, bad = prod[:, :, 0], over.any(axis=(1, 2))
+        for i in range(1, k):
+            acc, o = add_array(acc, prod[:, :, i], F)
+            bad |= o.any(axis=1)
+        order = np.argsort(tv, kind="stable")
+        tv_sorted = tv[order]
+        if self.small_format:
+            G = np.broadcast_to(F.values()[None, :], (S, len(F.values())))
+        else:
+            G = _near_grid(F, tv[None, :64] - acc[:, -1:], 2).reshape(S, -1)
+            G = np.where(np.isnan(G), 0.0, G)
+        pre, o = add_array(np.broadcast_to(acc[:, :, None], (S, Pn, G.shape[1])),
+                           np.broadcast_to(G[:, None, :], (S, Pn, G.shape[1])), F)
+        ok = ~o.any(axis=1) & ~bad[:, None] & st.dead(pre[:, :-1, :]).all(axis=1)
+        pz = pre[:, -1, :]
+        kk = np.clip(np.searchsorted(tv_sorted, pz), 0, len(tv) - 1)
+        hitm = ok & (tv_sorted[kk] == pz)
+        ranks = np.where(hitm, order[kk], len(tv) + 1)
+        best = ranks.min(axis=1)
+        if not (best <= len(tv)).any():
+            return None
+        si = int(np.nonzero(best <= len(tv))[0][0]) if small_first else int(np.argmin(best))
+        gi = int(np.argmin(ranks[si]))
+        return [float(b) for b in B[si]], float(G[si, gi]), float(pz[si, gi])
+
+
 class _Constants:
     """Constant neurons T(b) = K (K a positive power of two, Condition 1 (c)) and the exact weights w
     with K * w = c for each constant c the network needs (kappa and chain constants of the steps, +-C).
@@ -1639,12 +1884,22 @@ class _Constants:
         raise ConstructionError(f"no absorbing constant C fits upstream values up to {h_max!r} in {F.name}")
 
 
-def _assemble(kit, st, F, d, steps, values_part, grad_part, const, C, activation, implementation):
+def _branch_keys(br, sliced):
+    """Keys of a gradient branch's source and passes: shared by the branches of a slice (sliced gating:
+    equal rows; a slice gate is live, and gets a backward value, only on its slice), else None."""
+    if sliced is None:
+        return None, None, None
+    k = (br.coord, br.w_g, br.b_g, br.part)
+    return ("s",) + k, ("p2", br.a2, br.c2) + k, ("p3", br.a2, br.c2, br.a2b, br.c3) + k
+
+
+def _assemble(kit, st, F, d, steps, values_part, grad_part, const, C, activation, implementation, sliced=None):
     M = F.M
     # layer 1: separators, sources, kappa constants (one per constant state used), chain constants
     l1 = _Cols()
     sep = [l1.add({s.coord: s.w}, s.b) for s in steps]
-    src = [l1.add({br.coord: br.w_g}, br.b_g) for br in grad_part]
+    keys = [_branch_keys(br, sliced) for br in grad_part]
+    src = [l1.add({br.coord: br.w_g}, br.b_g, key=keys[i][0]) for i, br in enumerate(grad_part)]
     kap_col = {}
     for s in steps:
         b, _ = const.pick(s.kappa)
@@ -1665,22 +1920,47 @@ def _assemble(kit, st, F, d, steps, values_part, grad_part, const, C, activation
             terms[chain_col[k][0]] = c / chain_col[k][2]
             terms[chain_col[k][1]] = -c / chain_col[k][2]
         l2.add(terms, st.z_dead)
-    pas2 = [l2.add({src[i]: br.a2}, br.c2) for i, br in enumerate(grad_part)]
+    pas2 = [l2.add({src[i]: br.a2}, br.c2, key=keys[i][1]) for i, br in enumerate(grad_part)]
     # layer 3: boosted steps (the gates read these), second passes
     lb = _Cols()
     boosted = [lb.add({i: s.boost_a}, s.boost_c) for i, s in enumerate(steps)]
-    pas3 = [lb.add({pas2[i]: br.a2b}, br.c3) for i, br in enumerate(grad_part)]
-    # layer 4: values, gates
+    pas3 = [lb.add({pas2[i]: br.a2b}, br.c3, key=keys[i][2]) for i, br in enumerate(grad_part)]
+    layers = [l1.layer(d, F), l2.layer(len(l1.rows), F), lb.layer(len(l2.rows), F)]
+    below = boosted        # the columns gates (sliced: slice neurons) read for their step inputs
+    if sliced is not None:
+        # layer 4 (sliced gating): indicators, ordered by (coordinate, value) so that an AND gate's sum
+        # runs over its inputs in the order _and computed it, then the slice gates (read last)
+        ls = _Cols()
+        col = {}
+        for key in sorted({k for br in values_part + grad_part for k in br.gate.inputs if k[0] == "I"}):
+            g = sliced.indicator(key[1], key[2])
+            col[key] = ls.add({boosted[i]: b for i, b in zip(g.inputs, g.betas)}, g.gamma)
+        for i, br in enumerate(grad_part):
+            sg = br.slice_gate
+            terms = {boosted[k]: b for k, b in zip(sg.inputs, sg.betas)}
+            terms[pas3[i]] = br.a3
+            col[(br.gate.inputs[-1], br.part)] = ls.add(terms, sg.gamma, key=(br.gate.inputs[-1], br.part))
+        layers.append(ls.layer(len(lb.rows), F))
+        below = {k: c for k, c in col.items() if k[0] == "I"}
+        n_below = len(ls.rows)
+    else:
+        n_below = len(lb.rows)
+    # gates: values, then gradients
     l3 = _Cols()
-    vcol = [l3.add({boosted[i]: b for i, b in zip(br.gating, br.beta)}, br.gamma) for br in values_part]
+    vcol = [l3.add({below[i]: b for i, b in zip(br.gate.inputs, br.gate.betas)}, br.gate.gamma) for br in values_part]
     gcol = []
     for i, br in enumerate(grad_part):
-        terms = {boosted[k]: b for k, b in zip(br.gating, br.beta)}
-        terms[pas3[i]] = br.a3
-        gcol.append(l3.add(terms, br.gamma))
+        if sliced is not None:
+            ins = br.gate.inputs
+            terms = {below[k]: b for k, b in zip(ins[:-1], br.gate.betas[:-1])}
+            terms[col[(ins[-1], br.part)]] = br.gate.betas[-1]
+        else:
+            terms = {boosted[k]: b for k, b in zip(br.gate.inputs, br.gate.betas)}
+            terms[pas3[i]] = br.a3
+        gcol.append(l3.add(terms, br.gate.gamma))
     # layers after the gates: passes (gradient) and V' / relays (value); the last one also holds +C and -C
     n_post = len((grad_part or values_part)[0].post) if (grad_part or values_part) else 1
-    layers = [l1.layer(d, F), l2.layer(len(l1.rows), F), lb.layer(len(l2.rows), F), l3.layer(len(lb.rows), F)]
+    layers.append(l3.layer(n_below, F))
     prev_g, prev_v, prev_n = gcol, vcol, len(l3.rows)
     for k in range(n_post):
         lk = _Cols()
