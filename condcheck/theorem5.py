@@ -915,6 +915,7 @@ class _Ctx:
         # so each is kept below Omega / share
         self.share = 1 + 2 * X.shape[1]
         self.gradient_gates = {}        # point -> its number of gradient gates (set once they are built)
+        self._memo = {}                 # _cached
 
     def _betas(self, gating, shift_exp):
         out = []
@@ -1066,7 +1067,15 @@ class _Ctx:
     def _map_two(self, v_off, v_on, off_ok, on_target, choices=False):
         """(a, c) with off_ok(T(RN(a v_off + c))) and T(RN(a v_on + c)) == on_target.
 
-        With choices: a list of up to two such pairs, the preferred one and the smallest |a|."""
+        With choices: a list of up to two such pairs, the preferred one and the smallest |a|.
+        Maps onto a zero of T ("zero") are cached: every value branch asks for the same few."""
+        if isinstance(off_ok, str):
+            r = self._cached(("map_two", v_off, v_on, off_ok, on_target, choices),
+                             lambda: self._map_two_search(v_off, v_on, off_ok, on_target, choices))
+            return list(r) if choices else r
+        return self._map_two_search(v_off, v_on, off_ok, on_target, choices)
+
+    def _map_two_search(self, v_off, v_on, off_ok, on_target, choices=False):
         kit, F = self.kit, self.F
         zs = self.zero_states if off_ok == "zero" else off_ok
         zs = zs[np.argsort(np.abs(zs - 0))][:16]
@@ -1249,6 +1258,9 @@ class _Ctx:
         return best[1]
 
     def _value_blockers(self, v_on, n, n_last=8):
+        return self._cached(("value_blockers", v_on, n, n_last), lambda: self._value_blockers_search(v_on, n, n_last))
+
+    def _value_blockers_search(self, v_on, n, n_last=8):
         """Up to n_last chains of n blocker layers after a value gate whose on value is v_on: each
         layer is dead at L and live at the point.  Returns (post, T at the point after the last layer,
         [|T'(p_k) a_k| for the layers, last first]).  Layers with |a T'| <= 1 and on values far from L
@@ -1316,25 +1328,32 @@ class _Ctx:
         powers = [math.ldexp(sg, k) for k in (0, -1, 1, -2, 2, -3, 3) for sg in (1.0, -1.0)]
         powers = [w for w in powers if _in(F, w) and abs(w) * xmax <= F.max_float]
         powers.sort(key=lambda w: (abs(w) / 2 < abs(g) / float(F.max_float), abs(math.log2(abs(w)))))
-        for w_g in powers[:6]:
+        def source(w_g):
             try:
                 src = self._reach(float(kit.mul(w_g, xz)))
                 if src is None:
-                    continue
+                    return None
                 b_g, s0 = src
-                S = kit.T(kit.row([(w_g, xs)], b_g))
+                return b_g, s0, kit.T(kit.row([(w_g, xs)], b_g)), float(kit.dT(s0))
             except ConstructionError:
+                return None
+
+        for w_g in powers[:6]:
+            # sources and passes are cached by (coordinate, value index, weights): the branches of one
+            # slice (sliced gating) or of one point share them
+            src = self._cached(("source", j, vi, w_g), lambda: source(w_g))
+            if src is None:
                 continue
-            d1 = float(kit.dT(s0))
+            b_g, s0, S, d1 = src
             for a2, a3 in self._scales(g, w_g, d1, self._gate_weight(zi, j) * self.share):
-                r2 = self._pass(S, a2, vi)
+                r2 = self._cached(("pass2", j, vi, w_g, a2), lambda: self._pass(S, a2, vi))
                 if r2 is None:
                     continue
                 c2, p2, P2 = r2
                 d2 = float(kit.dT(p2))
                 # the second pass (layer 3, beside the boosted steps): weight -1 keeps it small
                 a2b = -1.0
-                r3 = self._pass(P2, a2b, vi)
+                r3 = self._cached(("pass3", j, vi, w_g, a2), lambda: self._pass(P2, a2b, vi))
                 if r3 is None:
                     continue
                 c3, p3, P3 = r3
@@ -1355,6 +1374,7 @@ class _Ctx:
                         last_err = f"no transfer pair (a, A) maps upstream {y!r} to gradient {g!r}"
                         continue
                     post, A, ends = r
+                    post = list(post)           # pad_gradient appends to it; r may be shared (cached)
                     br = _Branch(zi, gate, post, A, coord=j, w_g=w_g, b_g=b_g, a2=a2, c2=c2, a2b=a2b, c3=c3,
                                  a3=a3, slice_gate=slice_gate)
                     br.ends, br.y, br.g = ends, y, g
@@ -1400,6 +1420,14 @@ class _Ctx:
                                         f"{n_total} layers after the gate")
         return br
 
+    def _cached(self, key, fn):
+        """fn() once per key: the searches that branches sharing a source, a slice or a gradient repeat."""
+        try:
+            return self._memo[key]
+        except KeyError:
+            r = self._memo[key] = fn()
+            return r
+
     def _coord_values(self, j):
         """The values of x_j a first-layer row reading x_j is evaluated on (every point's)."""
         return self.X[:, j]
@@ -1435,6 +1463,9 @@ class _Ctx:
         about 1/2 (the two passes and the gate).  a2 < 0 keeps P2 = T(a2 S + c2) small on the whole domain
         (S >= min T), so the gate needs only a small push.
         """
+        return self._cached(("scales", g, w_g, d1, bmax, tries), lambda: self._scales_search(g, w_g, d1, bmax, tries))
+
+    def _scales_search(self, g, w_g, d1, bmax, tries):
         F = self.F
         want = (_lg(4 * bmax) + _lg(g) - _lg(F.max_float) - _lg(w_g) - _lg(d1) + 3) if g and d1 else 0.0
         floor = abs(g) / float(F.max_float)           # every suffix product of the backward chain reaches this
@@ -1527,6 +1558,11 @@ class _Ctx:
         return self.block_weights[(e >= min(share, 0.0) - 12) & (e <= max(share, 0.0) + 40)]
 
     def _transfer(self, y, g, Gz, d3, tail_factors, bmax, h_max, quarter, n_post):
+        """``_transfer_search``, once per argument tuple (branches with equal chains and targets)."""
+        return self._cached(("transfer", y, g, Gz, d3, tuple(tail_factors), bmax, h_max, quarter, n_post),
+                            lambda: self._transfer_search(y, g, Gz, d3, tail_factors, bmax, h_max, quarter, n_post))
+
+    def _transfer_search(self, y, g, Gz, d3, tail_factors, bmax, h_max, quarter, n_post):
         """(post, A, ends): n_post blocker layers after the gate and the output weight A, with the
         backward chain at the point exactly equal to g, and the output term absorbed (or exactly 0).
 
