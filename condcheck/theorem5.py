@@ -1490,6 +1490,12 @@ class _Ctx:
     def _rn_chain(self, t, factors):
         """RN(...RN(RN(t f_1) f_2)... f_k) for an array t, NaN where a product overflows."""
         F = self.F
+        tb = self.tables
+        if tb is not None:                      # index lookups, the same values (tests/test_op_tables.py)
+            i = tb.index(t)
+            for f in factors:
+                i = tb.mul(i, tb.index(np.array([f]))[0])
+            return tb.value(i)
         out = np.asarray(t, float)
         for f in factors:
             r, o = mul_array(out, np.full_like(out, f), F)
@@ -1497,6 +1503,12 @@ class _Ctx:
         return out
 
     def _blockers(self, v_on, weights=None):
+        """``_blockers_search``; with every weight (weights None) once per on value (branches share gates)."""
+        if weights is None:
+            return self._cached(("blockers", v_on), lambda: self._blockers_search(v_on))
+        return self._blockers_search(v_on, weights)
+
+    def _blockers_search(self, v_on, weights=None):
         """Every layer T(a v + c) after a gate whose input is v_on at the branch's point and L elsewhere:
         the pre-activation at the point is a state with T' != 0, and elsewhere it is dead (T = L,
         T' = 0), so at every other point the layer *blocks* the backward pass.
@@ -1627,7 +1639,10 @@ class _Ctx:
             return As, np.where(o, np.nan, t1)
 
         order = np.argsort(np.abs(np.log2(np.abs(a)) + np.log2(np.abs(d)) - need), kind="stable")
-        r = self._last_layer((a, c, t, d), order, candidates, S, quarter)
+        if small and self.tables is not None:
+            r = self._last_layer_tables(v_on, (a, c, t, d), order, y, S, quarter, h_max)
+        else:
+            r = self._last_layer((a, c, t, d), order, candidates, S, quarter)
         if r is not None or small:
             return None if r is None else (post + [r[0]], r[1], r[2])
         # large formats, second try: A near 2^k / y, so that u = RN(y A) has a significand near 1 and the
@@ -1665,6 +1680,32 @@ class _Ctx:
                 return (float(a[i]), float(c[i])), float(As[np.argmin(np.abs(np.log2(np.abs(As))))]), \
                     (float(t[i]), self.st.L, 1.0)
         return None
+
+    def _last_layer_tables(self, v_on, blockers, order, y, S, quarter, h_max):
+        """``_last_layer`` with every A of a tabulated format at once: the map u -> RN(RN(u T'(p)) a) of
+        each blocker (every blocker of the on value v_on) is one index table, kept for the next branch
+        with the same on value; the first blocker in ``order`` with a hit, as the chunked scan picks."""
+        a, c, t, d = blockers
+        tb = self.tables
+        maps = self.__dict__.setdefault("_last_maps", {})
+        M = maps.get(v_on)
+        if M is None:
+            if len(maps) >= 64:
+                maps.clear()
+            M = maps[v_on] = tb.mul(tb.mul(np.arange(tb.over)[:, None], tb.index(d)[None, :]), tb.index(a)[None, :])
+        As = self.nonzero_values[np.abs(self.nonzero_values) * h_max <= self.F.max_float]
+        iu = tb.mul(tb.index(np.array([y]))[0], tb.index(As))
+        in_S = np.zeros(tb.over + 1, bool)
+        in_S[tb.index(S)] = True
+        hit = in_S[np.where(iu[:, None] == tb.over, tb.over, M[np.minimum(iu, tb.over - 1)])]
+        amp = np.maximum(np.abs(t), abs(self.st.L))
+        hit &= (np.abs(As)[:, None] * amp[None, :] < quarter) | (amp[None, :] == 0)
+        cols = hit.any(axis=0)[order]
+        if not cols.any():
+            return None
+        i = int(order[int(np.argmax(cols))])
+        Ai = As[hit[:, i]]
+        return (float(a[i]), float(c[i])), float(Ai[np.argmin(np.abs(np.log2(np.abs(Ai))))]), (float(t[i]), self.st.L, 1.0)
 
     def _rn_chain_2d(self, t, d, a):
         """RN(RN(t_i d_k) a_k) for every (i, k), NaN on overflow."""
