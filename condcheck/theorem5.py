@@ -51,6 +51,13 @@ no gradient at all, whatever its upstream.  Layers (d = input dimension):
    source cannot (|g*| / (|w_g| |T'(s0)|) > Omega, e.g. sigmoid with T' <= 1/4), two branches carry
    g*/2 each and their contributions meet exactly in x_j's sum.
 
+Domains with d >= 2 and more than EXACT_GATE_POINTS points use *sliced gating* (``_SlicedCtx``): the
+gates of layer 4 are built per coordinate value (an indicator per slice x_j = v, and a slice gate per
+gradient source), and each point gets AND gates of those in a fifth layer.  A point's gates then read d
+neurons that are dead off two slices, instead of 2d steps that vary over the whole domain, so building
+and verifying them costs about N (not N^2) rounded sums, and every AND gate's pre-activation takes at
+most 2^d values on the whole domain, all checked exactly.
+
 Formats too large to enumerate (float32, float64): the activation is known on sampled states only
 (``find_states``: short significands of every binade, the preimages of powers of two, nothing inside
 the dead tail), separators are evaluated on demand (``separators._SampledAct``), and every set above
