@@ -792,22 +792,34 @@ def _post_limit(F: Format, y: float, g: float, max_post) -> int:
 
 
 def _gradient_branches(ctx, zi, j, y, g, h_max, C, max_post, n_min=1):
-    """The branches that carry g*_j at point zi: one, or two carrying g/2 each.
+    """The branches that carry g*_j at point zi: one, or k = 2, 4, ... carrying g/k each.
 
     The backward value arriving at the source's output is g / (w_g T'(s0)); with a small |T'| (sigmoid:
-    at most 1/4) and |w_g| <= Omega / max|x_j|, it can exceed Omega for a large |g|.  Two branches with
-    g/2 each then meet at x_j's sum: 0 (+) ... (+) g/2 (+) ... (+) g/2 = g exactly (every other
-    first-layer neuron contributes exactly 0 at the point, and g/2 is exact when it is a value).
+    at most 1/4) and |w_g| <= Omega / max|x_j|, it can exceed Omega for a large |g|.  k branches with
+    g/k each then meet at x_j's sum: 0 (+) ... (+) g/k (+) ... (+) g/k, where every other first-layer
+    neuron contributes exactly 0 at the point; k is used only when that left-to-right rounded sum of k
+    copies of g/k is exactly g (always for k = 2; for k = 4, 3g/4 must be a value too).  The fewest
+    branches that can fit come first, then twice as many.
     """
-    F = ctx.F
-    xmax = float(np.max(np.abs(ctx.X[:, j])))
+    F, kit = ctx.F, ctx.kit
+    xmax = float(np.max(np.abs(ctx._coord_values(j))))
     w_max = math.ldexp(1.0, min(math.floor(_lg(F.max_float) - _lg(xmax)), F.e_max)) if xmax else F.max_float
-    one_fits = abs(g) / (w_max * float(np.max(np.abs(ctx.pass_d)))) <= F.max_float
-    err = ConstructionError(f"point {zi + 1}: the gradient {g!r} needs more than two branches")
-    for parts in ((1, 2) if one_fits else (2,)):
+    gain = w_max * float(np.max(np.abs(ctx.pass_d)))
+    first = next((k for k in (1, 2, 4, 8) if abs(g) / k / gain <= F.max_float), 16)
+    err = ConstructionError(f"point {zi + 1}: the gradient {g!r} needs more than {2 * first} branches")
+
+    def sums_to_g(part, k):
+        acc = part
+        for _ in range(k - 1):
+            acc = kit.add(acc, part)
+        return acc == g
+
+    for parts in ((1, 2) if first == 1 else (first, 2 * first)):
         part = g / parts
         if not _in(F, part):
             break
+        if not sums_to_g(part, parts):
+            continue
         top = max(n_min, _post_limit(F, y, part, max_post))
         if not ctx.small_format:
             # formats with many values: each (source, pass, gate) tries every depth up to the limit
@@ -938,7 +950,7 @@ class _Ctx:
         terms = [(b, self.U_X[i]) for b, i in zip(betas, gating)]
         if extra is not None:
             terms.append(extra)
-        return self.kit.row(terms, gamma)
+        return np.broadcast_to(self.kit.row(terms, gamma), (len(self.X),))     # no terms: the bias alone
 
     def _gate(self, zi, extra, targets, small_first=False):
         """(betas, gamma, pre on X) with pre[zi] one of targets (earliest preferred), others dead.
@@ -1774,7 +1786,7 @@ class _SlicedCtx(_Ctx):
         self.coord_vals, self.coord_idx = coord_vals, coord_idx
         self.active = [j for j in range(X.shape[1]) if len(coord_vals[j]) > 1]   # coordinates that vary
         self.slices = {}
-        for j in self.active:
+        for j in range(X.shape[1]):     # (a coordinate with one value still carries gradients: its slice is all)
             n_j = len(coord_vals[j])
             U = [step_val[i] if s.coord == j else None for i, s in enumerate(steps)]
 
