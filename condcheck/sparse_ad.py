@@ -1368,6 +1368,61 @@ def _fold_rows_py(indptr, indices, data, bias, amode, aptr, apt, aval, off, zdef
                         shift, half, mask, small_bits, Kc, omega)
 
 
+def _narrow_range(j0, j1, indptr, indices, data, bias, amode, aptr, apt, aval, off, zdef, upt, uval, ucnt,
+                  shift, half, mask, small_bits, Kc, omega):
+    """The rows j0 <= j < j1 of ``_narrow_rows``."""
+    for j in range(j0, j1):
+        lo, hi = indptr[j], indptr[j + 1]
+        m = hi - lo
+        head = np.empty(m, np.int64)
+        acc = 0.0
+        for t in range(m):
+            i = indices[lo + t]
+            head[t] = aptr[i]
+            acc = _rn(acc + _rn(amode[i] * data[lo + t], shift, half, mask, small_bits, Kc, omega, False),
+                      shift, half, mask, small_bits, Kc, omega, False)
+        zdef[j] = _rn(acc + bias[j], shift, half, mask, small_bits, Kc, omega, False)
+        cnt = 0
+        o = off[j]
+        while True:
+            q = -1
+            for t in range(m):
+                h = head[t]
+                if h < aptr[indices[lo + t] + 1] and (q < 0 or apt[h] < q):
+                    q = apt[h]
+            if q < 0:
+                break
+            acc = 0.0
+            for t in range(m):
+                i = indices[lo + t]
+                h = head[t]
+                if h < aptr[i + 1] and apt[h] == q:
+                    v = aval[h]
+                    head[t] = h + 1
+                else:
+                    v = amode[i]
+                acc = _rn(acc + _rn(v * data[lo + t], shift, half, mask, small_bits, Kc, omega, False),
+                          shift, half, mask, small_bits, Kc, omega, False)
+            upt[o + cnt] = q
+            uval[o + cnt] = _rn(acc + bias[j], shift, half, mask, small_bits, Kc, omega, False)
+            cnt += 1
+        ucnt[j] = cnt
+
+
+def _narrow_rows_py(indptr, indices, data, bias, amode, aptr, apt, aval, off, zdef, upt, uval, ucnt, nchunk,
+                    shift, half, mask, small_bits, Kc, omega):
+    """``_fwd_layer`` for rows of a few terms: the union of the inputs' exception points by merging their
+    ascending lists (no sorting, no per-point scratch), each row summed at each of its points."""
+    n_out = indptr.shape[0] - 1
+    step = (n_out + nchunk - 1) // nchunk
+    for ck in numba.prange(nchunk):
+        j0 = ck * step
+        j1 = min(n_out, j0 + step)
+        if j0 < j1:
+            _narrow_range(j0, j1, indptr, indices, data, bias, amode, aptr, apt, aval, off, zdef, upt, uval, ucnt,
+                          shift, half, mask, small_bits, Kc, omega)
+
+
 def _wmode_py(tabs, counts, out):
     """out[n] = the value of row n of tabs (over a coordinate's distinct values) taken at most points
     (counts[t] points have value index t; bit patterns; ties: the smallest pattern)."""
@@ -1591,6 +1646,8 @@ def _explicit_py(pts, yc, xi, csr_ptr, csr_idx, csc_ptr, csc_idx, csc_w, lay_ptr
 if kernels.HAVE_NUMBA:
     _fold_range = numba.njit(cache=True)(_fold_range)
     _fold_rows = numba.njit(cache=True, parallel=True)(_fold_rows_py)
+    _narrow_range = numba.njit(cache=True)(_narrow_range)
+    _narrow_rows = numba.njit(cache=True, parallel=True)(_narrow_rows_py)
     _wmode = numba.njit(cache=True, parallel=True)(_wmode_py)
     _spread = numba.njit(cache=True, parallel=True)(_spread_py)
     _dprod = numba.njit(cache=True, parallel=True)(_dprod_py)
@@ -1598,6 +1655,8 @@ if kernels.HAVE_NUMBA:
     _dT_at = numba.njit(cache=True, inline="always")(_dT_at)
     _explicit_range = numba.njit(cache=True)(_explicit_range)
     _explicit = numba.njit(cache=True, parallel=True)(_explicit_py)
+    # every thread that finds a bad value writes the same 1 into bad[0]
+    _lookup_codes_par = numba.njit(cache=True, parallel=True)(_lookup_codes_py)
 
 
 def _row_kinds(w, kind):
@@ -1623,6 +1682,84 @@ class _Backward:
     a function of coordinate c, with its sigma~' on every value of c at dtab1[tptr[g]:]; -2: a default
     sigma~' and exceptions), its default (most common) sigma~' ddef, and the exceptions (dptr, dpt, dval;
     points ascending); the coordinates' value indices xi (N, d) and value counts."""
+
+
+# rows of a layer's general part evaluated at once: the bound on their (point, value) entries
+BLOCK_ENTRIES = 1 << 22
+# rows with at most this many terms: ``_narrow_rows`` (merging); longer ones: ``_fold_rows``
+NARROW_ROW = 16
+
+
+def _general_rows(N, sub, bias, amode, aptr, apt, aval, rp, zero_index, fmt, sig, dtab, bad_d, last):
+    """The rows of sub (general: their inputs as defaults and exceptions) in blocks of about
+    BLOCK_ENTRIES (point, value) entries: the output values (N,) when ``last``, else per row sigma~' and
+    sigma~ as a default (most common value) and exceptions (dmode, dcnt, dpt, dval, smode, scnt, spt,
+    sval; rows in order, points ascending).  The pre-activations at the union of a row's inputs'
+    exceptions go straight to sigma~ and sigma~' (a gate has a pre-activation exception at two slices
+    of the grid but is dead at all of them).  None where a value is not finite."""
+    nchunk = 64
+    acnt = np.diff(aptr).astype(np.float64)
+    pattern = sp.csr_matrix((np.ones(sub.nnz), sub.indices, sub.indptr), shape=sub.shape)
+    bound = np.minimum(N, np.rint(pattern @ acnt)).astype(np.int64)
+    nterm = np.diff(sub.indptr)
+    out = []
+    for narrow in (True, False):
+        sel = np.flatnonzero((nterm <= NARROW_ROW) == narrow)
+        if not len(sel):
+            continue
+        blk_id = (np.cumsum(bound[sel] + 1) - 1) // BLOCK_ENTRIES
+        cuts = np.concatenate([[0], np.flatnonzero(np.diff(blk_id)) + 1, [len(sel)]])
+        for lo, hi in zip(cuts[:-1], cuts[1:]):
+            r = sel[lo:hi]
+            blk = sub[r]
+            nr = len(r)
+            off = np.concatenate([[0], np.cumsum(bound[r])]).astype(np.int64)
+            zdef, ucnt = np.empty(nr), np.empty(nr, np.int64)
+            upt, uval = np.empty(int(off[-1]), np.int64), np.empty(int(off[-1]))
+            (_narrow_rows if narrow else _fold_rows)(
+                blk.indptr.astype(np.int64), blk.indices.astype(np.int64), blk.data.astype(np.float64), bias[r],
+                amode, aptr, apt, aval, off, zdef, upt, uval, ucnt, nchunk, *rp)
+            if last:
+                values = np.full(N, zdef[0])
+                k = int(ucnt[0])
+                values[upt[:k]] = uval[:k]
+                return values if np.isfinite(values).all() else None
+            idx = _compact(off, ucnt)
+            upt, uval = upt[idx], uval[idx]
+            off = np.concatenate([[0], np.cumsum(ucnt)]).astype(np.int64)
+            # a default that no point has (every point an exception) may be anything
+            zdef = np.where((ucnt == N) & ~np.isfinite(zdef), 0.0, zdef)
+            bad = np.zeros(1, np.int64)
+            mcode, adef = np.empty(nr, np.int64), np.empty(nr)
+            _lookup_codes_par(zdef, zero_index, fmt.M, fmt.e_min, sig, mcode, adef, bad)
+            ecode, aexc = np.empty(len(uval), np.int64), np.empty(len(uval))
+            _lookup_codes_par(uval, zero_index, fmt.M, fmt.e_min, sig, ecode, aexc, bad)
+            del uval
+            ddf, dex = dtab[mcode], dtab[ecode]
+            del ecode
+            if bad[0] or (bad_d and not (np.isfinite(ddf).all() and np.isfinite(dex).all())):
+                return None
+            res = [r]
+            for dflt, vals in ((ddf, dex), (adef, aexc)):
+                mo, cnt = np.empty(nr), np.empty(nr, np.int64)
+                pt, vl = np.empty_like(upt), np.empty_like(vals)
+                _mode(N, dflt, upt, vals, ucnt, off, mo, pt, vl, cnt)
+                idx = _compact(off, cnt)
+                res += [mo, cnt, pt[idx], vl[idx]]
+            out.append(res)
+    # back to the rows' order
+    rr = np.concatenate([o[0] for o in out])
+    inv = np.empty_like(rr)
+    inv[rr] = np.arange(len(rr))
+    result = []
+    for k in (1, 5):
+        mo = np.concatenate([o[k] for o in out])[inv]
+        cnt = np.concatenate([o[k + 1] for o in out])
+        own = np.repeat(rr, cnt)
+        order = np.argsort(own, kind="stable")
+        result += [mo, cnt[inv], np.concatenate([o[k + 2] for o in out])[order],
+                   np.concatenate([o[k + 3] for o in out])[order]]
+    return result
 
 
 def _forward_tables(net, X, zero_index, dtab):
@@ -1703,7 +1840,7 @@ def _forward_tables(net, X, zero_index, dtab):
             zt = np.ascontiguousarray(z.T).ravel()
             code, s = np.empty(len(zt), np.int64), np.empty(len(zt))
             bad = np.zeros(1, np.int64)
-            _lookup_codes(zt, zero_index, fmt.M, fmt.e_min, sig, code, s, bad)
+            _lookup_codes_par(zt, zero_index, fmt.M, fmt.e_min, sig, code, s, bad)
             dT = dtab[code]
             if bad[0] or (bad_d and not np.isfinite(dT).all()):
                 return None
@@ -1752,53 +1889,21 @@ def _forward_tables(net, X, zero_index, dtab):
             aval = np.concatenate(ovl)[order]
             acnt = np.bincount(own, minlength=len(kind)).astype(np.int64)
             aptr = np.concatenate([[0], np.cumsum(acnt)]).astype(np.int64)
-            pattern = sp.csr_matrix((np.ones(sub.nnz), sub.indices, sub.indptr), shape=sub.shape)
-            bound = np.minimum(N, np.rint(pattern @ acnt.astype(np.float64))).astype(np.int64)
-            off = np.concatenate([[0], np.cumsum(bound)]).astype(np.int64)
-            nr = len(rows)
-            zdef, ucnt = np.empty(nr), np.empty(nr, np.int64)
-            upt, uval = np.empty(int(off[-1]), np.int64), np.empty(int(off[-1]))
-            _fold_rows(sub.indptr.astype(np.int64), sub.indices.astype(np.int64), sub.data.astype(np.float64),
-                       layer.bias[rows].astype(np.float64), amode, aptr, apt, aval, off, zdef, upt, uval, ucnt,
-                       nchunk, *rp)
-            if last:
-                values = np.full(N, zdef[0])
-                k = int(ucnt[0])
-                values[upt[:k]] = uval[:k]
-                if not np.isfinite(values).all():
-                    return None
-                return finish(values)
-            zmode, zcnt = np.empty(nr), np.empty(nr, np.int64)
-            zpt, zval = np.empty_like(upt), np.empty_like(uval)
-            _mode(N, zdef, upt, uval, ucnt, off, zmode, zpt, zval, zcnt)
-            idx = _compact(off, zcnt)
-            zpt, zval = zpt[idx], zval[idx]
-            bad = np.zeros(1, np.int64)
-            mcode, adef = np.empty(nr, np.int64), np.empty(nr)
-            _lookup_codes(zmode, zero_index, fmt.M, fmt.e_min, sig, mcode, adef, bad)
-            ecode, aexc = np.empty(len(zval), np.int64), np.empty(len(zval))
-            _lookup_codes(zval, zero_index, fmt.M, fmt.e_min, sig, ecode, aexc, bad)
-            ddf, dex = dtab[mcode], dtab[ecode]
-            if bad[0] or (bad_d and not (np.isfinite(ddf).all() and np.isfinite(dex).all())):
+            res = _general_rows(N, sub, layer.bias[rows].astype(np.float64), amode, aptr, apt, aval, rp,
+                                zero_index, fmt, sig, dtab, bad_d, last)
+            if res is None:
                 return None
-            off = np.concatenate([[0], np.cumsum(zcnt)]).astype(np.int64)
-            # sigma~' (the backward pass) and sigma~ (the next layer), each by its most common value
-            dmode, dcnt = np.empty(nr), np.empty(nr, np.int64)
-            dpt, dvl = np.empty_like(zpt), np.empty_like(dex)
-            _mode(N, ddf, zpt, dex, zcnt, off, dmode, dpt, dvl, dcnt)
-            idx = _compact(off, dcnt)
+            if last:
+                return finish(res)
+            dmode, dcnt, dpt, dvl, smode, scnt, spt, svl = res
             bw.ddef[g0 + rows] = dmode
             gex.append(np.repeat(g0 + rows, dcnt))
-            gpt.append(dpt[idx])
-            gval.append(dvl[idx])
-            smode, scnt = np.empty(nr), np.empty(nr, np.int64)
-            spt, svl = np.empty_like(zpt), np.empty_like(aexc)
-            _mode(N, adef, zpt, aexc, zcnt, off, smode, spt, svl, scnt)
-            idx = _compact(off, scnt)
+            gpt.append(dpt)
+            gval.append(dvl)
             n_cval[rows] = smode
             n_eptr[rows + 1] = scnt
             n_eptr = np.cumsum(n_eptr)
-            n_ept, n_evl = spt[idx], svl[idx]
+            n_ept, n_evl = spt, svl
         kind, cval, tabs, trow = rk, n_cval, n_tabs, n_trow
         eptr, ept, evl = n_eptr.astype(np.int64), n_ept, n_evl
         g0 += n
