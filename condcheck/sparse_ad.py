@@ -23,6 +23,21 @@ outside the union of its inputs' exceptions has, exactly) and once at each point
 dense kernel's operations in its order, then re-expressed by its most common value.  Where some value
 is not finite it gives up and the dense forward pass (``_forward_compressed``) runs and reports it.
 
+Per-point upstream values (Theorem 5 claims: one y per point, different per point) take
+``_evaluate_per_point``.  Forward (``_forward_tables``): a neuron that depends on one input coordinate
+(or none) is a table over that coordinate's distinct values, its row evaluated once per value by the
+dense kernel; only rows that mix coordinates become a default and exceptions (``_narrow_rows``,
+``_fold_rows``), and what the backward pass keeps of them is sigma~' (a gate whose pre-activation
+differs over two slices of a grid is dead on all of them: one value).  Backward: every neuron has a
+*default* sigma~' (its most common one), and the backward values of the network in which every neuron
+sits at its default are computed once per distinct y (``_DefaultPlan``).  At a point, a neuron's value
+is its default one unless its sigma~' differs there (and its default sum is not 0) or a successor's
+value differs: those *explicit* neurons are found top-down per point (``_explicit``) and summed over
+their successors, each read as explicit or default.  A point visits its own chains and the
+one-coordinate neurons that feed them, not the default state of every other point's chains.  The
+default pass checks every y on the default states, so it may report a non-finite value that no point
+reaches: the reference path then decides.
+
 Why it is exact (finite semantics, SPEC 2.1/2.3): an inactive neuron's upstream value is +-0 (its
 sigma~' is 0, or every term of its backward sum is a product with a +-0).  In a rounded left-to-right sum
 ``acc (+) (+-0 (x) w)`` equals ``acc`` when acc != 0 and is a zero otherwise, so leaving such terms out

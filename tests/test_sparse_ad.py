@@ -410,3 +410,26 @@ def test_a_theorem5_claim_on_a_two_dimensional_grid_gives_the_dense_numbers():
     assert _same_as_dense(net, X, h.reshape(-1, 1))
     sv, sg = evaluate_sparse(net, X, h.reshape(-1, 1))
     assert np.array_equal(sv, claim.values) and np.array_equal(sg[:, 0], claim.gradients.reshape(len(X), -1))
+
+
+@pytest.mark.parametrize("narrow, block, dbytes", [(0, 1 << 22, 1 << 28), (10 ** 9, 5, 1 << 28), (16, 64, 1)])
+def test_per_point_kernels_and_batches_give_the_same_numbers(narrow, block, dbytes, monkeypatch):
+    """Every row summed by the fold (or every row by merging), the general rows in tiny blocks, the
+    default backward values one y at a time: the dense numbers each time."""
+    from condcheck import sparse_ad as sa
+    monkeypatch.setattr(sa, "NARROW_ROW", narrow)
+    monkeypatch.setattr(sa, "BLOCK_ENTRIES", block)
+    monkeypatch.setattr(sa, "DEFAULT_BYTES", dbytes)
+    rng = np.random.default_rng(17)
+    finite = []
+    for fmt_name, act in (("float8_e4m3", "gelu"), ("float8_e5m2", "relu"), ("float16", "tanh")):
+        fmt = get_format(fmt_name)
+        vals = fmt.values()
+        vals = np.unique(vals[np.abs(vals) <= 3])
+        net = _sliced_network(fmt_name, act, rng, [2, 12, 10, 30, 1], scale=1.0, zero_fraction=0.4)
+        X = _grid(vals, rng, 8)
+        finite.append(_same_as_dense(net, X, rng.choice(vals, (len(X), 2))))
+    assert sum(finite) >= 2
+    net, X = _wide_row_network(rng)
+    vals = get_format("float8_e4m3").values()
+    assert _same_as_dense(net, X, rng.choice(vals[np.abs(vals) <= 0.125], (len(X), 1)))
