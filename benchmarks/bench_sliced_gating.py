@@ -8,6 +8,7 @@ interpreter must only give the dense interpreter's numbers):
    relayed up to the output; a constant neuron is relayed through every layer;
    (relu: h = relu(1 - s r+ - s r-) is 1 at v and at most 15/16 elsewhere, relu(16 h - 15) keeps 1 only);
 2. layer 5: per point z an AND gate reading I_{1,z1} and I_{2,z2}, live only at z;
+   (``gate_pass``: the gate also reads a step of x_1, which varies over the whole x_1 axis: a pass);
 3. layers 6..depth-1: ``chains`` chains per point, live only at their point (tanh: the last chain
    layer are relays at tanh(0), whose sigma~' = 1 at every other point), then one output row reading
    every chain end, the steps and the constant.
@@ -46,8 +47,10 @@ def _layer(rows, cols, w, bias, n_in):
     return Layer(m, np.asarray(bias, float))
 
 
-def sliced_gating(fmt, act, c1, c2, chains=3, depth=10, seed=0, step_every=4):
+def sliced_gating(fmt, act, c1, c2, chains=3, depth=10, seed=0, step_every=4, gate_pass=False):
     """The network on the grid c1 x c2 (both grids spaced so that s * gap >= 2, see the module docstring)."""
+    if gate_pass:       # a step for every value: the gate of (a, b) also reads the step of x_1 at a
+        step_every = 1
     if depth < 7:
         raise ValueError("depth >= 7: four one-coordinate layers, the gates, a chain layer, the output")
     rng = np.random.default_rng(seed)
@@ -153,6 +156,10 @@ def sliced_gating(fmt, act, c1, c2, chains=3, depth=10, seed=0, step_every=4):
     else:
         w = [np.ones(n_pts), np.ones(n_pts)]         # indicators: 1 live, 0 dead
         b = [np.full(n_pts, -1.5)]
+    if gate_pass:       # a third input that varies over the whole x_1 axis, too small to open the gate
+        rows.append(gate)
+        cols.append(prev_step[0][a_idx])
+        w.append(np.full(n_pts, 2.0 ** -7))
     n = n_pts
     steps_out = []
     for j in range(2):
@@ -219,6 +226,7 @@ def main():
     ap.add_argument("--ymax", type=float, default=0.25)
     ap.add_argument("--check", type=int, default=300)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--gate-pass", action="store_true", help="gates also read a step of x_1 (a pass)")
     a = ap.parse_args()
     from condcheck import sparse_ad
     from condcheck.targets import random_values
@@ -228,7 +236,7 @@ def main():
     else:
         c = grid_values(a.fmt, a.n, a.step)
     t0 = time.time()
-    net, X = sliced_gating(a.fmt, a.act, c, c, a.chains, a.depth, a.seed)
+    net, X = sliced_gating(a.fmt, a.act, c, c, a.chains, a.depth, a.seed, gate_pass=a.gate_pass)
     rng = np.random.default_rng(a.seed)
     Y = random_values(get_format(a.fmt), rng, len(X), a.ymax).reshape(-1, 1)
     print(f"{a.fmt} {a.act}: N = {len(X):,} points, widths {net.widths}, depth {net.depth}, "

@@ -1438,6 +1438,97 @@ def _narrow_rows_py(indptr, indices, data, bias, amode, aptr, apt, aval, off, zd
                           shift, half, mask, small_bits, Kc, omega)
 
 
+def _sliced_range(j0, j1, indptr, indices, data, bias, tabc, isc, amode, aptr, apt, aval, xic, F, off, upt,
+                  uval, ucnt, shift, half, mask, small_bits, Kc, omega):
+    """The rows j0 <= j < j1 of ``_sliced_rows``."""
+    nv = tabc.shape[1]
+    for j in range(j0, j1):
+        lo, hi = indptr[j], indptr[j + 1]
+        m = hi - lo
+        # the row on the coordinate's values, every other input at its default
+        for u in range(nv):
+            acc = 0.0
+            for t in range(m):
+                i = indices[lo + t]
+                v = tabc[isc[i], u] if isc[i] >= 0 else amode[i]
+                acc = _rn(acc + _rn(v * data[lo + t], shift, half, mask, small_bits, Kc, omega, False),
+                          shift, half, mask, small_bits, Kc, omega, False)
+            F[j, u] = _rn(acc + bias[j], shift, half, mask, small_bits, Kc, omega, False)
+        head = np.empty(m, np.int64)
+        for t in range(m):
+            head[t] = aptr[indices[lo + t]]
+        cnt = 0
+        o = off[j]
+        while True:
+            q = -1
+            for t in range(m):
+                i = indices[lo + t]
+                h = head[t]
+                if isc[i] < 0 and h < aptr[i + 1] and (q < 0 or apt[h] < q):
+                    q = apt[h]
+            if q < 0:
+                break
+            acc = 0.0
+            for t in range(m):
+                i = indices[lo + t]
+                if isc[i] >= 0:
+                    v = tabc[isc[i], xic[q]]
+                else:
+                    h = head[t]
+                    if h < aptr[i + 1] and apt[h] == q:
+                        v = aval[h]
+                        head[t] = h + 1
+                    else:
+                        v = amode[i]
+                acc = _rn(acc + _rn(v * data[lo + t], shift, half, mask, small_bits, Kc, omega, False),
+                          shift, half, mask, small_bits, Kc, omega, False)
+            upt[o + cnt] = q
+            uval[o + cnt] = _rn(acc + bias[j], shift, half, mask, small_bits, Kc, omega, False)
+            cnt += 1
+        ucnt[j] = cnt
+
+
+def _sliced_rows_py(indptr, indices, data, bias, tabc, isc, amode, aptr, apt, aval, xic, F, off, upt, uval,
+                    ucnt, nchunk, shift, half, mask, small_bits, Kc, omega):
+    """Rows of a few terms reading neurons of one coordinate c (isc[i] >= 0: row isc[i] of tabc, over
+    c's values) and others (defaults and exceptions): F[j] = the row on c's values with the others at
+    their defaults (every point outside the others' exceptions has exactly these inputs), and the row
+    at each point of the union of the others' exceptions (``_narrow_rows``).  A gate reading a pass that
+    varies over x_1 and indicators of x_1 and x_2 costs x_1's values and the x_2 slice, not the grid."""
+    n_out = indptr.shape[0] - 1
+    step = (n_out + nchunk - 1) // nchunk
+    for ck in numba.prange(nchunk):
+        j0 = ck * step
+        j1 = min(n_out, j0 + step)
+        if j0 < j1:
+            _sliced_range(j0, j1, indptr, indices, data, bias, tabc, isc, amode, aptr, apt, aval, xic, F, off,
+                          upt, uval, ucnt, shift, half, mask, small_bits, Kc, omega)
+
+
+def _unslice_py(tab, dflt, xic, off, upt, uval, ucnt, opt, oval, ocnt):
+    """Row j as dflt[j] and exceptions over every point: tab[j, xic[p]] outside its points upt[off[j]:
+    off[j] + ucnt[j]] (ascending), uval there; opt/oval[off2...] get the points whose value (bits)
+    differs from dflt[j] (ocnt[j] of them, written from off of the caller's bound N per row)."""
+    N = xic.shape[0]
+    for j in numba.prange(tab.shape[0]):
+        db = _bits(dflt[j])
+        o = j * N
+        k = 0
+        e = off[j]
+        end = off[j] + ucnt[j]
+        for p in range(N):
+            if e < end and upt[e] == p:
+                v = uval[e]
+                e += 1
+            else:
+                v = tab[j, xic[p]]
+            if _bits(v) != db:
+                opt[o + k] = p
+                oval[o + k] = v
+                k += 1
+        ocnt[j] = k
+
+
 def _wmode_py(tabs, counts, out):
     """out[n] = the value of row n of tabs (over a coordinate's distinct values) taken at most points
     (counts[t] points have value index t; bit patterns; ties: the smallest pattern)."""
@@ -1663,6 +1754,9 @@ if kernels.HAVE_NUMBA:
     _fold_rows = numba.njit(cache=True, parallel=True)(_fold_rows_py)
     _narrow_range = numba.njit(cache=True)(_narrow_range)
     _narrow_rows = numba.njit(cache=True, parallel=True)(_narrow_rows_py)
+    _sliced_range = numba.njit(cache=True)(_sliced_range)
+    _sliced_rows = numba.njit(cache=True, parallel=True)(_sliced_rows_py)
+    _unslice = numba.njit(cache=True, parallel=True)(_unslice_py)
     _wmode = numba.njit(cache=True, parallel=True)(_wmode_py)
     _spread = numba.njit(cache=True, parallel=True)(_spread_py)
     _dprod = numba.njit(cache=True, parallel=True)(_dprod_py)
@@ -1703,26 +1797,40 @@ class _Backward:
 BLOCK_ENTRIES = 1 << 22
 # rows with at most this many terms: ``_narrow_rows`` (merging); longer ones: ``_fold_rows``
 NARROW_ROW = 16
+# narrow rows read the one-coordinate inputs of one coordinate as tables (``_sliced_rows``); False: every
+# input as a default and exceptions over the points
+SLICED_ROWS = True
 
 
-def _general_rows(N, sub, bias, amode, aptr, apt, aval, rp, zero_index, fmt, sig, dtab, bad_d, last):
+def _general_rows(N, sub, bias, amode, aptr, apt, aval, rp, zero_index, fmt, sig, dtab, bad_d, last,
+                  cstar=None, kind=None, tabs=None, trow=None, xi=None, counts=None):
     """The rows of sub (general: their inputs as defaults and exceptions) in blocks of about
     BLOCK_ENTRIES (point, value) entries: the output values (N,) when ``last``, else per row sigma~' and
-    sigma~ as a default (most common value) and exceptions (dmode, dcnt, dpt, dval, smode, scnt, spt,
-    sval; rows in order, points ascending).  The pre-activations at the union of a row's inputs'
-    exceptions go straight to sigma~ and sigma~' (a gate has a pre-activation exception at two slices
-    of the grid but is dead at all of them).  None where a value is not finite."""
+    sigma~ as a default and exceptions (dmode, dcnt, dpt, dval, smode, scnt, spt, sval; rows in order,
+    points ascending).  The pre-activations at the union of a row's inputs' exceptions go straight to
+    sigma~ and sigma~' (a gate has a pre-activation exception at two slices of the grid but is dead at
+    all of them).  A row with cstar[r] = c >= 0 reads its inputs of coordinate c as tables
+    (``_sliced_rows``): its value is a table over c's values but at the others' exceptions, spread over
+    the points only where its sigma~ / sigma~' table is not one value (``_unslice``).  None where a
+    value is not finite."""
     nchunk = 64
     acnt = np.diff(aptr).astype(np.float64)
     pattern = sp.csr_matrix((np.ones(sub.nnz), sub.indices, sub.indptr), shape=sub.shape)
     bound = np.minimum(N, np.rint(pattern @ acnt)).astype(np.int64)
     nterm = np.diff(sub.indptr)
+    if cstar is None:
+        cstar = np.full(sub.shape[0], -1, np.int64)
     out = []
-    for narrow in (True, False):
-        sel = np.flatnonzero((nterm <= NARROW_ROW) == narrow)
+    groups = [("narrow", -1), ("wide", -1)] + [("sliced", c) for c in np.unique(cstar[cstar >= 0]).tolist()]
+    for how, c in groups:
+        if how == "sliced":
+            sel = np.flatnonzero(cstar == c)
+        else:
+            sel = np.flatnonzero((cstar < 0) & ((nterm <= NARROW_ROW) == (how == "narrow")))
         if not len(sel):
             continue
-        blk_id = (np.cumsum(bound[sel] + 1) - 1) // BLOCK_ENTRIES
+        nv = 1 if c < 0 else int(len(counts[c]))
+        blk_id = (np.cumsum(bound[sel] + nv) - 1) // BLOCK_ENTRIES
         cuts = np.concatenate([[0], np.flatnonzero(np.diff(blk_id)) + 1, [len(sel)]])
         for lo, hi in zip(cuts[:-1], cuts[1:]):
             r = sel[lo:hi]
@@ -1731,36 +1839,64 @@ def _general_rows(N, sub, bias, amode, aptr, apt, aval, rp, zero_index, fmt, sig
             off = np.concatenate([[0], np.cumsum(bound[r])]).astype(np.int64)
             zdef, ucnt = np.empty(nr), np.empty(nr, np.int64)
             upt, uval = np.empty(int(off[-1]), np.int64), np.empty(int(off[-1]))
-            (_narrow_rows if narrow else _fold_rows)(
-                blk.indptr.astype(np.int64), blk.indices.astype(np.int64), blk.data.astype(np.float64), bias[r],
-                amode, aptr, apt, aval, off, zdef, upt, uval, ucnt, nchunk, *rp)
+            csr = (blk.indptr.astype(np.int64), blk.indices.astype(np.int64), blk.data.astype(np.float64), bias[r])
+            if how == "sliced":
+                isc = np.where(kind == c, trow, -1).astype(np.int64)
+                xic = np.ascontiguousarray(xi[:, c])
+                F = np.empty((nr, nv))
+                _sliced_rows(*csr, np.ascontiguousarray(tabs[c]), isc, amode, aptr, apt, aval, xic, F, off, upt,
+                             uval, ucnt, nchunk, *rp)
+            else:
+                (_narrow_rows if how == "narrow" else _fold_rows)(*csr, amode, aptr, apt, aval, off, zdef, upt, uval,
+                                                                 ucnt, nchunk, *rp)
             if last:
-                values = np.full(N, zdef[0])
+                values = np.full(N, zdef[0]) if how != "sliced" else F[0][xi[:, c]]
                 k = int(ucnt[0])
                 values[upt[:k]] = uval[:k]
                 return values if np.isfinite(values).all() else None
             idx = _compact(off, ucnt)
             upt, uval = upt[idx], uval[idx]
             off = np.concatenate([[0], np.cumsum(ucnt)]).astype(np.int64)
-            # a default that no point has (every point an exception) may be anything
-            zdef = np.where((ucnt == N) & ~np.isfinite(zdef), 0.0, zdef)
             bad = np.zeros(1, np.int64)
-            mcode, adef = np.empty(nr, np.int64), np.empty(nr)
-            _lookup_codes_par(zdef, zero_index, fmt.M, fmt.e_min, sig, mcode, adef, bad)
+            if how == "sliced":
+                # table entries that no point has (every point of that value an exception) may be anything
+                seen = np.zeros((nr, nv), np.int64)
+                np.add.at(seen, (np.repeat(np.arange(nr), ucnt), xic[upt]), 1)
+                F = np.where((seen == counts[c][None, :]) & ~np.isfinite(F), 0.0, F)
+                fcode, sF = np.empty(F.size, np.int64), np.empty(F.size)
+                _lookup_codes_par(np.ascontiguousarray(F).ravel(), zero_index, fmt.M, fmt.e_min, sig, fcode, sF,
+                                  bad)
+                sF, dF = sF.reshape(nr, nv), dtab[fcode].reshape(nr, nv)
+                if bad_d and not np.isfinite(dF).all():
+                    return None
+                adef, ddf = sF[:, 0].copy(), dF[:, 0].copy()
+            else:
+                zdef = np.where((ucnt == N) & ~np.isfinite(zdef), 0.0, zdef)
+                mcode, adef = np.empty(nr, np.int64), np.empty(nr)
+                _lookup_codes_par(zdef, zero_index, fmt.M, fmt.e_min, sig, mcode, adef, bad)
+                ddf = dtab[mcode]
             ecode, aexc = np.empty(len(uval), np.int64), np.empty(len(uval))
             _lookup_codes_par(uval, zero_index, fmt.M, fmt.e_min, sig, ecode, aexc, bad)
             del uval
-            ddf, dex = dtab[mcode], dtab[ecode]
+            dex = dtab[ecode]
             del ecode
             if bad[0] or (bad_d and not (np.isfinite(ddf).all() and np.isfinite(dex).all())):
                 return None
             res = [r]
-            for dflt, vals in ((ddf, dex), (adef, aexc)):
+            tables = (dF, sF) if how == "sliced" else (None, None)
+            for dflt, vals, tab in ((ddf, dex, tables[0]), (adef, aexc, tables[1])):
                 mo, cnt = np.empty(nr), np.empty(nr, np.int64)
                 pt, vl = np.empty_like(upt), np.empty_like(vals)
                 _mode(N, dflt, upt, vals, ucnt, off, mo, pt, vl, cnt)
                 idx = _compact(off, cnt)
-                res += [mo, cnt, pt[idx], vl[idx]]
+                mo, cnt, pt, vl = mo, cnt, pt[idx], vl[idx]
+                if tab is not None:
+                    tb = tab.view(np.int64)
+                    varies = np.flatnonzero((tb != tb[:, :1]).any(axis=1))
+                    if len(varies):
+                        mo, cnt, pt, vl = _unslice_rows(N, tab, varies, xic, off, upt, vals, ucnt, counts[c],
+                                                        mo, cnt, pt, vl)
+                res += [mo, cnt, pt, vl]
             out.append(res)
     # back to the rows' order
     rr = np.concatenate([o[0] for o in out])
@@ -1776,6 +1912,32 @@ def _general_rows(N, sub, bias, amode, aptr, apt, aval, rp, zero_index, fmt, sig
                    np.concatenate([o[k + 3] for o in out])[order]]
     return result
 
+
+def _unslice_rows(N, tab, varies, xic, off, upt, vals, ucnt, counts, mo, cnt, pt, vl):
+    """(mo, cnt, pt, vl) with the rows ``varies`` (a table over the coordinate's values that is not one
+    value) replaced by their values over every point (``_unslice``), re-expressed by their most common
+    value; a few rows at a time (N entries each)."""
+    mo, cnt = mo.copy(), cnt.copy()
+    ptr = np.concatenate([[0], np.cumsum(cnt)]).astype(np.int64)
+    pieces_p = [pt[ptr[j]:ptr[j + 1]] for j in range(len(cnt))]
+    pieces_v = [vl[ptr[j]:ptr[j + 1]] for j in range(len(cnt))]
+    step = max(1, BLOCK_ENTRIES // max(1, N))
+    for s in range(0, len(varies), step):
+        v = varies[s:s + step]
+        nr = len(v)
+        T = np.ascontiguousarray(tab[v])
+        dflt = np.empty(nr)
+        _wmode(T, counts, dflt)
+        o_pts, o_val, o_cnt = np.empty(nr * N, np.int64), np.empty(nr * N), np.empty(nr, np.int64)
+        _unslice(T, dflt, xic, off[v].astype(np.int64), upt, vals, ucnt[v].astype(np.int64), o_pts, o_val, o_cnt)
+        for a, j in enumerate(v.tolist()):
+            k = int(o_cnt[a])
+            mo[j] = dflt[a]
+            cnt[j] = k
+            pieces_p[j] = o_pts[a * N:a * N + k].copy()
+            pieces_v[j] = o_val[a * N:a * N + k].copy()
+    cat = (lambda xs, dt: np.concatenate(xs) if xs else np.zeros(0, dt))
+    return mo, cnt, cat(pieces_p, np.int64), cat(pieces_v, np.float64)
 
 def _forward_tables(net, X, zero_index, dtab):
     """(values, _Backward) with the dense interpreter's numbers: neurons that depend on one input coordinate
@@ -1881,8 +2043,28 @@ def _forward_tables(net, X, zero_index, dtab):
             # the inputs as defaults and exceptions: general ones as they are, one-coordinate ones spread
             amode = cval.copy()
             own, opt, ovl = [np.repeat(np.arange(len(kind)), np.diff(eptr))], [ept], [evl]
+            rowid = np.repeat(np.arange(len(rows)), np.diff(sub.indptr))
+            ik = kind[sub.indices]
+            cstar = np.full(len(rows), -1, np.int64)
+            if SLICED_ROWS:
+                # a narrow row reads the inputs of the coordinate that would spread to most points as
+                # tables (``_general_rows``)
+                spr = np.zeros(len(kind))
+                for c in range(d):
+                    mem = np.intersect1d(np.flatnonzero(kind == c), sub.indices)
+                    if not len(mem):
+                        continue
+                    T = np.ascontiguousarray(tabs[c][trow[mem]])
+                    dflt = np.empty(len(mem))
+                    _wmode(T, counts[c], dflt)
+                    spr[mem] = (T.view(np.int64) != dflt.view(np.int64)[:, None]).astype(np.int64) @ counts[c]
+                score = np.stack([np.bincount(rowid, weights=spr[sub.indices] * (ik == c), minlength=len(rows))
+                                  for c in range(d)], axis=1)
+                ok = (score.max(axis=1) > 0) & (np.diff(sub.indptr) <= NARROW_ROW)
+                cstar[ok] = np.argmax(score, axis=1)[ok]
+            need = (ik >= 0) & (ik != cstar[rowid])
             used = np.zeros(len(kind), bool)
-            used[sub.indices] = True
+            used[sub.indices[need]] = True
             for c in range(d):
                 mem = np.flatnonzero(used & (kind == c))
                 if not len(mem):
@@ -1905,7 +2087,7 @@ def _forward_tables(net, X, zero_index, dtab):
             acnt = np.bincount(own, minlength=len(kind)).astype(np.int64)
             aptr = np.concatenate([[0], np.cumsum(acnt)]).astype(np.int64)
             res = _general_rows(N, sub, layer.bias[rows].astype(np.float64), amode, aptr, apt, aval, rp,
-                                zero_index, fmt, sig, dtab, bad_d, last)
+                                zero_index, fmt, sig, dtab, bad_d, last, cstar, kind, tabs, trow, xi, counts)
             if res is None:
                 return None
             if last:

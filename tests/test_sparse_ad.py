@@ -331,9 +331,10 @@ def test_wide_rows_with_few_exceptions_give_the_dense_values_and_zero_signs():
     assert _same_as_dense(net, X, Y)
 
 
+@pytest.mark.parametrize("gate_pass", [False, True])
 @pytest.mark.parametrize("act", ["relu", "tanh"])
 @pytest.mark.parametrize("fmt_name, n", [("float16", 9), ("float8_e4m3", 7)])
-def test_sliced_gating_network_gives_the_dense_numbers(act, fmt_name, n):
+def test_sliced_gating_network_gives_the_dense_numbers(act, fmt_name, n, gate_pass):
     """The benchmark's synthetic d = 2 network (indicators, AND gates, chains, tanh relays at tanh(0))."""
     import importlib.util
     import pathlib
@@ -346,7 +347,7 @@ def test_sliced_gating_network_gives_the_dense_numbers(act, fmt_name, n):
     else:
         V = get_format(fmt_name).values()
         c = np.unique(V[(np.abs(V) <= 1) & (np.abs(V) >= 0.25)])[::2][:n]
-    net, X = mod.sliced_gating(fmt_name, act, c, c[::-1].copy(), chains=2, depth=8)
+    net, X = mod.sliced_gating(fmt_name, act, c, c[::-1].copy(), chains=2, depth=8, gate_pass=gate_pass)
     rng = np.random.default_rng(5)
     vals = get_format(fmt_name).values()
     Y = rng.choice(vals[np.abs(vals) <= 2.0 ** -5], (len(X), 1))
@@ -412,11 +413,14 @@ def test_a_theorem5_claim_on_a_two_dimensional_grid_gives_the_dense_numbers():
     assert np.array_equal(sv, claim.values) and np.array_equal(sg[:, 0], claim.gradients.reshape(len(X), -1))
 
 
-@pytest.mark.parametrize("narrow, block, dbytes", [(0, 1 << 22, 1 << 28), (10 ** 9, 5, 1 << 28), (16, 64, 1)])
-def test_per_point_kernels_and_batches_give_the_same_numbers(narrow, block, dbytes, monkeypatch):
+@pytest.mark.parametrize("narrow, block, dbytes, sliced", [(0, 1 << 22, 1 << 28, True),
+                                                           (10 ** 9, 5, 1 << 28, True),
+                                                           (16, 64, 1, True), (16, 1 << 22, 1 << 28, False)])
+def test_per_point_kernels_and_batches_give_the_same_numbers(narrow, block, dbytes, sliced, monkeypatch):
     """Every row summed by the fold (or every row by merging), the general rows in tiny blocks, the
-    default backward values one y at a time: the dense numbers each time."""
+    default backward values one y at a time, no row read as tables: the dense numbers each time."""
     from condcheck import sparse_ad as sa
+    monkeypatch.setattr(sa, "SLICED_ROWS", sliced)
     monkeypatch.setattr(sa, "NARROW_ROW", narrow)
     monkeypatch.setattr(sa, "BLOCK_ENTRIES", block)
     monkeypatch.setattr(sa, "DEFAULT_BYTES", dbytes)
