@@ -23,6 +23,21 @@ outside the union of its inputs' exceptions has, exactly) and once at each point
 dense kernel's operations in its order, then re-expressed by its most common value.  Where some value
 is not finite it gives up and the dense forward pass (``_forward_compressed``) runs and reports it.
 
+Per-point upstream values (Theorem 5 claims: one y per point, different per point) take
+``_evaluate_per_point``.  Forward (``_forward_tables``): a neuron that depends on one input coordinate
+(or none) is a table over that coordinate's distinct values, its row evaluated once per value by the
+dense kernel; only rows that mix coordinates become a default and exceptions (``_narrow_rows``,
+``_fold_rows``), and what the backward pass keeps of them is sigma~' (a gate whose pre-activation
+differs over two slices of a grid is dead on all of them: one value).  Backward: every neuron has a
+*default* sigma~' (its most common one), and the backward values of the network in which every neuron
+sits at its default are computed once per distinct y (``_DefaultPlan``).  At a point, a neuron's value
+is its default one unless its sigma~' differs there (and its default sum is not 0) or a successor's
+value differs: those *explicit* neurons are found top-down per point (``_explicit``) and summed over
+their successors, each read as explicit or default.  A point visits its own chains and the
+one-coordinate neurons that feed them, not the default state of every other point's chains.  The
+default pass checks every y on the default states, so it may report a non-finite value that no point
+reaches: the reference path then decides.
+
 Why it is exact (finite semantics, SPEC 2.1/2.3): an inactive neuron's upstream value is +-0 (its
 sigma~' is 0, or every term of its backward sum is a product with a +-0).  In a rounded left-to-right sum
 ``acc (+) (+-0 (x) w)`` equals ``acc`` when acc != 0 and is a zero otherwise, so leaving such terms out
@@ -51,6 +66,11 @@ SPARSE_FORWARD = True
 # the groups of the shared-y backward pass as defaults and exceptions (``_backward_groups``); False: one
 # group number per point and neuron (``_backward_classes``), kept as the reference
 SPARSE_GROUPS = True
+
+# per-point upstream values: tables, default backward values and explicit neurons
+# (``_evaluate_per_point``); False: the per-point active-neuron pass on dense sigma~' (``_backward``),
+# kept as the reference and for reporting overflows
+PER_POINT_TABLES = True
 
 # how many hidden-neuron entries (points x neurons) one chunk holds: the memory bound
 CHUNK_ENTRIES = 1 << 22
@@ -1232,6 +1252,10 @@ def evaluate_sparse(net, X, Y, progress=None):
     K = Y2.shape[1]
     if net.format.bits <= 16 and (Y2 == Y2[:1]).all():
         return _evaluate_shared(net, X, Y2[0], progress)
+    if PER_POINT_TABLES:
+        res = _evaluate_per_point(net, X, Y2, progress)
+        if res is not None:
+            return res
     S = _Structure(net)
     n_hidden = int(S.offs[-1])
     chunk = max(1, min(N, CHUNK_ENTRIES // max(1, n_hidden + max(net.widths) * 4)))
@@ -1261,4 +1285,970 @@ def evaluate_sparse(net, X, Y, progress=None):
         grads[s:e] = g
         if progress:
             progress(e, N)
+    return values, grads
+
+
+# ---- per-point upstream values (Theorem 5 claims) ---------------------------------------------------
+# ``_evaluate_per_point``: the forward pass keeps every neuron that depends on one input coordinate only
+# as a table over that coordinate's distinct values (``_forward_tables``); the backward pass splits every
+# point's backward values into a *default* part, the same at every point with the same y (computed once
+# per distinct y on every neuron's most common sigma~', ``_default_plan``), and the few neurons whose
+# value at that point differs from it (``_explicit``).
+
+def _fold_range(j0, j1, indptr, indices, data, bias, amode, aptr, apt, aval, off, zdef, upt, uval, ucnt,
+                shift, half, mask, small_bits, Kc, omega):
+    """The rows j0 <= j < j1 of ``_fold_rows``."""
+    for j in range(j0, j1):
+        lo, hi = indptr[j], indptr[j + 1]
+        m = hi - lo
+        dterm = np.empty(m)
+        S = np.empty(m + 1)            # S[t + 1]: the left-to-right sum of the default terms 0..t
+        nxt = np.empty(m + 1, np.int64)  # nxt[t]: the first position >= t whose default term is not 0
+        S[0] = 0.0
+        ne = 0
+        for t in range(m):
+            i = indices[lo + t]
+            dterm[t] = _rn(amode[i] * data[lo + t], shift, half, mask, small_bits, Kc, omega, False)
+            S[t + 1] = _rn(S[t] + dterm[t], shift, half, mask, small_bits, Kc, omega, False)
+            ne += aptr[i + 1] - aptr[i]
+        nxt[m] = m
+        for t in range(m - 1, -1, -1):
+            nxt[t] = t if dterm[t] != 0.0 else nxt[t + 1]
+        zdef[j] = _rn(S[m] + bias[j], shift, half, mask, small_bits, Kc, omega, False)
+        keys = np.empty(ne, np.int64)
+        src = np.empty(ne, np.int64)
+        k = 0
+        for t in range(m):
+            i = indices[lo + t]
+            for e in range(aptr[i], aptr[i + 1]):
+                keys[k] = apt[e] * m + t
+                src[k] = e
+                k += 1
+        order = np.argsort(keys)
+        cnt = 0
+        a = 0
+        o = off[j]
+        while a < ne:
+            q = keys[order[a]] // m
+            b = a
+            while b < ne and keys[order[b]] // m == q:
+                b += 1
+            t = keys[order[a]] % m
+            acc = S[t]
+            k = a
+            while True:
+                if k < b and keys[order[k]] % m == t:
+                    term = _rn(aval[src[order[k]]] * data[lo + t], shift, half, mask, small_bits, Kc, omega, False)
+                    k += 1
+                else:
+                    term = dterm[t]
+                acc = _rn(acc + term, shift, half, mask, small_bits, Kc, omega, False)
+                same = _bits(acc) == _bits(S[t + 1])
+                if k < b:
+                    te = keys[order[k]] % m
+                    if same:                         # back on the default sums: jump to the next exception
+                        t = te
+                        acc = S[t]
+                        continue
+                    nt = min(te, nxt[t + 1])
+                else:
+                    if same:
+                        acc = S[m]
+                        break
+                    nt = nxt[t + 1]
+                    if nt >= m:
+                        break
+                t = nt
+            upt[o + cnt] = q
+            uval[o + cnt] = _rn(acc + bias[j], shift, half, mask, small_bits, Kc, omega, False)
+            cnt += 1
+            a = b
+        ucnt[j] = cnt
+
+
+def _fold_rows_py(indptr, indices, data, bias, amode, aptr, apt, aval, off, zdef, upt, uval, ucnt, nchunk,
+                  shift, half, mask, small_bits, Kc, omega):
+    """``_fwd_layer`` for rows of any length: at each point of the union of its inputs' exceptions a row
+    is summed from the default prefix sum before its first exceptional term, default terms that are 0
+    are skipped (``_rn`` never gives -0, so acc (+) 0 = acc bit for bit), and once the running sum equals
+    the default prefix sum again the rest is the default's (the same operations on the same numbers).
+    An output row reading a chain end of every point is so O(exceptions), not O(points x terms)."""
+    n_out = indptr.shape[0] - 1
+    step = (n_out + nchunk - 1) // nchunk
+    for ck in numba.prange(nchunk):
+        j0 = ck * step
+        j1 = min(n_out, j0 + step)
+        if j0 < j1:
+            _fold_range(j0, j1, indptr, indices, data, bias, amode, aptr, apt, aval, off, zdef, upt, uval, ucnt,
+                        shift, half, mask, small_bits, Kc, omega)
+
+
+def _narrow_range(j0, j1, indptr, indices, data, bias, amode, aptr, apt, aval, off, zdef, upt, uval, ucnt,
+                  shift, half, mask, small_bits, Kc, omega):
+    """The rows j0 <= j < j1 of ``_narrow_rows``."""
+    for j in range(j0, j1):
+        lo, hi = indptr[j], indptr[j + 1]
+        m = hi - lo
+        head = np.empty(m, np.int64)
+        acc = 0.0
+        for t in range(m):
+            i = indices[lo + t]
+            head[t] = aptr[i]
+            acc = _rn(acc + _rn(amode[i] * data[lo + t], shift, half, mask, small_bits, Kc, omega, False),
+                      shift, half, mask, small_bits, Kc, omega, False)
+        zdef[j] = _rn(acc + bias[j], shift, half, mask, small_bits, Kc, omega, False)
+        cnt = 0
+        o = off[j]
+        while True:
+            q = -1
+            for t in range(m):
+                h = head[t]
+                if h < aptr[indices[lo + t] + 1] and (q < 0 or apt[h] < q):
+                    q = apt[h]
+            if q < 0:
+                break
+            acc = 0.0
+            for t in range(m):
+                i = indices[lo + t]
+                h = head[t]
+                if h < aptr[i + 1] and apt[h] == q:
+                    v = aval[h]
+                    head[t] = h + 1
+                else:
+                    v = amode[i]
+                acc = _rn(acc + _rn(v * data[lo + t], shift, half, mask, small_bits, Kc, omega, False),
+                          shift, half, mask, small_bits, Kc, omega, False)
+            upt[o + cnt] = q
+            uval[o + cnt] = _rn(acc + bias[j], shift, half, mask, small_bits, Kc, omega, False)
+            cnt += 1
+        ucnt[j] = cnt
+
+
+def _narrow_rows_py(indptr, indices, data, bias, amode, aptr, apt, aval, off, zdef, upt, uval, ucnt, nchunk,
+                    shift, half, mask, small_bits, Kc, omega):
+    """``_fwd_layer`` for rows of a few terms: the union of the inputs' exception points by merging their
+    ascending lists (no sorting, no per-point scratch), each row summed at each of its points."""
+    n_out = indptr.shape[0] - 1
+    step = (n_out + nchunk - 1) // nchunk
+    for ck in numba.prange(nchunk):
+        j0 = ck * step
+        j1 = min(n_out, j0 + step)
+        if j0 < j1:
+            _narrow_range(j0, j1, indptr, indices, data, bias, amode, aptr, apt, aval, off, zdef, upt, uval, ucnt,
+                          shift, half, mask, small_bits, Kc, omega)
+
+
+def _sliced_range(j0, j1, indptr, indices, data, bias, tabc, isc, amode, aptr, apt, aval, xic, F, off, upt,
+                  uval, ucnt, shift, half, mask, small_bits, Kc, omega):
+    """The rows j0 <= j < j1 of ``_sliced_rows``."""
+    nv = tabc.shape[1]
+    for j in range(j0, j1):
+        lo, hi = indptr[j], indptr[j + 1]
+        m = hi - lo
+        # the row on the coordinate's values, every other input at its default
+        for u in range(nv):
+            acc = 0.0
+            for t in range(m):
+                i = indices[lo + t]
+                v = tabc[isc[i], u] if isc[i] >= 0 else amode[i]
+                acc = _rn(acc + _rn(v * data[lo + t], shift, half, mask, small_bits, Kc, omega, False),
+                          shift, half, mask, small_bits, Kc, omega, False)
+            F[j, u] = _rn(acc + bias[j], shift, half, mask, small_bits, Kc, omega, False)
+        head = np.empty(m, np.int64)
+        for t in range(m):
+            head[t] = aptr[indices[lo + t]]
+        cnt = 0
+        o = off[j]
+        while True:
+            q = -1
+            for t in range(m):
+                i = indices[lo + t]
+                h = head[t]
+                if isc[i] < 0 and h < aptr[i + 1] and (q < 0 or apt[h] < q):
+                    q = apt[h]
+            if q < 0:
+                break
+            acc = 0.0
+            for t in range(m):
+                i = indices[lo + t]
+                if isc[i] >= 0:
+                    v = tabc[isc[i], xic[q]]
+                else:
+                    h = head[t]
+                    if h < aptr[i + 1] and apt[h] == q:
+                        v = aval[h]
+                        head[t] = h + 1
+                    else:
+                        v = amode[i]
+                acc = _rn(acc + _rn(v * data[lo + t], shift, half, mask, small_bits, Kc, omega, False),
+                          shift, half, mask, small_bits, Kc, omega, False)
+            upt[o + cnt] = q
+            uval[o + cnt] = _rn(acc + bias[j], shift, half, mask, small_bits, Kc, omega, False)
+            cnt += 1
+        ucnt[j] = cnt
+
+
+def _sliced_rows_py(indptr, indices, data, bias, tabc, isc, amode, aptr, apt, aval, xic, F, off, upt, uval,
+                    ucnt, nchunk, shift, half, mask, small_bits, Kc, omega):
+    """Rows of a few terms reading neurons of one coordinate c (isc[i] >= 0: row isc[i] of tabc, over
+    c's values) and others (defaults and exceptions): F[j] = the row on c's values with the others at
+    their defaults (every point outside the others' exceptions has exactly these inputs), and the row
+    at each point of the union of the others' exceptions (``_narrow_rows``).  A gate reading a pass that
+    varies over x_1 and indicators of x_1 and x_2 costs x_1's values and the x_2 slice, not the grid."""
+    n_out = indptr.shape[0] - 1
+    step = (n_out + nchunk - 1) // nchunk
+    for ck in numba.prange(nchunk):
+        j0 = ck * step
+        j1 = min(n_out, j0 + step)
+        if j0 < j1:
+            _sliced_range(j0, j1, indptr, indices, data, bias, tabc, isc, amode, aptr, apt, aval, xic, F, off,
+                          upt, uval, ucnt, shift, half, mask, small_bits, Kc, omega)
+
+
+def _unslice_py(tab, dflt, xic, off, upt, uval, ucnt, opt, oval, ocnt):
+    """Row j as dflt[j] and exceptions over every point: tab[j, xic[p]] outside its points upt[off[j]:
+    off[j] + ucnt[j]] (ascending), uval there; opt/oval[off2...] get the points whose value (bits)
+    differs from dflt[j] (ocnt[j] of them, written from off of the caller's bound N per row)."""
+    N = xic.shape[0]
+    for j in numba.prange(tab.shape[0]):
+        db = _bits(dflt[j])
+        o = j * N
+        k = 0
+        e = off[j]
+        end = off[j] + ucnt[j]
+        for p in range(N):
+            if e < end and upt[e] == p:
+                v = uval[e]
+                e += 1
+            else:
+                v = tab[j, xic[p]]
+            if _bits(v) != db:
+                opt[o + k] = p
+                oval[o + k] = v
+                k += 1
+        ocnt[j] = k
+
+
+def _wmode_py(tabs, counts, out):
+    """out[n] = the value of row n of tabs (over a coordinate's distinct values) taken at most points
+    (counts[t] points have value index t; bit patterns; ties: the smallest pattern)."""
+    for n in numba.prange(tabs.shape[0]):
+        keys = np.empty(tabs.shape[1], np.int64)
+        for t in range(tabs.shape[1]):
+            keys[t] = _bits(tabs[n, t])
+        order = np.argsort(keys)
+        best, best_n = keys[order[0]], -1
+        run = 0
+        for u in range(order.shape[0]):
+            run += counts[order[u]]
+            if u + 1 == order.shape[0] or keys[order[u + 1]] != keys[order[u]]:
+                if run > best_n:
+                    best_n = run
+                    best = keys[order[u]]
+                run = 0
+        out[n] = np.int64(best).view(np.float64)
+
+
+def _spread_py(tabs, dflt, xi, ptr, pts, vals):
+    """Row n of tabs as default and exceptions over the points: pts/vals[ptr[n]:ptr[n+1]] = the points
+    (ascending) whose coordinate value index xi[p] gives a value other than dflt[n] (bits)."""
+    for n in numba.prange(tabs.shape[0]):
+        db = _bits(dflt[n])
+        k = ptr[n]
+        for p in range(xi.shape[0]):
+            v = tabs[n, xi[p]]
+            if _bits(v) != db:
+                pts[k] = p
+                vals[k] = v
+                k += 1
+
+
+def _dprod_py(D, src, w, out, shift, half, mask, small_bits, Kc, omega):
+    """D[out[r]] = RN(D[src[r]] w[r]) (a one-term backward sum RN(0 + RN(u w)) = RN(u w), or a product by
+    sigma~'; a copy where w = 1)."""
+    K = D.shape[1]
+    for r in numba.prange(src.shape[0]):
+        a, ww, o = src[r], w[r], out[r]
+        if ww == 1.0:
+            for k in range(K):
+                D[o, k] = D[a, k]
+            continue
+        for k in range(K):
+            D[o, k] = _rn(D[a, k] * ww, shift, half, mask, small_bits, Kc, omega, False)
+
+
+def _dmulti_py(D, cols, out, cp, ci, cw, umap, shift, half, mask, small_bits, Kc, omega):
+    """D[out[r]] = the left-to-right rounded backward sum of column cols[r] over its successors i with a
+    default row umap[i] >= 0 (the others are 0 by default)."""
+    K = D.shape[1]
+    for r in numba.prange(cols.shape[0]):
+        j, o = cols[r], out[r]
+        for k in range(K):
+            D[o, k] = 0.0
+        for t in range(cp[j], cp[j + 1]):
+            a = umap[ci[t]]
+            if a < 0:
+                continue
+            ww = cw[t]
+            for k in range(K):
+                prod = _rn(D[a, k] * ww, shift, half, mask, small_bits, Kc, omega, False)
+                D[o, k] = _rn(D[o, k] + prod, shift, half, mask, small_bits, Kc, omega, False)
+
+
+def _dT_at(g, p, bkind, ddef, dptr, dpt, dval, tptr, dtab1, xi):
+    """sigma~' of hidden neuron g at point p."""
+    c = bkind[g]
+    if c >= 0:
+        return dtab1[tptr[g] + xi[p, c]]
+    lo, hi = dptr[g], dptr[g + 1]
+    if lo == hi:
+        return ddef[g]
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if dpt[mid] < p:
+            lo = mid + 1
+        else:
+            hi = mid
+    if lo < dptr[g + 1] and dpt[lo] == p:
+        return dval[lo]
+    return ddef[g]
+
+
+def _explicit_range(q0, q1, pts, yc, xi, csr_ptr, csr_idx, csc_ptr, csc_idx, csc_w, lay_ptr, offs, L, d_in,
+                    urow, vrow_h, vrow_in, D, bkind, ddef, dptr, dpt, dval, tptr, dtab1,
+                    eptr, eidx, fptr, fidx, cbase, wmax, grads, err,
+                    shift, half, mask, small_bits, Kc, omega):
+    """The points pts[q0:q1] of ``_explicit`` (scratch arrays shared by the chunk)."""
+    pos = np.full(wmax, -1, np.int64)
+    mark = np.zeros(wmax, np.int8)
+    cand = np.empty(wmax, np.int64)
+    V = np.empty(wmax)
+    act = np.empty(wmax, np.int64)
+    U = np.empty(wmax)
+    act2 = np.empty(wmax, np.int64)
+    U2 = np.empty(wmax)
+    nl = d_in + 1
+    cur = np.empty(nl, np.int64)
+    low = np.empty(nl, np.int64)
+    for q in range(q0, q1):
+        p = pts[q]
+        y = yc[q]
+        for c in range(d_in):
+            r = vrow_in[c]
+            grads[q, c] = D[r, y] if r >= 0 else 0.0
+        # the lists of neurons whose sigma~' differs from the default one at p, ascending: general
+        # neurons (by point), then the one-coordinate neurons (by coordinate value); read from the top
+        low[0], cur[0] = eptr[p], eptr[p + 1]
+        for c in range(d_in):
+            b = cbase[c] + xi[p, c]
+            low[c + 1], cur[c + 1] = fptr[b], fptr[b + 1]
+        na = 0
+        for li in range(L - 1, -1, -1):
+            base = lay_ptr[li]
+            nc = 0
+            for a in range(na):
+                i = act[a]
+                for t in range(csr_ptr[base + i], csr_ptr[base + i + 1]):
+                    j = csr_idx[t]
+                    if mark[j] == 0:
+                        mark[j] = 1
+                        cand[nc] = j
+                        nc += 1
+            if li >= 1:
+                g_lo = offs[li - 1]
+                for s in range(nl):
+                    lst = eidx if s == 0 else fidx
+                    while cur[s] > low[s] and lst[cur[s] - 1] >= g_lo:
+                        j = lst[cur[s] - 1] - g_lo
+                        cur[s] -= 1
+                        if mark[j] == 0:
+                            mark[j] = 2
+                            cand[nc] = j
+                            nc += 1
+            ro = offs[li]
+            bad = False
+            for c in range(nc):
+                j = cand[c]
+                if mark[j] == 1:
+                    v = 0.0
+                    for t in range(csc_ptr[base + j], csc_ptr[base + j + 1]):
+                        i = csc_idx[t]
+                        a = pos[i]
+                        if a >= 0:
+                            u = U[a]
+                        else:
+                            r = urow[ro + i]
+                            if r < 0:
+                                continue
+                            u = D[r, y]
+                        prod = _rn(u * csc_w[t], shift, half, mask, small_bits, Kc, omega, False)
+                        v = _rn(v + prod, shift, half, mask, small_bits, Kc, omega, False)
+                else:
+                    v = D[vrow_h[offs[li - 1] + j], y]
+                V[c] = v
+                if not (abs(v) <= omega):
+                    bad = True
+            for a in range(na):
+                pos[act[a]] = -1
+            for c in range(nc):
+                mark[cand[c]] = 0
+            if bad:
+                err[q] = 1
+                break
+            if li == 0:
+                for c in range(nc):
+                    grads[q, cand[c]] = V[c]
+                break
+            g_lo = offs[li - 1]
+            nn = 0
+            for c in range(nc):
+                j = cand[c]
+                g = g_lo + j
+                dv = _dT_at(g, p, bkind, ddef, dptr, dpt, dval, tptr, dtab1, xi)
+                u = V[c] if dv == 1.0 else _rn(V[c] * dv, shift, half, mask, small_bits, Kc, omega, False)
+                if not (abs(u) <= omega):
+                    bad = True
+                r = urow[g]
+                du = D[r, y] if r >= 0 else 0.0
+                if u != du:                       # equal by value: its predecessors read the default one
+                    act2[nn] = j
+                    U2[nn] = u
+                    nn += 1
+            if bad:
+                err[q] = 1
+                break
+            for a in range(nn):
+                act[a] = act2[a]
+                U[a] = U2[a]
+                pos[act2[a]] = a
+            na = nn
+        for a in range(na):
+            pos[act[a]] = -1
+
+
+def _explicit_py(pts, yc, xi, csr_ptr, csr_idx, csc_ptr, csc_idx, csc_w, lay_ptr, offs, L, d_in,
+                 urow, vrow_h, vrow_in, D, bkind, ddef, dptr, dpt, dval, tptr, dtab1,
+                 eptr, eidx, fptr, fidx, cbase, wmax, grads, err, nchunk,
+                 shift, half, mask, small_bits, Kc, omega):
+    """For every point pts[q] with upstream value D[0, yc[q]]: the gradient grads[q], from the default
+    backward values D (rows: urow for the layers' outputs, vrow for their inputs; -1: 0) and, top-down,
+    the *explicit* neurons: those whose sigma~' at the point differs from the default one and whose
+    default backward sum is not 0 (the lists eidx/fidx), and the inputs of explicit neurons whose
+    backward value differs from the default one.  Every other neuron has its default value there: its
+    sum has the default's terms, in the same order (skipped +-0 terms aside: see the module docstring).
+    err[q] = 1 where a value is not finite."""
+    P = pts.shape[0]
+    step = (P + nchunk - 1) // nchunk
+    for ck in numba.prange(nchunk):
+        q0 = ck * step
+        q1 = min(P, q0 + step)
+        if q0 < q1:
+            _explicit_range(q0, q1, pts, yc, xi, csr_ptr, csr_idx, csc_ptr, csc_idx, csc_w, lay_ptr, offs, L,
+                            d_in, urow, vrow_h, vrow_in, D, bkind, ddef, dptr, dpt, dval, tptr, dtab1,
+                            eptr, eidx, fptr, fidx, cbase, wmax, grads, err,
+                            shift, half, mask, small_bits, Kc, omega)
+
+
+if kernels.HAVE_NUMBA:
+    _fold_range = numba.njit(cache=True)(_fold_range)
+    _fold_rows = numba.njit(cache=True, parallel=True)(_fold_rows_py)
+    _narrow_range = numba.njit(cache=True)(_narrow_range)
+    _narrow_rows = numba.njit(cache=True, parallel=True)(_narrow_rows_py)
+    _sliced_range = numba.njit(cache=True)(_sliced_range)
+    _sliced_rows = numba.njit(cache=True, parallel=True)(_sliced_rows_py)
+    _unslice = numba.njit(cache=True, parallel=True)(_unslice_py)
+    _wmode = numba.njit(cache=True, parallel=True)(_wmode_py)
+    _spread = numba.njit(cache=True, parallel=True)(_spread_py)
+    _dprod = numba.njit(cache=True, parallel=True)(_dprod_py)
+    _dmulti = numba.njit(cache=True, parallel=True)(_dmulti_py)
+    _dT_at = numba.njit(cache=True, inline="always")(_dT_at)
+    _explicit_range = numba.njit(cache=True)(_explicit_range)
+    _explicit = numba.njit(cache=True, parallel=True)(_explicit_py)
+    # every thread that finds a bad value writes the same 1 into bad[0]
+    _lookup_codes_par = numba.njit(cache=True, parallel=True)(_lookup_codes_py)
+
+
+def _row_kinds(w, kind):
+    """Per row of w: -1 when it reads constant neurons only, c >= 0 when it reads neurons of coordinate c
+    (and constants), -2 otherwise (``_forward_tables``)."""
+    n = w.shape[0]
+    rows = np.repeat(np.arange(n), np.diff(w.indptr))
+    k = kind[w.indices]
+    gen = np.zeros(n, bool)
+    gen[rows[k == -2]] = True
+    one = k >= 0
+    cmin = np.full(n, np.iinfo(np.int64).max)
+    np.minimum.at(cmin, rows[one], k[one])
+    cmax = np.full(n, -1, np.int64)
+    np.maximum.at(cmax, rows[one], k[one])
+    out = np.where(cmax >= 0, cmax, -1)
+    out[gen | ((cmax >= 0) & (cmin != cmax))] = -2
+    return out.astype(np.int64)
+
+
+class _Backward:
+    """What the backward pass needs of the forward one: per hidden neuron (global index) its kind (c >= 0:
+    a function of coordinate c, with its sigma~' on every value of c at dtab1[tptr[g]:]; -2: a default
+    sigma~' and exceptions), its default (most common) sigma~' ddef, and the exceptions (dptr, dpt, dval;
+    points ascending); the coordinates' value indices xi (N, d) and value counts."""
+
+
+# rows of a layer's general part evaluated at once: the bound on their (point, value) entries
+BLOCK_ENTRIES = 1 << 22
+# rows with at most this many terms: ``_narrow_rows`` (merging); longer ones: ``_fold_rows``
+NARROW_ROW = 16
+# narrow rows read the one-coordinate inputs of one coordinate as tables (``_sliced_rows``); False: every
+# input as a default and exceptions over the points
+SLICED_ROWS = True
+
+
+def _general_rows(N, sub, bias, amode, aptr, apt, aval, rp, zero_index, fmt, sig, dtab, bad_d, last,
+                  cstar=None, kind=None, tabs=None, trow=None, xi=None, counts=None):
+    """The rows of sub (general: their inputs as defaults and exceptions) in blocks of about
+    BLOCK_ENTRIES (point, value) entries: the output values (N,) when ``last``, else per row sigma~' and
+    sigma~ as a default and exceptions (dmode, dcnt, dpt, dval, smode, scnt, spt, sval; rows in order,
+    points ascending).  The pre-activations at the union of a row's inputs' exceptions go straight to
+    sigma~ and sigma~' (a gate has a pre-activation exception at two slices of the grid but is dead at
+    all of them).  A row with cstar[r] = c >= 0 reads its inputs of coordinate c as tables
+    (``_sliced_rows``): its value is a table over c's values but at the others' exceptions, spread over
+    the points only where its sigma~ / sigma~' table is not one value (``_unslice``).  None where a
+    value is not finite."""
+    nchunk = 64
+    acnt = np.diff(aptr).astype(np.float64)
+    pattern = sp.csr_matrix((np.ones(sub.nnz), sub.indices, sub.indptr), shape=sub.shape)
+    bound = np.minimum(N, np.rint(pattern @ acnt)).astype(np.int64)
+    nterm = np.diff(sub.indptr)
+    if cstar is None:
+        cstar = np.full(sub.shape[0], -1, np.int64)
+    out = []
+    groups = [("narrow", -1), ("wide", -1)] + [("sliced", c) for c in np.unique(cstar[cstar >= 0]).tolist()]
+    for how, c in groups:
+        if how == "sliced":
+            sel = np.flatnonzero(cstar == c)
+        else:
+            sel = np.flatnonzero((cstar < 0) & ((nterm <= NARROW_ROW) == (how == "narrow")))
+        if not len(sel):
+            continue
+        nv = 1 if c < 0 else int(len(counts[c]))
+        blk_id = (np.cumsum(bound[sel] + nv) - 1) // BLOCK_ENTRIES
+        cuts = np.concatenate([[0], np.flatnonzero(np.diff(blk_id)) + 1, [len(sel)]])
+        for lo, hi in zip(cuts[:-1], cuts[1:]):
+            r = sel[lo:hi]
+            blk = sub[r]
+            nr = len(r)
+            off = np.concatenate([[0], np.cumsum(bound[r])]).astype(np.int64)
+            zdef, ucnt = np.empty(nr), np.empty(nr, np.int64)
+            upt, uval = np.empty(int(off[-1]), np.int64), np.empty(int(off[-1]))
+            csr = (blk.indptr.astype(np.int64), blk.indices.astype(np.int64), blk.data.astype(np.float64), bias[r])
+            if how == "sliced":
+                isc = np.where(kind == c, trow, -1).astype(np.int64)
+                xic = np.ascontiguousarray(xi[:, c])
+                F = np.empty((nr, nv))
+                _sliced_rows(*csr, np.ascontiguousarray(tabs[c]), isc, amode, aptr, apt, aval, xic, F, off, upt,
+                             uval, ucnt, nchunk, *rp)
+            else:
+                (_narrow_rows if how == "narrow" else _fold_rows)(*csr, amode, aptr, apt, aval, off, zdef, upt, uval,
+                                                                 ucnt, nchunk, *rp)
+            if last:
+                values = np.full(N, zdef[0]) if how != "sliced" else F[0][xi[:, c]]
+                k = int(ucnt[0])
+                values[upt[:k]] = uval[:k]
+                return values if np.isfinite(values).all() else None
+            idx = _compact(off, ucnt)
+            upt, uval = upt[idx], uval[idx]
+            off = np.concatenate([[0], np.cumsum(ucnt)]).astype(np.int64)
+            bad = np.zeros(1, np.int64)
+            if how == "sliced":
+                # table entries that no point has (every point of that value an exception) may be anything
+                seen = np.zeros((nr, nv), np.int64)
+                np.add.at(seen, (np.repeat(np.arange(nr), ucnt), xic[upt]), 1)
+                F = np.where((seen == counts[c][None, :]) & ~np.isfinite(F), 0.0, F)
+                fcode, sF = np.empty(F.size, np.int64), np.empty(F.size)
+                _lookup_codes_par(np.ascontiguousarray(F).ravel(), zero_index, fmt.M, fmt.e_min, sig, fcode, sF,
+                                  bad)
+                sF, dF = sF.reshape(nr, nv), dtab[fcode].reshape(nr, nv)
+                if bad_d and not np.isfinite(dF).all():
+                    return None
+                adef, ddf = sF[:, 0].copy(), dF[:, 0].copy()
+            else:
+                zdef = np.where((ucnt == N) & ~np.isfinite(zdef), 0.0, zdef)
+                mcode, adef = np.empty(nr, np.int64), np.empty(nr)
+                _lookup_codes_par(zdef, zero_index, fmt.M, fmt.e_min, sig, mcode, adef, bad)
+                ddf = dtab[mcode]
+            ecode, aexc = np.empty(len(uval), np.int64), np.empty(len(uval))
+            _lookup_codes_par(uval, zero_index, fmt.M, fmt.e_min, sig, ecode, aexc, bad)
+            del uval
+            dex = dtab[ecode]
+            del ecode
+            if bad[0] or (bad_d and not (np.isfinite(ddf).all() and np.isfinite(dex).all())):
+                return None
+            res = [r]
+            tables = (dF, sF) if how == "sliced" else (None, None)
+            for dflt, vals, tab in ((ddf, dex, tables[0]), (adef, aexc, tables[1])):
+                mo, cnt = np.empty(nr), np.empty(nr, np.int64)
+                pt, vl = np.empty_like(upt), np.empty_like(vals)
+                _mode(N, dflt, upt, vals, ucnt, off, mo, pt, vl, cnt)
+                idx = _compact(off, cnt)
+                mo, cnt, pt, vl = mo, cnt, pt[idx], vl[idx]
+                if tab is not None:
+                    tb = tab.view(np.int64)
+                    varies = np.flatnonzero((tb != tb[:, :1]).any(axis=1))
+                    if len(varies):
+                        mo, cnt, pt, vl = _unslice_rows(N, tab, varies, xic, off, upt, vals, ucnt, counts[c],
+                                                        mo, cnt, pt, vl)
+                res += [mo, cnt, pt, vl]
+            out.append(res)
+    # back to the rows' order
+    rr = np.concatenate([o[0] for o in out])
+    inv = np.empty_like(rr)
+    inv[rr] = np.arange(len(rr))
+    result = []
+    for k in (1, 5):
+        mo = np.concatenate([o[k] for o in out])[inv]
+        cnt = np.concatenate([o[k + 1] for o in out])
+        own = np.repeat(rr, cnt)
+        order = np.argsort(own, kind="stable")
+        result += [mo, cnt[inv], np.concatenate([o[k + 2] for o in out])[order],
+                   np.concatenate([o[k + 3] for o in out])[order]]
+    return result
+
+
+def _unslice_rows(N, tab, varies, xic, off, upt, vals, ucnt, counts, mo, cnt, pt, vl):
+    """(mo, cnt, pt, vl) with the rows ``varies`` (a table over the coordinate's values that is not one
+    value) replaced by their values over every point (``_unslice``), re-expressed by their most common
+    value; a few rows at a time (N entries each)."""
+    mo, cnt = mo.copy(), cnt.copy()
+    ptr = np.concatenate([[0], np.cumsum(cnt)]).astype(np.int64)
+    pieces_p = [pt[ptr[j]:ptr[j + 1]] for j in range(len(cnt))]
+    pieces_v = [vl[ptr[j]:ptr[j + 1]] for j in range(len(cnt))]
+    step = max(1, BLOCK_ENTRIES // max(1, N))
+    for s in range(0, len(varies), step):
+        v = varies[s:s + step]
+        nr = len(v)
+        T = np.ascontiguousarray(tab[v])
+        dflt = np.empty(nr)
+        _wmode(T, counts, dflt)
+        o_pts, o_val, o_cnt = np.empty(nr * N, np.int64), np.empty(nr * N), np.empty(nr, np.int64)
+        _unslice(T, dflt, xic, off[v].astype(np.int64), upt, vals, ucnt[v].astype(np.int64), o_pts, o_val, o_cnt)
+        for a, j in enumerate(v.tolist()):
+            k = int(o_cnt[a])
+            mo[j] = dflt[a]
+            cnt[j] = k
+            pieces_p[j] = o_pts[a * N:a * N + k].copy()
+            pieces_v[j] = o_val[a * N:a * N + k].copy()
+    cat = (lambda xs, dt: np.concatenate(xs) if xs else np.zeros(0, dt))
+    return mo, cnt, cat(pieces_p, np.int64), cat(pieces_v, np.float64)
+
+def _forward_tables(net, X, zero_index, dtab):
+    """(values, _Backward) with the dense interpreter's numbers: neurons that depend on one input coordinate
+    (or none) are tables over its distinct values, each row evaluated once per value by the dense kernel
+    (``kernels.rounded_row_sums``: the same operations in the same order), so a step that is on over half
+    of a grid costs its coordinate's values, not half the points.  A row that mixes coordinates (or reads
+    a neuron that does) is a default value and exceptions, evaluated by ``_fold_rows`` on its inputs in
+    that form (one-coordinate inputs are spread over the points for it, ``_spread``).  None where a
+    pre-activation, sigma~ or sigma~' is not finite at some point (every table entry is some point's)."""
+    fmt = net.format
+    N, d = X.shape
+    rp = _round_params(fmt)
+    sig = np.ascontiguousarray(net.rounded.table().sigma, dtype=np.float64)
+    bad_d = not np.isfinite(dtab).all()
+    nchunk = 64
+    uvals, xi, counts = [], np.empty((N, d), np.int64), []
+    for c in range(d):
+        u, inv = np.unique(X[:, c], return_inverse=True)
+        uvals.append(u.astype(np.float64))
+        xi[:, c] = inv.reshape(-1)
+        counts.append(np.bincount(inv.reshape(-1), minlength=len(u)).astype(np.int64))
+    nv = np.array([len(u) for u in uvals], np.int64)
+    hidden = [layer.shape[0] for layer in net.layers[:-1]]
+    n_hidden = int(sum(hidden))
+    bw = _Backward()
+    bw.xi, bw.nv = xi, nv
+    bw.bkind = np.full(n_hidden, -2, np.int64)
+    bw.ddef = np.zeros(n_hidden)
+    bw.tptr = np.zeros(n_hidden, np.int64)
+    tpieces, t_at = [], 0
+    gex, gpt, gval = [], [], []
+
+    def finish(values):
+        g = np.concatenate(gex) if gex else np.zeros(0, np.int64)
+        bw.dptr = np.concatenate([[0], np.cumsum(np.bincount(g, minlength=n_hidden))]).astype(np.int64)
+        bw.dpt = np.concatenate(gpt).astype(np.int64) if gpt else np.zeros(0, np.int64)
+        bw.dval = np.concatenate(gval) if gval else np.zeros(0)
+        bw.dtab1 = np.concatenate(tpieces) if tpieces else np.zeros(1)
+        return values, bw
+
+    # the current layer's outputs: kind, value (constants) or default (general neurons), tables per
+    # coordinate (members, values), general neurons' exceptions
+    kind = np.arange(d, dtype=np.int64)
+    cval = np.zeros(d)
+    tabs = {c: uvals[c][None, :] for c in range(d)}
+    trow = np.zeros(d, np.int64)
+    eptr, ept, evl = np.zeros(d + 1, np.int64), np.zeros(0, np.int64), np.zeros(0)
+    g0 = 0
+    for l, layer in enumerate(net.layers, 1):
+        w = layer.weight
+        n = w.shape[0]
+        last = l == net.depth
+        rk = _row_kinds(w, kind)
+        n_cval = np.zeros(n)
+        n_tabs, n_trow = {}, np.zeros(n, np.int64)
+        for c in [-1] + list(range(d)):
+            rows = np.flatnonzero(rk == c)
+            if not len(rows):
+                continue
+            sub = w[rows]
+            cols, loc = np.unique(sub.indices, return_inverse=True)
+            m = 1 if c < 0 else int(nv[c])
+            V = np.empty((m, len(cols)))
+            ck = kind[cols]
+            isc = ck == -1
+            V[:, isc] = cval[cols[isc]][None, :]
+            if c >= 0 and (~isc).any():
+                V[:, ~isc] = tabs[c][trow[cols[~isc]]].T
+            z = kernels.rounded_row_sums(V, loc.reshape(-1).astype(np.int64), sub.data,
+                                         sub.indptr[:-1].astype(np.int64), np.diff(sub.indptr).astype(np.int64),
+                                         layer.bias[rows], fmt)
+            if not np.isfinite(z).all():
+                return None
+            if last:
+                values = np.full(N, z[0, 0]) if c < 0 else z[xi[:, c], 0]
+                return finish(np.ascontiguousarray(values))
+            zt = np.ascontiguousarray(z.T).ravel()
+            code, s = np.empty(len(zt), np.int64), np.empty(len(zt))
+            bad = np.zeros(1, np.int64)
+            _lookup_codes_par(zt, zero_index, fmt.M, fmt.e_min, sig, code, s, bad)
+            dT = dtab[code]
+            if bad[0] or (bad_d and not np.isfinite(dT).all()):
+                return None
+            s, dT = s.reshape(len(rows), m), dT.reshape(len(rows), m)
+            if c < 0:
+                n_cval[rows] = s[:, 0]
+                bw.ddef[g0 + rows] = dT[:, 0]
+            else:
+                n_tabs[c] = s
+                n_trow[rows] = np.arange(len(rows))
+                dd = np.empty(len(rows))
+                _wmode(np.ascontiguousarray(dT), counts[c], dd)
+                bw.ddef[g0 + rows] = dd
+                bw.bkind[g0 + rows] = c
+                bw.tptr[g0 + rows] = t_at + m * np.arange(len(rows))
+                tpieces.append(dT.ravel())
+                t_at += dT.size
+        rows = np.flatnonzero(rk == -2)
+        n_eptr = np.zeros(n + 1, np.int64)
+        n_ept, n_evl = np.zeros(0, np.int64), np.zeros(0)
+        if len(rows):
+            sub = w[rows]
+            # the inputs as defaults and exceptions: general ones as they are, one-coordinate ones spread
+            amode = cval.copy()
+            own, opt, ovl = [np.repeat(np.arange(len(kind)), np.diff(eptr))], [ept], [evl]
+            rowid = np.repeat(np.arange(len(rows)), np.diff(sub.indptr))
+            ik = kind[sub.indices]
+            cstar = np.full(len(rows), -1, np.int64)
+            if SLICED_ROWS:
+                # a narrow row reads the inputs of the coordinate that would spread to most points as
+                # tables (``_general_rows``)
+                spr = np.zeros(len(kind))
+                for c in range(d):
+                    mem = np.intersect1d(np.flatnonzero(kind == c), sub.indices)
+                    if not len(mem):
+                        continue
+                    T = np.ascontiguousarray(tabs[c][trow[mem]])
+                    dflt = np.empty(len(mem))
+                    _wmode(T, counts[c], dflt)
+                    spr[mem] = (T.view(np.int64) != dflt.view(np.int64)[:, None]).astype(np.int64) @ counts[c]
+                score = np.stack([np.bincount(rowid, weights=spr[sub.indices] * (ik == c), minlength=len(rows))
+                                  for c in range(d)], axis=1)
+                ok = (score.max(axis=1) > 0) & (np.diff(sub.indptr) <= NARROW_ROW)
+                cstar[ok] = np.argmax(score, axis=1)[ok]
+            need = (ik >= 0) & (ik != cstar[rowid])
+            used = np.zeros(len(kind), bool)
+            used[sub.indices[need]] = True
+            for c in range(d):
+                mem = np.flatnonzero(used & (kind == c))
+                if not len(mem):
+                    continue
+                T = np.ascontiguousarray(tabs[c][trow[mem]])
+                dflt = np.empty(len(mem))
+                _wmode(T, counts[c], dflt)
+                diff = T.view(np.int64) != dflt.view(np.int64)[:, None]
+                ptr = np.concatenate([[0], np.cumsum(diff.astype(np.int64) @ counts[c])]).astype(np.int64)
+                pts, vals = np.empty(int(ptr[-1]), np.int64), np.empty(int(ptr[-1]))
+                _spread(T, dflt, np.ascontiguousarray(xi[:, c]), ptr, pts, vals)
+                amode[mem] = dflt
+                own.append(np.repeat(mem, np.diff(ptr)))
+                opt.append(pts)
+                ovl.append(vals)
+            own = np.concatenate(own)
+            order = np.argsort(own, kind="stable")
+            apt = np.concatenate(opt)[order].astype(np.int64)
+            aval = np.concatenate(ovl)[order]
+            acnt = np.bincount(own, minlength=len(kind)).astype(np.int64)
+            aptr = np.concatenate([[0], np.cumsum(acnt)]).astype(np.int64)
+            res = _general_rows(N, sub, layer.bias[rows].astype(np.float64), amode, aptr, apt, aval, rp,
+                                zero_index, fmt, sig, dtab, bad_d, last, cstar, kind, tabs, trow, xi, counts)
+            if res is None:
+                return None
+            if last:
+                return finish(res)
+            dmode, dcnt, dpt, dvl, smode, scnt, spt, svl = res
+            bw.ddef[g0 + rows] = dmode
+            gex.append(np.repeat(g0 + rows, dcnt))
+            gpt.append(dpt)
+            gval.append(dvl)
+            n_cval[rows] = smode
+            n_eptr[rows + 1] = scnt
+            n_eptr = np.cumsum(n_eptr)
+            n_ept, n_evl = spt, svl
+        kind, cval, tabs, trow = rk, n_cval, n_tabs, n_trow
+        eptr, ept, evl = n_eptr.astype(np.int64), n_ept, n_evl
+        g0 += n
+    raise AssertionError("unreachable")
+
+
+class _DefaultPlan:
+    """The default backward pass: every neuron at its most common sigma~' (``_Backward.ddef``), the
+    upstream value a symbol y.  Rows of D (one value per distinct y): row 0 is y itself; urow[g] is the
+    row of u (after sigma~') of hidden neuron g (index n_hidden: the output), vrow_h[g] / vrow_in[c]
+    the row of the backward sum v of hidden neuron g / input c; -1 where the value is 0 for every y.
+    A one-term sum RN(0 + RN(u w)) = RN(u w) and a product RN(v sigma~') depend only on (row, factor):
+    equal pairs share one row (the chains of a box repeat a few weight sequences)."""
+
+    def __init__(self, net, ddef, offs):
+        n_hidden = int(offs[-1])
+        self.urow = np.full(n_hidden + 1, -1, np.int64)
+        self.vrow_h = np.full(n_hidden, -1, np.int64)
+        self.ops = []
+        umap = np.zeros(1, np.int64)
+        self.urow[n_hidden] = 0
+        nrow = 1
+        for l in range(net.depth, 0, -1):
+            c = net.layers[l - 1]._csc
+            cp, ci, cw = c.indptr.astype(np.int64), c.indices.astype(np.int64), c.data.astype(np.float64)
+            n_in = c.shape[1]
+            col = np.repeat(np.arange(n_in, dtype=np.int64), np.diff(cp))
+            live = umap[ci] >= 0
+            nterm = np.bincount(col[live], minlength=n_in)
+            vmap = np.full(n_in, -1, np.int64)
+            sel = live & (nterm[col] == 1)
+            pairs, inv = _unique_pairs(umap[ci[sel]], cw[sel])
+            vmap[col[sel]] = nrow + inv
+            self.ops.append(("prod", pairs[:, 0].copy(), pairs[:, 1].copy().view(np.float64),
+                             nrow + np.arange(len(pairs), dtype=np.int64)))
+            nrow += len(pairs)
+            multi = np.flatnonzero(nterm > 1).astype(np.int64)
+            vmap[multi] = nrow + np.arange(len(multi))
+            if len(multi):
+                self.ops.append(("multi", multi, nrow + np.arange(len(multi), dtype=np.int64), cp, ci, cw,
+                                 umap.copy()))
+            nrow += len(multi)
+            if l == 1:
+                self.vrow_in = vmap
+                break
+            g0 = int(offs[l - 2])
+            self.vrow_h[g0:g0 + n_in] = vmap
+            dv = ddef[g0:g0 + n_in]
+            lu = (vmap >= 0) & (dv != 0)
+            pairs, inv = _unique_pairs(vmap[lu], dv[lu])
+            umap = np.full(n_in, -1, np.int64)
+            umap[lu] = nrow + inv
+            self.ops.append(("prod", pairs[:, 0].copy(), pairs[:, 1].copy().view(np.float64),
+                             nrow + np.arange(len(pairs), dtype=np.int64)))
+            nrow += len(pairs)
+            self.urow[g0:g0 + n_in] = umap
+        self.nrow = nrow
+
+    def values(self, y, dt, rp):
+        """D for the upstream values y (K,); None where one is not finite."""
+        D = np.empty((self.nrow, len(y)), dt)
+        D[0] = y
+        for op in self.ops:
+            if op[0] == "prod":
+                _dprod(D, op[1], op[2], op[3], *rp)
+            else:
+                _dmulti(D, op[1], op[2], op[3], op[4], op[5], op[6], *rp)
+        return D if np.isfinite(D).all() else None
+
+
+def _sigma_lists(bw, vrow_h, N):
+    """The neurons whose sigma~' differs from their default one and whose default backward sum is not
+    zero: general ones per point (eptr, eidx), one-coordinate ones per coordinate value (fptr over
+    cbase[c] + value index, fidx), global indices ascending in each list."""
+    g = np.repeat(np.arange(len(bw.dptr) - 1, dtype=np.int64), np.diff(bw.dptr))
+    keep = vrow_h[g] >= 0
+    g, p = g[keep], bw.dpt[keep]
+    order = np.argsort(p, kind="stable")
+    eidx = g[order]
+    eptr = np.concatenate([[0], np.cumsum(np.bincount(p, minlength=N))]).astype(np.int64)
+    cbase = np.concatenate([[0], np.cumsum(bw.nv)]).astype(np.int64)
+    keys, gs = [], []
+    for c in range(len(bw.nv)):
+        G = np.flatnonzero((bw.bkind == c) & (vrow_h >= 0))
+        if not len(G):
+            continue
+        m = int(bw.nv[c])
+        T = bw.dtab1[bw.tptr[G][:, None] + np.arange(m)[None, :]]
+        gi, t = np.nonzero(T != bw.ddef[G][:, None])
+        keys.append(cbase[c] + t)
+        gs.append(G[gi])
+    key = np.concatenate(keys).astype(np.int64) if keys else np.zeros(0, np.int64)
+    gg = np.concatenate(gs).astype(np.int64) if gs else np.zeros(0, np.int64)
+    order = np.lexsort((gg, key))
+    fidx = gg[order]
+    fptr = np.concatenate([[0], np.cumsum(np.bincount(key, minlength=int(cbase[-1])))]).astype(np.int64)
+    return eptr, eidx.astype(np.int64), fptr, fidx, cbase
+
+
+# bytes of default backward values (rows x distinct y) held at once; more distinct y run in batches
+DEFAULT_BYTES = 1 << 28
+
+
+def _evaluate_per_point(net, X, Y2, progress):
+    """``evaluate_sparse`` for per-point upstream values Y2 (N, K) (Theorem 5 claims): the forward pass on
+    tables and exceptions (``_forward_tables``), the default backward values once per distinct y
+    (``_DefaultPlan``), then per point only the neurons whose backward value differs from the default
+    (``_explicit``).  None where some value is not finite (or might be: the default pass runs every y
+    on the default states): the caller then runs the reference path, which reports it."""
+    fmt = net.format
+    N, d = X.shape
+    K = Y2.shape[1]
+    dtab, zero_index = _derivative_table(net)
+    rp = _round_params(fmt)
+    ft = _forward_tables(net, X, zero_index, dtab)
+    if ft is None:
+        return None
+    values, bw = ft
+    S = _Structure(net)
+    plan = _DefaultPlan(net, bw.ddef, S.offs)
+    eptr, eidx, fptr, fidx, cbase = _sigma_lists(bw, plan.vrow_h, N)
+    yd, yidx = np.unique(Y2, return_inverse=True)
+    yidx = yidx.reshape(N, K)
+    dt = _store_dtype(fmt)
+    kc = int(max(1, min(len(yd), DEFAULT_BYTES // (plan.nrow * np.dtype(dt).itemsize))))
+    grads = np.zeros((N, K, d))
+    wmax = int(max(net.widths))
+    L = net.depth
+    done = 0
+    for c0 in range(0, len(yd), kc):
+        c1 = min(len(yd), c0 + kc)
+        D = plan.values(yd[c0:c1], dt, rp)
+        if D is None:
+            return None
+        for k in range(K):
+            pts = np.flatnonzero((yidx[:, k] >= c0) & (yidx[:, k] < c1)).astype(np.int64)
+            if not len(pts):
+                continue
+            g = np.empty((len(pts), d))
+            err = np.zeros(len(pts), np.int64)
+            _explicit(pts, (yidx[pts, k] - c0).astype(np.int64), bw.xi, S.csr_ptr, S.csr_idx, S.csc_ptr,
+                      S.csc_idx, S.csc_w, S.lay_ptr, S.offs, L, d, plan.urow, plan.vrow_h, plan.vrow_in, D,
+                      bw.bkind, bw.ddef, bw.dptr, bw.dpt, bw.dval, bw.tptr, bw.dtab1, eptr, eidx, fptr, fidx,
+                      cbase, wmax, g, err, 64, *rp)
+            if err.any():
+                return None
+            grads[pts, k] = g
+            done += len(pts)
+        if progress:
+            progress(done // K, N)
     return values, grads

@@ -6,7 +6,8 @@ or NaN anywhere -- under the network's semantics (``Network.semantics``: "finite
 Inf may pass through but NaN, a non-finite value or a non-finite gradient fails; ``condcheck.ieee``).
 ``method="fast"`` uses the vectorized interpreter, ``method="sparse"`` the same numbers computed on the
 active neurons only (``condcheck.sparse_ad``: for Theorem 7 networks, where almost every neuron is dead at
-a given x; finite semantics only), ``method="exact"`` the exact rational reference path (slow; the
+a given x, and Theorem 5 networks, one upstream value per point; finite semantics, formats of at most 16
+bits), ``method="exact"`` the exact rational reference path (slow; the
 standalone re-check).
 """
 from __future__ import annotations
