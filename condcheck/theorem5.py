@@ -1877,13 +1877,18 @@ class _SlicedCtx(_Ctx):
             if isinstance(sg, ConstructionError):
                 yield sg
                 continue
-            try:
-                gate = self._and(self._indicator_inputs(zi, skip=j) + [self._input(skey, sg)], self.gate_targets,
-                                 True, zi)
-            except ConstructionError as e:
-                yield e
-                continue
-            yield gate, sg, [gate.betas[-1], float(self.kit.dT(sg.pz))]
+            # the AND gate on the gate targets with the smallest weights, else on the live state farthest
+            # from L: with a coarse slice gate on value (RN(a3 P3 + gamma) can not land much finer than
+            # a3 P3's spacing) the AND gate's weight on it, a factor of the chain, is about t / on value,
+            # so a far target t keeps the fixed chain from shrinking the gradient below reach
+            inputs = self._indicator_inputs(zi, skip=j) + [self._input(skey, sg)]
+            for targets, small in ((self.gate_targets, True), (self._indicator_targets(), False)):
+                try:
+                    gate = self._and(inputs, targets, small, zi)
+                except ConstructionError as e:
+                    yield e
+                    continue
+                yield gate, sg, [gate.betas[-1], float(self.kit.dT(sg.pz))]
 
     def _and(self, inputs, targets, small_first, zi) -> Gate:
         """The AND gate of slice neurons: weights beta_k = +-2^(e - exponent of |on_k - L|) (one e for all;
