@@ -87,3 +87,20 @@ def test_one_dimensional_domains_ignore_slices():
     a, _ = construct_theorem5("relu", F, X, f, h, g, gating="slices")
     b, _ = construct_theorem5("relu", F, X, f, h, g, gating="points")
     assert _same(a, b)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("act,fmt", [("relu", "float8_e4m3"), ("gelu", "float8_e5m2")])
+def test_the_full_two_dimensional_float8_box_realizes_random_targets(act, fmt):
+    X = full_box(act, fmt, 2)
+    f, h, g = random_targets(fmt, X, 0, 0.25)
+    net, claim = construct_theorem5(act, fmt, X, f, h, g)          # auto: sliced gating
+    res = verify(net, claim, method="sparse")
+    assert res.ok and res.points == len(X) > 37000, res.summary()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("act,fmt", [("relu", "float8_e5m2"), ("elu", "float8_e4m3"), ("swish", "float8_e4m3")])
+def test_a_64x64_grid_of_the_float8_box_realizes_random_targets(act, fmt):
+    net, claim = _build(act, fmt, 64, seed=1)
+    assert verify(net, claim, method="sparse").ok
