@@ -1815,23 +1815,24 @@ class _SlicedCtx(_Ctx):
         return self._indicators[key]
 
     def _unit_targets(self):
-        """Live states with |T - L| nearest 1 first (a slice gate's on value there keeps the AND gate's
-        weight on it, a factor of the gradient chain, near the gate's own scale); at most 1,024."""
-        if not hasattr(self, "_utargets"):
-            st = self.st
-            ok = (st.z > st.z_dead) & np.isfinite(st.t) & np.isfinite(st.dt) & (st.t != st.L) & (st.dt != 0)
-            z, t = st.z[ok], st.t[ok]
-            self._utargets = list(z[np.argsort(np.abs(np.log2(np.abs(t - st.L))), kind="stable")][:1024])
-        return self._utargets
+        """Live states with T' != 0, |T - L| nearest 1 first (a slice gate's on value there keeps the AND
+        gate's weight on it, a factor of the gradient chain, near the gate's own scale); at most 1,024."""
+        return self._live_states("unit", lambda t, dt: [np.abs(np.log2(np.abs(t - self.st.L)))], dt_nonzero=True)
 
     def _indicator_targets(self):
         """Live states, farthest from L first (then smaller |T'|); at most 1,024."""
-        if not hasattr(self, "_itargets"):
+        return self._live_states("far", lambda t, dt: [np.abs(dt), -np.abs(t - self.st.L)])
+
+    def _live_states(self, name, keys, dt_nonzero=False):
+        """Live states (T finite and != L), ordered by np.lexsort(keys(T, T')) (last key first), cached."""
+        cache = self.__dict__.setdefault("_live_orders", {})
+        if name not in cache:
             st = self.st
             ok = (st.z > st.z_dead) & np.isfinite(st.t) & np.isfinite(st.dt) & (st.t != st.L)
-            z, t, dt = st.z[ok], st.t[ok], st.dt[ok]
-            self._itargets = list(z[np.lexsort([np.abs(dt), -np.abs(t - st.L)])][:1024])
-        return self._itargets
+            if dt_nonzero:
+                ok &= st.dt != 0
+            cache[name] = list(st.z[ok][np.lexsort(keys(st.t[ok], st.dt[ok]))][:1024])
+        return cache[name]
 
     def _gate_weight(self, zi, j=None):
         """The backward gain from a gradient gate into the boosted steps goes through its slice gate (the
