@@ -1884,12 +1884,16 @@ class _SlicedCtx(_Ctx):
             # so a far target t keeps the fixed chain from shrinking the gradient below reach
             inputs = self._indicator_inputs(zi, skip=j) + [self._input(skey, sg)]
             for targets, small in ((self.gate_targets, True), (self._indicator_targets(), False)):
+                d_sg = float(self.kit.dT(sg.pz))
+                if d_sg == 0:           # a flat slice gate passes no gradient at all
+                    yield ConstructionError(f"point {zi + 1}: the slice gate's state is flat (T' = 0)")
+                    break
                 try:
                     gate = self._and(inputs, targets, small, zi)
                 except ConstructionError as e:
                     yield e
                     continue
-                yield gate, sg, [gate.betas[-1], float(self.kit.dT(sg.pz))]
+                yield gate, sg, [gate.betas[-1], d_sg]
 
     def _and(self, inputs, targets, small_first, zi) -> Gate:
         """The AND gate of slice neurons: weights beta_k = +-2^(e - exponent of |on_k - L|) (one e for all;
