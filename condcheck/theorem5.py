@@ -1160,7 +1160,7 @@ class _Ctx:
         first = None
         # the point's n_g gradient gates each keep below Omega / share; the value gates share the rest
         n_g = self.gradient_gates.get(zi, 0)
-        rest = (self.share - n_g) / self.share
+        rest = max(self.share - n_g, 1) / self.share      # (split gradients can take more gates than 2d)
         for parts in (1, 2, 4):
             part = f / parts
             if not _in(self.F, part):
