@@ -1572,7 +1572,8 @@ class _Ctx:
             As_all, cand_A = candidates(chunk)
             u = self._rn_chain_2d(cand_A, d[chunk], a[chunk])
             hit = np.isin(u, S)
-            hit &= (np.abs(As_all)[:, None] * amp[chunk][None, :] < quarter) | (amp[chunk][None, :] == 0)
+            with np.errstate(over="ignore"):          # an overflowing |A| |T| is not absorbed (inf < quarter fails)
+                hit &= (np.abs(As_all)[:, None] * amp[chunk][None, :] < quarter) | (amp[chunk][None, :] == 0)
             cols = np.nonzero(hit.any(axis=0))[0]
             if len(cols):
                 k = int(cols[0])
