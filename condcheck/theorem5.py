@@ -1555,7 +1555,8 @@ class _Ctx:
         t1, o = mul_array(np.full(len(As_all), y), As_all, F)
         cand_A = np.where(o | (t1 == 0), np.nan, t1)
         strong = np.union1d(np.unique(np.abs(self.block_d))[::-1][:4], reached)
-        want = _sample(S, 8)[:, None, None] / (cand_A[None, :, None] * strong[None, None, :])
+        with np.errstate(over="ignore", under="ignore"):        # _near drops what is not finite
+            want = _sample(S, 8)[:, None, None] / (cand_A[None, :, None] * strong[None, None, :])
         a, c, p, t, d = self._blockers(v_on, weights=np.union1d(_near(F, want, 2), -_near(F, want, 2)))
         r = self._last_layer((a, c, t, d), np.arange(len(a)), lambda chunk: (As_all, cand_A), S, quarter)
         return None if r is None else (post + [r[0]], r[1], r[2])
