@@ -104,7 +104,7 @@ def test_sigmoid_on_a_distinguishable_float32_domain_realizes_random_targets():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("fmt", ["float32", "float64"])
+@pytest.mark.parametrize("fmt", ["float32"])
 def test_sigmoid_on_256_points_of_a_distinguishable_domain(fmt):
     X = _sigmoid_domain(256)
     f, h, g = random_targets(fmt, X, 0, 0.25)
@@ -141,9 +141,10 @@ def test_values_and_gradients_on_float64_samples(act):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("act", ["gelu"])
+@pytest.mark.parametrize("act", ["gelu", "elu", "swish", "tanh"])
 def test_values_and_gradients_on_256_float64_points_of_the_box(act):
-    # random targets over all float64 values: |g*/h*| reaches 2^1882 (point 10: 2^1821)
+    # random targets over all float64 values: |g*/h*| reaches 2^1882 (point 10: 2^1821); measured 6-15
+    # minutes each (depth 6-15, 1.3-1.4 million nonzero parameters)
     net, claim = _build(act, "float64", 256)
     res = verify(net, claim)
     assert res.ok and res.points == 256, res.summary()
