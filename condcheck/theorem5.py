@@ -1127,6 +1127,7 @@ class _Ctx:
                 # a weight of about |q4 - z0| / |T(q3) - L|, which multiplies the backward value elsewhere)
             far = np.lexsort([np.abs(cand_d), -np.abs(cand_t - st.L), not_pow2])
             prefs = list(dict.fromkeys(np.concatenate([cand_z[order][:1024], cand_z[far][:1024]]).tolist()))
+        unit_tried = False
         for attempt in range(6):
             if attempt == 2 and best is not None and best[0][0]:
                 # the backward value overflows: at z it is about y f / T(q3) times the gate's weights,
@@ -1136,7 +1137,17 @@ class _Ctx:
             try:
                 betas, gamma, pre = self._gate(zi, None, prefs)
             except ConstructionError:
-                break
+                if self.small_format or best is not None or unit_tried:
+                    break
+                # no gate lands on a state near |f*| or far from L (their first 64 are tried): states with
+                # |T(q3)| nearest 1 (relu on 256 float64 points, f* = -2^1013.6: the gating steps' on values
+                # reach Omega, so the weights and the bias stay far below 2^1013)
+                unit_tried = True
+                prefs = list(cand_z[np.lexsort([np.abs(cand_d), np.abs(lt), not_pow2])][:1024])
+                try:
+                    betas, gamma, pre = self._gate(zi, None, prefs)
+                except ConstructionError:
+                    break
             prefs.remove(float(pre[zi]))
             Pv = float(kit.T(pre[zi]))
             d3 = abs(float(kit.dT(pre[zi])))
