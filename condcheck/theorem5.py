@@ -1200,6 +1200,7 @@ class _Ctx:
                 # a weight of about |q4 - z0| / |T(q3) - L|, which multiplies the backward value elsewhere)
             far = np.lexsort([np.abs(cand_d), -np.abs(cand_t - st.L), not_pow2])
             prefs = list(dict.fromkeys(np.concatenate([cand_z[order][:1024], cand_z[far][:1024]]).tolist()))
+        unit_tried = False
         for attempt in range(6):
             if attempt == 2 and best is not None and best[0][0]:
                 # the backward value overflows: at z it is about y f / T(q3) times the gate's weights,
@@ -1209,7 +1210,17 @@ class _Ctx:
             try:
                 gate = self.point_gate(zi, None, prefs)
             except ConstructionError:
-                break
+                if self.small_format or best is not None or unit_tried:
+                    break
+                # no gate lands on a state near |f*| or far from L (their first 64 are tried): states with
+                # |T(q3)| nearest 1 (relu on 256 float64 points, f* = -2^1013.6: the gating steps' on values
+                # reach Omega, so the weights and the bias stay far below 2^1013)
+                unit_tried = True
+                prefs = list(cand_z[np.lexsort([np.abs(cand_d), np.abs(lt), not_pow2])][:1024])
+                try:
+                    gate = self.point_gate(zi, None, prefs)
+                except ConstructionError:
+                    break
             prefs.remove(gate.pz)
             Pv = float(kit.T(gate.pz))
             d3 = abs(float(kit.dT(gate.pz)))
@@ -1392,7 +1403,8 @@ class _Ctx:
                         if r is not None:
                             break
                     if r is None:
-                        last_err = f"no transfer pair (a, A) maps upstream {y!r} to gradient {g!r}"
+                        last_err = (f"no transfer pair (a, A) maps upstream {y!r} to gradient {g!r}: "
+                                    f"{getattr(self, 'transfer_why', '')}")
                         continue
                     post, A, ends = r
                     post = list(post)           # pad_gradient appends to it; r may be shared (cached)
@@ -1614,18 +1626,21 @@ class _Ctx:
         after_gate = self._rn_chain(V, [d3])
         S = V[(self._rn_chain(V, tail_factors) == g) & (np.abs(after_gate) * bmax * self.share <= F.max_float)]
         if len(S) == 0:
+            self.transfer_why = "no value reaches the gradient through the factors before the gate"
             return None
         fixed = all(tail_factors)
         need = (_lg(g) - _lg(y) - sum(_lg(f) for f in tail_factors)) if y and fixed else 0.0
         post, v_on = [], Gz
         for k in range(n_post - 1):
             if v_on == L:
+                self.transfer_why = f"layer {k + 1} reads the dead value"
                 return None
             share = need / (n_post - k)          # what this layer should carry, A ~ 1 for the rest
             a, c, p, t, d = self._blockers(v_on, weights=self._weights_for(share))
             keep = (t != L) & (np.abs(t - L) >= self.push_min)
             a, c, p, t, d = a[keep], c[keep], p[keep], t[keep], d[keep]
             if len(a) == 0:
+                self.transfer_why = f"no blocker for layer {k + 1} (on value {v_on!r}, gain 2^{share:.0f})"
                 return None
             gain = np.log2(np.abs(a)) + np.log2(np.abs(d))
             # a power-of-two gain maps the target set one to one; a small forward value leaves the next
@@ -1635,9 +1650,11 @@ class _Ctx:
             need -= float(gain[i])
             S = self._preimage(S, float(d[i]), float(a[i]))
             if len(S) == 0:
+                self.transfer_why = f"empty preimage set after layer {k + 1}"
                 return None
             post.append((float(a[i]), float(c[i])))
             v_on = float(t[i])
+        self.transfer_why = f"no last layer (need 2^{need:.0f}, {len(S)} targets)"
         if v_on == L:
             return None
         # the last layer's weights: every one on enumerated formats, else the window around the gain it
@@ -1668,14 +1685,19 @@ class _Ctx:
             return None if r is None else (post + [r[0]], r[1], r[2])
         # large formats, second try: A near 2^k / y, so that u = RN(y A) has a significand near 1 and the
         # products RN(u a) of consecutive weights a reach every value near s, and last-layer weights a
-        # near s / (u T'), for s in S and the strongest derivatives T'
+        # near s / (u T'), for s in S, the strongest derivatives T' and the derivatives the first try's
+        # blockers reached (a sum RN(a v_on + c) with a large a v_on lands only on states far from 0, e.g.
+        # gelu's linear side with T' = 1, where the strongest states, gelu~' = 1.13 near 1.4, are not reached)
+        du, dn = np.unique(np.abs(d), return_counts=True)
+        reached = du[np.argsort(-dn, kind="stable")[:4]]
         ks = sorted(range(F.e_min - F.M, F.e_max + 1), key=lambda k: abs(k - (math.log2(abs(y)) + need / 2)))
         As_all = _near(F, np.array([math.ldexp(sg, k) / y for k in ks[:16] for sg in (1.0, -1.0)]), 1)
         As_all = As_all[np.abs(As_all) * h_max <= F.max_float]
         t1, o = mul_array(np.full(len(As_all), y), As_all, F)
         cand_A = np.where(o | (t1 == 0), np.nan, t1)
-        strong = np.unique(np.abs(self.block_d))[::-1][:4]
-        want = _sample(S, 8)[:, None, None] / (cand_A[None, :, None] * strong[None, None, :])
+        strong = np.union1d(np.unique(np.abs(self.block_d))[::-1][:4], reached)
+        with np.errstate(over="ignore", under="ignore"):        # _near drops what is not finite
+            want = _sample(S, 8)[:, None, None] / (cand_A[None, :, None] * strong[None, None, :])
         a, c, p, t, d = self._blockers(v_on, weights=np.union1d(_near(F, want, 2), -_near(F, want, 2)))
         r = self._last_layer((a, c, t, d), np.arange(len(a)), lambda chunk: (As_all, cand_A), S, quarter)
         return None if r is None else (post + [r[0]], r[1], r[2])
@@ -1692,7 +1714,8 @@ class _Ctx:
             As_all, cand_A = candidates(chunk)
             u = self._rn_chain_2d(cand_A, d[chunk], a[chunk])
             hit = np.isin(u, S)
-            hit &= (np.abs(As_all)[:, None] * amp[chunk][None, :] < quarter) | (amp[chunk][None, :] == 0)
+            with np.errstate(over="ignore"):          # an overflowing |A| |T| is not absorbed (inf < quarter fails)
+                hit &= (np.abs(As_all)[:, None] * amp[chunk][None, :] < quarter) | (amp[chunk][None, :] == 0)
             cols = np.nonzero(hit.any(axis=0))[0]
             if len(cols):
                 k = int(cols[0])
