@@ -1926,7 +1926,7 @@ class _SlicedCtx(_Ctx):
         ons = np.array([u for _, u, _ in inputs], float)
         gains = np.array([g for _, _, g in inputs], float)
         tv = np.asarray(targets, float)
-        memo = (tuple(ons.tolist()), tuple(gains.tolist()), hash(tv.tobytes()), len(tv), small_first)
+        memo = (tuple(ons.tolist()), tuple(gains.tolist()), tv.tobytes(), small_first)
         hit = self._ands.get(memo)
         if hit is None:
             hit = self._ands[memo] = self._and_search(ons, tv, small_first)
