@@ -937,6 +937,8 @@ class _Ctx:
         self.share = 1 + 2 * X.shape[1]
         self.gradient_gates = {}        # point -> its number of gradient gates (set once they are built)
         self._memo = {}                 # _cached
+        self._last_maps = {}            # _last_layer_tables: blocker index maps by on value (at most 64)
+        self.transfer_why = ""          # why the last _transfer_search found nothing
 
     def _betas(self, gating, shift_exp):
         out = []
@@ -1404,7 +1406,7 @@ class _Ctx:
                             break
                     if r is None:
                         last_err = (f"no transfer pair (a, A) maps upstream {y!r} to gradient {g!r}: "
-                                    f"{getattr(self, 'transfer_why', '')}")
+                                    f"{self.transfer_why}")
                         continue
                     post, A, ends = r
                     post = list(post)           # pad_gradient appends to it; r may be shared (cached)
@@ -1603,9 +1605,14 @@ class _Ctx:
         return self.block_weights[(e >= min(share, 0.0) - 12) & (e <= max(share, 0.0) + 40)]
 
     def _transfer(self, y, g, Gz, d3, tail_factors, bmax, h_max, quarter, n_post):
-        """``_transfer_search``, once per argument tuple (branches with equal chains and targets)."""
-        return self._cached(("transfer", y, g, Gz, d3, tuple(tail_factors), bmax, h_max, quarter, n_post),
-                            lambda: self._transfer_search(y, g, Gz, d3, tail_factors, bmax, h_max, quarter, n_post))
+        """``_transfer_search``, once per argument tuple (branches with equal chains and targets); its
+        failure reason (``transfer_why``) is kept with it, so a cached failure reports its own."""
+        def search():
+            r = self._transfer_search(y, g, Gz, d3, tail_factors, bmax, h_max, quarter, n_post)
+            return r, self.transfer_why
+        r, self.transfer_why = self._cached(("transfer", y, g, Gz, d3, tuple(tail_factors), bmax, h_max, quarter,
+                                             n_post), search)
+        return r
 
     def _transfer_search(self, y, g, Gz, d3, tail_factors, bmax, h_max, quarter, n_post):
         """(post, A, ends): n_post blocker layers after the gate and the output weight A, with the
@@ -1731,7 +1738,7 @@ class _Ctx:
         with the same on value; the first blocker in ``order`` with a hit, as the chunked scan picks."""
         a, c, t, d = blockers
         tb = self.tables
-        maps = self.__dict__.setdefault("_last_maps", {})
+        maps = self._last_maps
         M = maps.get(v_on)
         if M is None:
             if len(maps) >= 64:
@@ -1822,6 +1829,7 @@ class _SlicedCtx(_Ctx):
                 return out
             self.slices[j] = _Ctx(kit, st, F, coord_vals[j].reshape(-1, 1), steps, U, gating)
         self._indicators, self._slice_gates, self._ands = {}, {}, {}
+        self._live_orders = {}          # _live_states
 
     def _coord_values(self, j):
         return self.coord_vals[j]
@@ -1848,7 +1856,7 @@ class _SlicedCtx(_Ctx):
 
     def _live_states(self, name, keys, dt_nonzero=False):
         """Live states (T finite and != L), ordered by np.lexsort(keys(T, T')) (last key first), cached."""
-        cache = self.__dict__.setdefault("_live_orders", {})
+        cache = self._live_orders
         if name not in cache:
             st = self.st
             ok = (st.z > st.z_dead) & np.isfinite(st.t) & np.isfinite(st.dt) & (st.t != st.L)
@@ -1905,12 +1913,12 @@ class _SlicedCtx(_Ctx):
             # from L: with a coarse slice gate on value (RN(a3 P3 + gamma) can not land much finer than
             # a3 P3's spacing) the AND gate's weight on it, a factor of the chain, is about t / on value,
             # so a far target t keeps the fixed chain from shrinking the gradient below reach
+            d_sg = float(self.kit.dT(sg.pz))
+            if d_sg == 0:               # a flat slice gate passes no gradient at all
+                yield ConstructionError(f"point {zi + 1}: the slice gate's state is flat (T' = 0)")
+                continue
             inputs = self._indicator_inputs(zi, skip=j) + [self._input(skey, sg)]
             for targets, small in ((self.gate_targets, True), (self._indicator_targets(), False)):
-                d_sg = float(self.kit.dT(sg.pz))
-                if d_sg == 0:           # a flat slice gate passes no gradient at all
-                    yield ConstructionError(f"point {zi + 1}: the slice gate's state is flat (T' = 0)")
-                    break
                 try:
                     gate = self._and(inputs, targets, small, zi)
                 except ConstructionError as e:
