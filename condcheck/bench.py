@@ -74,8 +74,9 @@ def _construct_box2(act, fmt_name, seed=0, h_max=0.25, grid=0):
     from .targets import full_box, random_targets
     from .theorem5 import construct_theorem5
     F = get_format(fmt_name)
-    c = _separable_part(act, F, full_box(act, F, 1))[:, 0]
-    n_full = len(full_box(act, F, 1))
+    box = full_box(act, F, 1)
+    c = _separable_part(act, F, box)[:, 0]
+    n_full = len(box)
     if grid:
         c = c[np.linspace(0, len(c) - 1, grid).round().astype(int)]
     X = np.array([(u, v) for u in c for v in c])

@@ -95,20 +95,17 @@ def test_sigmoid_on_a_distinguishable_float32_domain_realizes_random_targets():
     # the box is not distinguishable for sigmoid (tiny inputs share sigma~ and sigma~' under every
     # first-layer neuron, see the README), but Condition 1 suffices on a domain without such pairs:
     # 16 points with |x| in [2^-12, 2^6] and targets drawn over all float32 values
-    rng = np.random.default_rng(0)
-    X = rng.choice([-1.0, 1.0], 16) * np.exp2(rng.uniform(-12, 6, 16))
-    X = np.unique(X.astype(np.float32).astype(np.float64)).reshape(-1, 1)
+    X = _sigmoid_domain(16)
     f, h, g = random_targets("float32", X, 0, 0.25)
     net, claim = construct_theorem5("sigmoid", "float32", X, f, h, g)
     assert verify(net, claim).ok and len(X) == 16
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("fmt", ["float32"])
-def test_sigmoid_on_256_points_of_a_distinguishable_domain(fmt):
+def test_sigmoid_on_256_points_of_a_distinguishable_float32_domain():
     X = _sigmoid_domain(256)
-    f, h, g = random_targets(fmt, X, 0, 0.25)
-    net, claim = construct_theorem5("sigmoid", fmt, X, f, h, g)
+    f, h, g = random_targets("float32", X, 0, 0.25)
+    net, claim = construct_theorem5("sigmoid", "float32", X, f, h, g)
     res = verify(net, claim)
     assert res.ok and res.points == 256, res.summary()
 
