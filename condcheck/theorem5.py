@@ -1203,10 +1203,15 @@ class _Ctx:
             far = np.lexsort([np.abs(cand_d), -np.abs(cand_t - st.L), not_pow2])
             prefs = list(dict.fromkeys(np.concatenate([cand_z[order][:1024], cand_z[far][:1024]]).tolist()))
         unit_tried = False
-        for attempt in range(6):
-            if attempt == 2 and best is not None and best[0][0]:
-                # the backward value overflows: at z it is about y f / T(q3) times the gate's weights,
-                # so the gate's on values farthest from L come next
+        for attempt in range(8):
+            if attempt == 6 and best is not None:
+                break
+            if (attempt == 2 and best is not None and best[0][0]) or attempt == 6:
+                # the backward value overflows (at z it is about y f / T(q3) times the gate's weights), or
+                # (attempts 6 and 7) no V' maps the gate's on values near |f*| onto a power of two (a tiny
+                # f* among sigma~'s smallest values: sigmoid~ on float8_e4m3fnuz, f* = 3 * 2^-10, whose V_z
+                # value 2^-10 would need a weight of about 4,096 to reach sigmoid~'s live side, Omega =
+                # 240): the gate's on values farthest from L come next
                 far_from_L = dict(zip(cand_z.tolist(), (-np.abs(cand_t - st.L)).tolist()))
                 prefs.sort(key=far_from_L.__getitem__)
             try:
