@@ -634,7 +634,26 @@ def construct_theorem5(activation, fmt, points, values, upstream, gradients, imp
     ``progress(done, total)`` is called once per point for the gradient branches, then the values.
     ``gating``: "points" (each point's gates read the gating steps), "slices" (d >= 2: AND gates of
     slice neurons, ``_SlicedCtx``) or "auto" (slices for d >= 2 beyond EXACT_GATE_POINTS points, where
-    per-point gates would cost N x N rounded sums to build and to verify)."""
+    per-point gates would cost N x N rounded sums to build and to verify).
+
+    On formats outside both branches of the paper's theorems (E < 4) the construction is an attempt:
+    its errors say so."""
+    from .check import theorem_branch
+
+    try:
+        return _construct_theorem5(activation, fmt, points, values, upstream, gradients, implementation,
+                                   verify_result, max_post, progress, gating)
+    except ConstructionError as e:
+        branch = theorem_branch(get_format(fmt))
+        if branch.startswith("not covered") and "Condition" not in str(e):
+            raise ConstructionError(f"{e} [{get_format(fmt).name} is outside both branches of the paper's "
+                                    f"theorems ({branch}): there the construction is an attempt, not a "
+                                    f"consequence of Conditions 1-3]") from None
+        raise
+
+
+def _construct_theorem5(activation, fmt, points, values, upstream, gradients, implementation, verify_result,
+                        max_post, progress, gating):
     from .netfile import Claim
     from .verify import verify as _verify
 
@@ -697,7 +716,10 @@ def construct_theorem5(activation, fmt, points, values, upstream, gradients, imp
                 if found is None:
                     raise ConstructionError(f"step at coordinate {j + 1} gap {gap}: {why}")
                 pre, k0, K = found
-                ba, bc = _boost(kit, st, kit.T(pre[on]))
+                try:
+                    ba, bc = _boost(kit, st, kit.T(pre[on]))
+                except ConstructionError as e:
+                    raise ConstructionError(f"step at coordinate {j + 1} gap {gap}: {e}") from None
                 pre = kit.add(kit.mul(ba, kit.T(pre)), bc)
                 on_t = kit.T(pre[on])
                 tv = on_t - L
@@ -834,7 +856,10 @@ def _gradient_branches(ctx, zi, j, y, g, h_max, C, max_post, n_min=1):
                 except ConstructionError as e:
                     err = e
             continue
-        for n_post in range(n_min, top + 1):   # the fewest that work
+        # the fewest layers that work from the depth reached so far, then fewer (the caller rebuilds or
+        # pads a shorter branch with exact relays; sigmoid on a 64 x 64 float8_e4m3 grid: a point whose
+        # transfer fits only without the blocker layers the branches before it needed)
+        for n_post in list(range(n_min, top + 1)) + list(range(1, min(n_min, top + 1))):
             try:
                 return _parts([ctx.gradient_branch(zi, j, y, part, h_max, C, n_post) for _ in range(parts)])
             except ConstructionError as e:
