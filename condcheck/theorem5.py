@@ -1457,32 +1457,44 @@ class _Ctx:
         """
         kit, F = self.kit, self.F
         v_on, v_off, gain = br.ends
-        t1 = float(kit.mul(br.y, br.out_weight))
+        ow = br.out_weight
         while len(br.post) < n_total:
+            t1 = float(kit.mul(br.y, ow))      # the backward value the branch's last layer must keep
             done = False
-            for q, d in zip(self.pass_z, self.pass_d):
-                a = 1.0 / float(d)
-                if not _in(F, a):
+            # m = 0 first (T'(r) a = 1, the output weight stays); then relays with T'(r) a = 2^m and the
+            # output weight ow 2^-m: sigmoid's pass states have T' = 1/4, and t1 (x) 1/4 (x) 4 != t1 when
+            # t1 / 4 is subnormal (a 64 x 64 sigmoid grid on float8_e4m3); a larger output weight keeps
+            # the product normal, and the exact check decides
+            for m in (0, 1, 2, 3, -1, -2):
+                ow2 = math.ldexp(ow, -m)
+                if not _in(F, ow2):
                     continue
-                try:
-                    c = _solve_affine(kit, float(kit.mul(a, v_on)), float(q))
-                    if c is None:
+                for q, d in zip(self.pass_z, self.pass_d):
+                    a = math.ldexp(1.0, m) / float(d)
+                    if not _in(F, a):
                         continue
-                    off = float(kit.add(kit.mul(a, v_off), c))
-                    t_on, t_off = float(kit.T(q)), float(kit.T(off))
-                    back = float(kit.mul(kit.mul(t1, d), a))
-                except ConstructionError:
-                    continue
-                g2 = gain * abs(float(kit.dT(off))) * abs(a)
-                if (back == t1 and abs(br.out_weight) * max(abs(t_on), abs(t_off)) < quarter
-                        and abs(br.out_weight) * h_max * max(1.0, g2) <= F.max_float):
-                    br.post.append((a, c))
-                    v_on, v_off, gain = t_on, t_off, max(gain, g2)
-                    done = True
+                    try:
+                        c = _solve_affine(kit, float(kit.mul(a, v_on)), float(q))
+                        if c is None:
+                            continue
+                        off = float(kit.add(kit.mul(a, v_off), c))
+                        t_on, t_off = float(kit.T(q)), float(kit.T(off))
+                        back = float(kit.mul(kit.mul(kit.mul(br.y, ow2), d), a))
+                    except ConstructionError:
+                        continue
+                    g2 = gain * abs(float(kit.dT(off))) * abs(a)
+                    if (back == t1 and abs(ow2) * max(abs(t_on), abs(t_off)) < quarter
+                            and abs(ow2) * h_max * max(1.0, g2) <= F.max_float):
+                        br.post.append((a, c))
+                        v_on, v_off, gain, ow = t_on, t_off, max(gain, g2), ow2
+                        done = True
+                        break
+                if done:
                     break
             if not done:
                 raise ConstructionError(f"point {br.zi + 1}: no relay pads its gradient branch to "
                                         f"{n_total} layers after the gate")
+        br.out_weight = ow
         return br
 
     def _cached(self, key, fn):
