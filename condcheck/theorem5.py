@@ -1267,7 +1267,13 @@ class _Ctx:
                     best = (key, _Branch(zi, gate, post, A), g_on, g_off)
                 return worst <= F.max_float
 
-            for P in sorted(pows, key=lambda P: (abs(f) > P, abs(_lg(f) - _lg(P))))[:6]:
+            # the six powers of two nearest |f*| first; the others only when none of those fits (the
+            # nearest can all be out of reach: sigmoid~ on float64 maps L = 0 to a zero of T only by a
+            # bias c <= z_d ~ -745, so RN(a Pv + c) lands on multiples of ulp(c) = 2^-43 and misses the
+            # single fine preimage q of a tiny P, while P = 1 has every q >= 37 as preimage)
+            for i, P in enumerate(sorted(pows, key=lambda P: (abs(f) > P, abs(_lg(f) - _lg(P))))):
+                if i >= 6 and best is not None and not best[0][0]:
+                    break
                 A = f / P
                 fits = False
                 m = self._map_two(st.L, Pv, "zero", P)

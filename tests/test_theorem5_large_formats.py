@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from condcheck.formats import get_format
-from condcheck.rounding import round_down_up
+from condcheck.rounding import round_array, round_down_up
 from condcheck.separators import _step
 from condcheck.targets import box_bound, box_sample, random_targets, random_values
 from condcheck.theorem5 import ConstructionError, construct_theorem5
@@ -83,11 +83,15 @@ def test_sigmoid_on_a_float32_sample_is_refused_naming_the_gap_no_separator_was_
         _build("sigmoid", "float32", 16)
 
 
-def _sigmoid_domain(n, seed=0):
-    """n distinct float32 values with |x| in [2^-12, 2^6]: a domain sigmoid distinguishes (the box is not)."""
+def _sigmoid_domain(n, seed=0, fmt=None):
+    """n distinct float32 values (values of fmt if given) with |x| in [2^-12, 2^6]: a domain sigmoid
+    distinguishes (the box is not)."""
     rng = np.random.default_rng(seed)
     X = rng.choice([-1.0, 1.0], 4 * n) * np.exp2(rng.uniform(-12, 6, 4 * n))
-    X = np.unique(X.astype(np.float32).astype(np.float64))
+    if fmt is None:
+        X = np.unique(X.astype(np.float32).astype(np.float64))
+    else:
+        X = np.unique(round_array(X, get_format(fmt))[0])
     return np.sort(rng.choice(X, n, replace=False)).reshape(-1, 1)
 
 
@@ -106,6 +110,47 @@ def test_sigmoid_on_256_points_of_a_distinguishable_float32_domain():
     X = _sigmoid_domain(256)
     f, h, g = random_targets("float32", X, 0, 0.25)
     net, claim = construct_theorem5("sigmoid", "float32", X, f, h, g)
+    res = verify(net, claim)
+    assert res.ok and res.points == 256, res.summary()
+
+
+def test_sigmoid_on_a_distinguishable_float64_domain_realizes_random_targets():
+    # float64 values of the float32 recipe; f*(x_1) = 7.2e-140: the value output maps L = 0 to a zero of
+    # sigmoid~ only with a bias below z_d ~ -745, so it reaches P = 1 (saturation), not the powers of
+    # two nearest f* (about 20 s)
+    X = _sigmoid_domain(16)
+    f, h, g = random_targets("float64", X, 0, 0.25)
+    net, claim = construct_theorem5("sigmoid", "float64", X, f, h, g)
+    res = verify(net, claim)
+    assert res.ok and res.points == 16, res.summary()
+
+
+@pytest.mark.slow
+def test_sigmoid_on_256_points_of_a_distinguishable_float64_domain():
+    # measured: depth 6, 1,398,799 nonzero parameters, 207 CPU s
+    X = _sigmoid_domain(256)
+    f, h, g = random_targets("float64", X, 0, 0.25)
+    net, claim = construct_theorem5("sigmoid", "float64", X, f, h, g)
+    res = verify(net, claim)
+    assert res.ok and res.points == 256, res.summary()
+
+
+def test_sigmoid_on_a_distinguishable_bfloat16_domain_realizes_random_targets():
+    # the bfloat16 box is refused like float32's (tiny inputs); 16 bfloat16 values with |x| in
+    # [2^-12, 2^6]: depth 6, about 5 s
+    X = _sigmoid_domain(16, fmt="bfloat16")
+    f, h, g = random_targets("bfloat16", X, 0, 0.25)
+    net, claim = construct_theorem5("sigmoid", "bfloat16", X, f, h, g)
+    res = verify(net, claim)
+    assert res.ok and res.points == 16, res.summary()
+
+
+@pytest.mark.slow
+def test_sigmoid_on_256_points_of_a_distinguishable_bfloat16_domain():
+    # measured: depth 6, 190,483 nonzero parameters, 64 CPU s
+    X = _sigmoid_domain(256, fmt="bfloat16")
+    f, h, g = random_targets("bfloat16", X, 0, 0.25)
+    net, claim = construct_theorem5("sigmoid", "bfloat16", X, f, h, g)
     res = verify(net, claim)
     assert res.ok and res.points == 256, res.summary()
 
@@ -138,3 +183,13 @@ def test_values_and_gradients_on_256_points_of_the_box(act, fmt):
     net, claim = _build(act, fmt, 256)
     res = verify(net, claim)
     assert res.ok and res.points == 256, res.summary()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("act, fmt", [("tanh", "bfloat16")])
+def test_values_and_gradients_on_4096_points_of_a_16_bit_box(act, fmt):
+    # measured (build + verify, CPU): tanh on bfloat16 depth 6, 2,686,217 nonzero parameters, 791 s,
+    # peak 5.9 GiB (the separator search takes the first 300 s)
+    net, claim = _build(act, fmt, 4096)
+    res = verify(net, claim)
+    assert res.ok and res.points == 4096, res.summary()
