@@ -23,20 +23,15 @@ SMALL_FORMATS = ["float8_e5m2", "float8_e4m3", "float8_e4m3fn", "float8_e3m4", "
 
 
 def build_box(act: str, fmt: str, seed: int):
-    """(outcome, detail): 'ok' with the network's depth, 'indistinguishable' or 'fails' with the error."""
-    from condcheck.formats import get_format
-    from condcheck.targets import full_box, random_targets
-    from condcheck.theorem5 import ConstructionError, construct_theorem5
+    """(outcome, detail): 'ok' with the network's size (condcheck.bench's full-box case), else
+    'indistinguishable' or 'fails' with the constructor's error."""
+    from condcheck.bench import _construct_box
+    from condcheck.theorem5 import ConstructionError
 
-    F = get_format(fmt)
-    X = full_box(act, F, 1)
-    f, h, g = random_targets(F, X, seed, 0.25)
     try:
-        net, _ = construct_theorem5(act, F, X, f, h, g)
+        return "ok", _construct_box(act, fmt, seed)
     except ConstructionError as e:
-        kind = "indistinguishable" if str(e).startswith("distinguishability fails") else "fails"
-        return kind, str(e)
-    return "ok", f"{len(X)} points, depth {net.depth}"
+        return ("indistinguishable" if str(e).startswith("distinguishability fails") else "fails"), str(e)
 
 
 def main(argv=None) -> int:

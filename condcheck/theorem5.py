@@ -95,6 +95,10 @@ class ConstructionError(CondcheckError):
     """The constructor could not build the network; the message names the requirement that failed."""
 
 
+class ConditionFailure(ConstructionError):
+    """The activation fails one of Conditions 1-3 on the format (a refusal, not a construction attempt)."""
+
+
 # ---- exact arithmetic on arrays of format values ------------------------------------------------------
 class Kit:
     """RN_F arithmetic and T = sigma~ on arrays, raising on overflow (a network may not overflow).
@@ -552,7 +556,7 @@ def _require_conditions(kit: Kit, F: Format, implementation: str) -> dict:
     for k in ("1", "2", "3"):
         c = res.conditions[k]
         if c["holds"] is False:
-            raise ConstructionError(f"{kit.act.name} on {F.name} fails Condition {k}: {c['failing_clause']}")
+            raise ConditionFailure(f"{kit.act.name} on {F.name} fails Condition {k}: {c['failing_clause']}")
     return res.conditions["1"]["witness"]
 
 
@@ -643,10 +647,13 @@ def construct_theorem5(activation, fmt, points, values, upstream, gradients, imp
     try:
         return _construct_theorem5(activation, fmt, points, values, upstream, gradients, implementation,
                                    verify_result, max_post, progress, gating)
+    except ConditionFailure:
+        raise
     except ConstructionError as e:
-        branch = theorem_branch(get_format(fmt))
-        if branch.startswith("not covered") and "Condition" not in str(e):
-            raise ConstructionError(f"{e} [{get_format(fmt).name} is outside both branches of the paper's "
+        F = get_format(fmt)
+        branch = theorem_branch(F)
+        if branch.startswith("not covered"):
+            raise ConstructionError(f"{e} [{F.name} is outside both branches of the paper's "
                                     f"theorems ({branch}): there the construction is an attempt, not a "
                                     f"consequence of Conditions 1-3]") from None
         raise
@@ -674,7 +681,7 @@ def _construct_theorem5(activation, fmt, points, values, upstream, gradients, im
     # constants: constant neurons whose values are positive powers of two
     cz, ct = st.constants
     if len(cz) == 0:
-        raise ConstructionError(f"Condition 1 (constants) fails: {kit.act.name} takes no positive power of two "
+        raise ConditionFailure(f"Condition 1 (constants) fails: {kit.act.name} takes no positive power of two "
                                 f"value on {F.name}")
 
     # ---- steps ------------------------------------------------------------------------------------------
