@@ -1505,10 +1505,58 @@ class _Ctx:
                 if done:
                     break
             if not done:
-                raise ConstructionError(f"point {br.zi + 1}: no relay pads its gradient branch to "
-                                        f"{n_total} layers after the gate")
+                relay = self._odd_relay(br.y, ow, t1, v_on, v_off, gain, h_max, quarter)
+                if relay is None:
+                    raise ConstructionError(f"point {br.zi + 1}: no relay pads its gradient branch to "
+                                            f"{n_total} layers after the gate")
+                (a, c), (v_on, v_off, g2), ow = relay
+                br.post.append((a, c))
+                gain = max(gain, g2)
         br.out_weight = ow
         return br
+
+    def _odd_relay(self, y, ow, t1, v_on, v_off, gain, h_max, quarter):
+        """A relay whose weights are not powers of two: ((a, c), (on, off, gain), output weight) or None.
+
+        When y (x) ow is subnormal, a power-of-two relay loses bits: with sigmoid's T' = 1/4 on float8_e4m3,
+        y = -2^-9 and ow = -5.5 give t1 = 6 x 2^-9, and t1 / 4 rounds.  An output weight ow2 with
+        y (x) ow2 (x) T' an exact multiple of the smallest subnormal, and a relay weight a with
+        b (x) a == t1 (a = 3 for ow2 = -8), carry t1 back unchanged; every product is checked exactly,
+        the forward values must still be absorbed (|ow2| |T| < ulp(C)/4) and the backward gain must stay
+        finite at every other point.  Tried only where every power-of-two relay failed.
+        """
+        kit, F = self.kit, self.F
+        sg = 1.0 if ow > 0 else -1.0
+        e0 = math.frexp(abs(ow))[1]
+        weights = sorted({sg * math.ldexp(k, e) for k in range(1, 16) for e in range(e0 - 8, e0 + 4)
+                          if _in(F, math.ldexp(k, e))}, key=lambda w: (abs(_lg(abs(w)) - _lg(abs(ow))), abs(w)))
+        for q, d in zip(self.pass_z, self.pass_d):
+            t_on = float(kit.T(q))
+            for ow2 in weights:
+                if abs(ow2) * abs(t_on) >= quarter:
+                    continue
+                try:
+                    b = float(kit.mul(kit.mul(y, ow2), d))
+                except ConstructionError:
+                    continue
+                if b == 0:
+                    continue
+                for a in _near(F, t1 / b, 2):
+                    a = float(a)
+                    try:
+                        if a == 0 or float(kit.mul(b, a)) != t1:
+                            continue
+                        c = _solve_affine(kit, float(kit.mul(a, v_on)), float(q))
+                        if c is None:
+                            continue
+                        off = float(kit.add(kit.mul(a, v_off), c))
+                        t_off = float(kit.T(off))
+                    except ConstructionError:
+                        continue
+                    g2 = gain * abs(float(kit.dT(off))) * abs(a)
+                    if abs(ow2) * abs(t_off) < quarter and abs(ow2) * h_max * max(1.0, g2) <= F.max_float:
+                        return (a, c), (t_on, t_off, max(gain, g2)), ow2
+        return None
 
     def _cached(self, key, fn):
         """fn() once per key: the searches that branches sharing a source, a slice or a gradient repeat."""

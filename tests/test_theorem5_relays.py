@@ -1,0 +1,66 @@
+"""Padding relays of gradient branches (``_Ctx.pad_gradient``): a relay appended after a branch's last
+layer must carry the branch's backward value back unchanged, exactly, and keep its forward value
+absorbed by the output's constant."""
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+import condcheck.theorem5 as t5
+from condcheck.formats import get_format
+from condcheck.ops import add, mul
+
+
+def _sigmoid_ctx():
+    F = get_format("float8_e4m3")
+    kit = t5.Kit("sigmoid", F, "exact")
+    st = t5.find_states(kit, t5._require_conditions(kit, F, "exact"))
+    return F, kit, t5._Ctx(kit, st, F, np.zeros((1, 1)), [], [], lambda zi: [])
+
+
+def _branch(y, ow, post, ends):
+    br = t5._Branch(0, None, list(post), ow)
+    br.ends, br.y = ends, y
+    return br
+
+
+def _rn_mul(a, b, F):
+    return float(mul(Fraction(a), Fraction(b), F))
+
+
+def test_a_relay_pads_a_sigmoid_branch_whose_backward_value_is_subnormal():
+    # upstream -2^-9 and output weight -5.5 (as at point 15 of the 64 x 64 sigmoid grid on float8_e4m3,
+    # seed 1): the backward value 5.5 x 2^-9 rounds to the subnormal 6 x 2^-9, and at sigmoid's pass
+    # states T' <= 1/4, so t1 (x) T' rounds again; the branch's last forward value here is 0.5625
+    F, kit, ctx = _sigmoid_ctx()
+    y, ow = -2.0 ** -9, -5.5
+    br = _branch(y, ow, [(2.0, -2.75)], (0.5625, 0.0, 1.0))
+    ctx.pad_gradient(br, 2, 0.25, 4.0)
+    assert len(br.post) == 2
+    a, c = br.post[-1]
+    # checked with the exact Fraction arithmetic: the relay's pre-activation at the point, its
+    # derivative there, and the backward value y (x) ow' (x) T' (x) a == y (x) ow
+    q = float(add(Fraction(_rn_mul(a, 0.5625, F)), Fraction(c), F))
+    d = float(kit.dT(q))
+    back = _rn_mul(_rn_mul(_rn_mul(y, br.out_weight, F), d, F), a, F)
+    assert back == _rn_mul(y, ow, F) == 6 * 2.0 ** -9
+    # its forward values (on at the point, off elsewhere) stay absorbed: |ow'| |T| < ulp(C) / 4
+    off = float(add(Fraction(_rn_mul(a, 0.0, F)), Fraction(c), F))
+    assert abs(br.out_weight) * max(abs(kit.T(q)), abs(kit.T(off))) < 4.0
+
+
+def test_power_of_two_relays_alone_cannot_pad_that_branch(monkeypatch):
+    # why the relay above may have a weight a with T'(r) a not a power of two (here a = 2.75)
+    F, kit, ctx = _sigmoid_ctx()
+    monkeypatch.setattr(t5._Ctx, "_odd_relay", lambda self, *args: None)
+    br = _branch(-2.0 ** -9, -5.5, [(2.0, -2.75)], (0.5625, 0.0, 1.0))
+    with pytest.raises(t5.ConstructionError, match="no relay pads"):
+        ctx.pad_gradient(br, 2, 0.25, 4.0)
+
+
+def test_a_branch_that_no_relay_can_pad_is_refused_naming_its_point():
+    F, kit, ctx = _sigmoid_ctx()
+    # an absorption bound (ulp(C) / 4 = 2^-9) below every relay's forward value times any output weight
+    br = _branch(-2.0 ** -9, -5.5, [(2.0, -2.75)], (0.5, 0.0, 1.0))
+    with pytest.raises(t5.ConstructionError, match="point 1: no relay pads its gradient branch to 2 layers"):
+        ctx.pad_gradient(br, 2, 0.25, 2.0 ** -9)
