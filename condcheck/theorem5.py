@@ -789,6 +789,7 @@ def _construct_theorem5(activation, fmt, points, values, upstream, gradients, im
     values_part = []
     for br in grad_part:
         ctx.gradient_gates[br.zi] = ctx.gradient_gates.get(br.zi, 0) + 1
+        ctx.gradient_at.setdefault(br.zi, []).append(br)
     for zi in range(N):
         if progress:
             progress(N + zi + 1, 2 * N)
@@ -968,6 +969,7 @@ class _Ctx:
         # so each is kept below Omega / share
         self.share = 1 + 2 * X.shape[1]
         self.gradient_gates = {}        # point -> its number of gradient gates (set once they are built)
+        self.gradient_at = {}           # point -> its gradient branches (set once they are built)
         self._memo = {}                 # _cached
         self._last_maps = {}            # _last_layer_tables: blocker index maps by on value (at most 64)
         self.transfer_why = ""          # why the last _transfer_search found nothing
@@ -1203,15 +1205,51 @@ class _Ctx:
                 return [self.value_branch(zi, part, y_max, n_post, y_at, share=parts / rest)] * parts
             except ConstructionError as e:
                 first = first or e
+        # the budget measured instead of bounded: the point's gradient gates put exactly
+        # |delta_gate| max|beta| each into its gating steps' sums (computed from the built branches), often
+        # far below Omega / share when h* is large (relu on float8_e4m3 with |h*| up to H_sigma = 240:
+        # f* = -128 with h* = 240 at the point needs 1.48 Omega under the bound, 0.5 Omega measured)
+        used = sum(self._gate_backward(br) for br in self.gradient_at.get(zi, []))
+        if used < self.F.max_float and not isinstance(self, _SlicedCtx):
+            room = (float(self.F.max_float) - used) / float(self.F.max_float) * (1 - 2.0 ** -40)
+            for parts in (1, 2, 4):
+                part = f / parts
+                if not _in(self.F, part):
+                    break
+                for any_P in ((False, True) if n_g else (True,)):
+                    try:
+                        return [self.value_branch(zi, part, y_max, n_post, y_at, share=parts / room,
+                                                  any_P=any_P)] * parts
+                    except ConstructionError:
+                        pass
         raise first
 
-    def value_branch(self, zi, f, y_max, n_post=1, y_at=None, share=None):
+    def _gate_backward(self, br) -> float:
+        """|delta| max|beta|: what the gate of gradient branch br adds, at its point, to the backward sums of
+        the gating steps it reads (the exact backward chain y (x) A, then T' (x) a of each post layer, then
+        T' of the gate)."""
+        kit = self.kit
+        v, pre = float(kit.T(br.gate.pz)), []
+        for a, c in br.post:
+            pre.append(float(kit.add(kit.mul(a, v), c)))
+            v = float(kit.T(pre[-1]))
+        b = float(kit.mul(br.y, br.out_weight))
+        for (a, _), p in zip(reversed(br.post), reversed(pre)):
+            b = float(kit.mul(kit.mul(b, kit.dT(p)), a))
+        return abs(float(kit.mul(b, kit.dT(br.gate.pz)))) * br.gate.bmax
+
+    def value_branch(self, zi, f, y_max, n_post=1, y_at=None, share=None, any_P=False):
         """V_z (live at z, dead elsewhere), V'_z (zero of T elsewhere, a power of two P at z), then
         n_post - 1 relays that keep 0 -> a zero of T and P -> P (padding to the gradient branches' depth).
 
         Among the candidate live states and output scalings, one whose backward values stay finite
         (y_at = |h*(z)| at the point, default y_max; |y| <= y_max elsewhere) with the smallest backward
         gain |A| |T'(q4)| |a_v| |T'(q3)| max|beta| is kept.
+
+        any_P: V' may target any nonzero value P of T with RN(A P) = f* exactly, the largest |P| (smallest
+        |A|) first.  The backward value y (x) A must stay finite, and with powers of two P <= P_max it
+        needs |h*| |f*| <= Omega P_max (relu on float8_e4m3: f* = 144 with h* = 224 needs P >= 135 > 128,
+        and P = 144, A = 1 fits).
         """
         kit, st, F = self.kit, self.st, self.F
         y_at = y_max if y_at is None else abs(y_at)
@@ -1219,7 +1257,16 @@ class _Ctx:
         cand_z, cand_t, cand_d, lt, not_pow2 = self._value_states()
         with np.errstate(over="ignore", under="ignore"):
             pows = [P for P in self.pow2_values if _in(F, f / P)]
-        if not pows:
+        pairs = [(P, f / P) for P in sorted(pows, key=lambda P: (abs(f) > P, abs(_lg(f) - _lg(P))))]
+        if any_P:
+            pairs = []
+            for P in np.unique(np.abs(cand_t[cand_t != 0]))[::-1]:
+                for sP in (float(P), -float(P)):
+                    pairs += [(sP, float(A)) for A in _near(F, np.array([f / sP]), 1)
+                              if float(kit.mul(float(A), sP)) == f]
+            pairs.sort(key=lambda pa: abs(pa[1]))
+            pairs = pairs[:16]
+        if not pairs:
             raise ConstructionError(f"point {zi + 1}: no power of two P with f*/P exact for f* = {f!r}")
         best = None
         # live states for V: prefer values near each candidate P and small derivatives
@@ -1278,10 +1325,9 @@ class _Ctx:
             # nearest can all be out of reach: sigmoid~ on float64 maps L = 0 to a zero of T only by a
             # bias c <= z_d ~ -745, so RN(a Pv + c) lands on multiples of ulp(c) = 2^-43 and misses the
             # single fine preimage q of a tiny P, while P = 1 has every q >= 37 as preimage)
-            for i, P in enumerate(sorted(pows, key=lambda P: (abs(f) > P, abs(_lg(f) - _lg(P))))):
+            for i, (P, A) in enumerate(pairs):
                 if i >= 6 and best is not None and not best[0][0]:
                     break
-                A = f / P
                 fits = False
                 m = self._map_two(st.L, Pv, "zero", P)
                 if m is not None:

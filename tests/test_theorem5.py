@@ -335,11 +335,27 @@ def test_cli_domain_sample_builds_on_distinct_box_points_and_rejects_a_bad_spec(
     assert bad.exit_code == 2 and "--domain" in bad.output
 
 
+def test_relu_realizes_values_whose_upstream_reaches_h_sigma_on_the_float8_box():
+    # random:4 with |h*| <= H_sigma = 240: point 118 has f* = 144 and h* = -224, so y (x) A overflows for
+    # every power of two P <= 128 (A = f*/P >= 1.125); V' targets P = 144 instead (A = 1), and the value
+    # gates use the gradient gates' measured share of the gating steps' backward sums
+    from condcheck.targets import full_box, random_targets
+
+    F = get_format("float8_e4m3")
+    X = full_box("relu", F, 1)
+    f, h, g = random_targets(F, X, 4, 240.0)
+    assert f[117] == 144.0 and h[117] == -224.0
+    net, claim = construct_theorem5("relu", F, X, f, h, g)
+    assert verify(net, claim).ok
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("act, fmt, h_max", [("tanh", "float8_e4m3", "H"), ("tanh", "float8_e5m2", "H"),
+                                             ("relu", "float8_e4m3", "H"), ("relu", "float8_e5m2", "H"),
                                              ("relu", "float8_e4m3", 64.0), ("gelu", "float8_e4m3", 64.0)])
 def test_upstream_values_up_to_h_sigma_or_64_on_the_float8_box(act, fmt, h_max):
-    # tanh: every upstream up to the paper's H_sigma (2 on e4m3, 1 on e5m2) as check_activation reports it
+    # tanh and relu: every upstream up to the paper's H_sigma (tanh: 2 on e4m3, 1 on e5m2; relu: Omega) as
+    # check_activation reports it
     from condcheck.check import check_activation
     from condcheck.targets import full_box, random_targets
 
