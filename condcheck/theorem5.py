@@ -872,6 +872,16 @@ def _gradient_branches(ctx, zi, j, y, g, h_max, C, max_post, n_min=1):
                 return _parts([ctx.gradient_branch(zi, j, y, part, h_max, C, n_post) for _ in range(parts)])
             except ConstructionError as e:
                 err = e
+    if ctx.small_format and not ctx.beam:
+        # every chain the greedy transfer found fell short: once more with the beam over the blocker
+        # layers (only here, so that every branch the greedy search finds stays as it was)
+        ctx.beam = True
+        try:
+            return _gradient_branches(ctx, zi, j, y, g, h_max, C, max_post, n_min)
+        except ConstructionError:
+            pass
+        finally:
+            ctx.beam = False
     raise err
 
 
@@ -973,6 +983,7 @@ class _Ctx:
         self._memo = {}                 # _cached
         self._last_maps = {}            # _last_layer_tables: blocker index maps by on value (at most 64)
         self.transfer_why = ""          # why the last _transfer_search found nothing
+        self.beam = False               # _transfer_search may try _transfer_beam (set by _gradient_branches)
 
     def _betas(self, gating, shift_exp):
         out = []
@@ -1760,7 +1771,7 @@ class _Ctx:
             r = self._transfer_search(y, g, Gz, d3, tail_factors, bmax, h_max, quarter, n_post)
             return r, self.transfer_why
         r, self.transfer_why = self._cached(("transfer", y, g, Gz, d3, tuple(tail_factors), bmax, h_max, quarter,
-                                             n_post), search)
+                                             n_post, self.beam), search)
         return r
 
     def _transfer_search(self, y, g, Gz, d3, tail_factors, bmax, h_max, quarter, n_post):
@@ -1775,8 +1786,7 @@ class _Ctx:
         maps into S_(k-1); the output weight A must put RN(y A) into S_n.  Layers 1..n-1 are chosen to
         carry an even share of the gain g / y; the last layer and A are searched together.
         """
-        st, F = self.st, self.F
-        L = st.L
+        F = self.F
         # S_0, with the gradient entering the gate's inputs (beta (x) delta) below Omega / share
         V = self._candidates_for(np.array([g]), tail_factors)
         after_gate = self._rn_chain(V, [d3])
@@ -1786,6 +1796,21 @@ class _Ctx:
             return None
         fixed = all(tail_factors)
         need = (_lg(g) - _lg(y) - sum(_lg(f) for f in tail_factors)) if y and fixed else 0.0
+        r = self._transfer_greedy(y, S, Gz, need, h_max, quarter, n_post)
+        if r is None and self.beam and n_post >= 2:
+            # the greedy chain (an even share of the gain per layer) can fall short: each layer's forward
+            # value grows with its gain and limits the next one (gelu on float8_e4m3 with |h*| up to 240,
+            # where |A| <= 1 leaves all of g*/h* = 2^16 to the blockers); a beam over the layers next
+            why = self.transfer_why
+            r = self._transfer_beam(y, S, Gz, need, h_max, quarter, n_post)
+            if r is None:
+                self.transfer_why = why
+        return r
+
+    def _transfer_greedy(self, y, S, Gz, need, h_max, quarter, n_post):
+        """The first n_post - 1 blocker layers, each carrying an even share of the gain still needed, then
+        ``_transfer_last``."""
+        L = self.st.L
         post, v_on = [], Gz
         for k in range(n_post - 1):
             if v_on == L:
@@ -1810,6 +1835,54 @@ class _Ctx:
                 return None
             post.append((float(a[i]), float(c[i])))
             v_on = float(t[i])
+        return self._transfer_last(y, post, S, v_on, need, h_max, quarter)
+
+    def _transfer_beam(self, y, S, Gz, need, h_max, quarter, n_post, width=6):
+        """Like ``_transfer_greedy``, but each layer keeps up to ``width`` partial chains: for every chain
+        the blockers nearest its even share, the most efficient ones (gain over forward value), and the
+        largest gain within what is still needed, each with its exact preimage set; then
+        ``_transfer_last`` on each (the fewest, most efficient chains first)."""
+        L = self.st.L
+        beam = [([], S, Gz, need)]
+        for k in range(n_post - 1):
+            nxt, seen = [], set()
+            for post, S_k, v_on, need_k in beam:
+                if v_on == L:
+                    continue
+                share = need_k / (n_post - k)
+                a, c, p, t, d = self._blockers(v_on, weights=self._weights_for(share))
+                keep = (t != L) & (np.abs(t - L) >= self.push_min)
+                a, c, t, d = a[keep], c[keep], t[keep], d[keep]
+                if len(a) == 0:
+                    continue
+                gain = np.log2(np.abs(a)) + np.log2(np.abs(d))
+                eff = gain - np.log2(np.abs(t - L))
+                picks = [np.lexsort((np.abs(t), np.round(np.abs(gain - share))))[:2],
+                         np.lexsort((np.abs(t), -np.round(np.where(gain <= need_k + 1, eff, -1e9))))[:2],
+                         np.lexsort((np.abs(t), -np.round(np.where(gain <= need_k + 1, gain, -1e9))))[:2]]
+                for i in dict.fromkeys(int(i) for pk in picks for i in pk):
+                    key = (tuple(post), float(a[i]), float(c[i]))
+                    if key in seen:
+                        continue
+                    seen.add(key)
+                    S2 = self._preimage(S_k, float(d[i]), float(a[i]))
+                    if len(S2):
+                        nxt.append((post + [(float(a[i]), float(c[i]))], S2, float(t[i]), need_k - float(gain[i])))
+            # the chains with the least gain still needed per unit of forward value first
+            nxt.sort(key=lambda st_: (st_[3] + np.log2(abs(st_[2] - L)), -len(st_[1])))
+            beam = nxt[:width]
+            if not beam:
+                return None
+        for post, S_k, v_on, need_k in beam:
+            r = self._transfer_last(y, post, S_k, v_on, need_k, h_max, quarter)
+            if r is not None:
+                return r
+        return None
+
+    def _transfer_last(self, y, post, S, v_on, need, h_max, quarter):
+        """(post + [last layer], A, ends), or None: the last blocker layer and the output weight A, searched
+        together so that RN(y A) lands in the preimage set S."""
+        F, L = self.F, self.st.L
         self.transfer_why = f"no last layer (need 2^{need:.0f}, {len(S)} targets)"
         if v_on == L:
             return None

@@ -352,10 +352,11 @@ def test_relu_realizes_values_whose_upstream_reaches_h_sigma_on_the_float8_box()
 @pytest.mark.slow
 @pytest.mark.parametrize("act, fmt, h_max", [("tanh", "float8_e4m3", "H"), ("tanh", "float8_e5m2", "H"),
                                              ("relu", "float8_e4m3", "H"), ("relu", "float8_e5m2", "H"),
+                                             ("sigmoid", "float8_e4m3", "H"),
                                              ("relu", "float8_e4m3", 64.0), ("gelu", "float8_e4m3", 64.0)])
 def test_upstream_values_up_to_h_sigma_or_64_on_the_float8_box(act, fmt, h_max):
-    # tanh and relu: every upstream up to the paper's H_sigma (tanh: 2 on e4m3, 1 on e5m2; relu: Omega) as
-    # check_activation reports it
+    # tanh, relu and sigmoid: every upstream up to the paper's H_sigma (tanh: 2 on e4m3, 1 on e5m2; relu:
+    # Omega; sigmoid: 4) as check_activation reports it
     from condcheck.check import check_activation
     from condcheck.targets import full_box, random_targets
 
