@@ -116,7 +116,7 @@ class Kit:
         self.boosts = {}            # step on values -> (a, c) of their boost (see _boost)
 
     def _ok(self, r, over, what):
-        if np.any(over):
+        if over.any():
             raise ConstructionError(f"{what} overflows {self.fmt.name}")
         return r
 
@@ -129,14 +129,12 @@ class Kit:
     def mul(self, a, b, what="a product"):
         if np.ndim(a) == 0 and np.ndim(b) == 0:
             return self._scalar(mul_float, a, b, what)
-        a, b = np.broadcast_arrays(np.asarray(a, float), np.asarray(b, float))
-        return self._ok(*mul_array(a, b, self.fmt), what)
+        return self._ok(*mul_array(np.asarray(a, float), np.asarray(b, float), self.fmt), what)   # broadcasts
 
     def add(self, a, b, what="a sum"):
         if np.ndim(a) == 0 and np.ndim(b) == 0:
             return self._scalar(add_float, a, b, what)
-        a, b = np.broadcast_arrays(np.asarray(a, float), np.asarray(b, float))
-        return self._ok(*add_array(a, b, self.fmt), what)
+        return self._ok(*add_array(np.asarray(a, float), np.asarray(b, float), self.fmt), what)   # broadcasts
 
     def _table_lookup(self, z, derivative, what):
         if self._lookup is None:
@@ -373,6 +371,9 @@ def _separator_table(kit: Kit, vals: np.ndarray, st: States):
     """T(w x + b) for every (w, b) pair of candidates, on the coordinate values; rows finite only."""
     F = kit.fmt
     V = F.values()
+    tb = op_tables(F)
+    if tb is not None:
+        return _separator_table_indexed(kit, tb, vals)
     cands = []
     for w in V:
         if w == 0:
@@ -395,17 +396,63 @@ def _separator_table(kit: Kit, vals: np.ndarray, st: States):
     return W, B, Tv
 
 
+def _separator_table_indexed(kit: Kit, tb, vals: np.ndarray):
+    """``_separator_table`` on the format's index tables: the same sums, products and T values (T is a
+    function of the value: sigma~'s table maps -0 and +0 alike), looked up instead of rounded
+    (tests/test_op_tables.py compares the two)."""
+    V = tb.values
+    n = tb.over
+    iv = tb.index(vals)
+    t_all, t_over = kit.R.value_array(V)
+    t_all = np.append(t_all, np.nan)
+    t_bad = np.append(t_over, True)                 # the overflow index: never a finite row
+    iV = np.arange(n)[:, None]
+    cands = []
+    for k in range(n):
+        w = V[k]
+        if w == 0:
+            continue
+        iwx = tb.mul_table[k, iv]
+        if (iwx == n).any():
+            continue
+        ipre = tb.add_table[iwx[None, :], iV]
+        good = ~(ipre == n).any(axis=1)
+        if not good.any():
+            continue
+        ipre = ipre[good]
+        fine = ~t_bad[ipre].any(axis=1)
+        cands.append((np.full(fine.sum(), w), V[good][fine], t_all[ipre[fine]]))
+    W = np.concatenate([c[0] for c in cands])
+    B = np.concatenate([c[1] for c in cands])
+    Tv = np.concatenate([c[2] for c in cands])
+    return W, B, Tv
+
+
 def _extremes(table):
     """Prefix and suffix minima and maxima of every candidate separator along the sorted values, as
     (value index, candidate) arrays, so that the rows of a gap are contiguous."""
     W, B, Tv = table
     T32 = Tv.astype(np.float32) if np.array_equal(Tv.astype(np.float32), Tv) else Tv
     T = np.ascontiguousarray(T32.T)
-    pmin = np.minimum.accumulate(T, axis=0)
-    pmax = np.maximum.accumulate(T, axis=0)
-    smin = np.minimum.accumulate(T[::-1], axis=0)[::-1]
-    smax = np.maximum.accumulate(T[::-1], axis=0)[::-1]
-    return W, B, Tv, pmin, pmax, smin, smax
+    return (W, B, Tv, _accumulate(np.minimum, T, False), _accumulate(np.maximum, T, False),
+            _accumulate(np.minimum, T, True), _accumulate(np.maximum, T, True))
+
+
+def _accumulate(op, T, reverse):
+    """op.accumulate of the rows of T (from the last row up if reverse), one whole row at a time (numpy's
+    accumulate along axis 0 walks each column with a stride: ~50x slower here).  The same values: each
+    row is op of the previous result row and T's row, in the same order."""
+    out = np.empty_like(T)
+    n = len(T)
+    rows = range(n - 1, -1, -1) if reverse else range(n)
+    prev = None
+    for i in rows:
+        if prev is None:
+            out[i] = T[i]
+        else:
+            op(out[prev], T[i], out=out[i])
+        prev = i
+    return out
 
 
 def _choose_steps(ext, n_vals: int, chunk: int = 16) -> dict:
@@ -492,7 +539,27 @@ def _chains(kit: Kit, v, k0: int) -> dict:
     the steps run in numpy directly: IEEE float64 addition is RN_float64."""
     F = kit.fmt
     native = F.name == "float64" and np.ndim(v) == 1
+    tb = None if native or np.ndim(v) != 1 else op_tables(F)
+    if tb is not None:
+        try:
+            iv = tb.index(v)
+        except CondcheckError:                     # v holds a number outside the format: round it
+            tb = None
     out = {k0 - 1: v}
+    if tb is not None:
+        # on the index tables (8-bit formats): the same sums, looked up; an overflow index propagates
+        # through the table, so the chain stops where the rounded sums would overflow.  Every sum adds
+        # a nonzero c, so a zero result is +0, the table's zero (tests/test_op_tables.py)
+        for k in range(k0, F.e_max + 1):
+            c = math.ldexp(1 + 2.0 ** -F.M, k)
+            if not _in(F, c):
+                break
+            ic = tb.index_of(c)
+            iv = tb.add_table[tb.add_table[iv, ic], int(tb.neg_table[ic])]
+            if (iv == tb.over).any():
+                break
+            out[k] = tb.value(iv)
+        return out
     for k in range(k0, F.e_max + 1):
         c = math.ldexp(1 + 2.0 ** -F.M, k)
         if not _in(F, c):
@@ -1023,10 +1090,14 @@ class _Ctx:
             bad |= np.isnan(Gb).all(axis=1)
             Gb = np.where(np.isnan(Gb), 0.0, Gb)
         shape = Gb.shape
-        pz, o1 = add_array(np.broadcast_to(at_z[:, None], shape), Gb, F)
-        hi, o2 = add_array(np.broadcast_to(hi_o[:, None], shape), Gb, F)
-        lo, o3 = add_array(np.broadcast_to(lo_o[:, None], shape), Gb, F)
-        ok = ~(o1 | o2 | o3) & st.dead(hi) & ~bad[:, None]
+        ok = self._gate_grid(at_z, hi_o, lo_o, bad) if self.small_format and self.tables is not None else None
+        if ok is not None:
+            ok, pz = ok
+        else:
+            pz, o1 = add_array(np.broadcast_to(at_z[:, None], shape), Gb, F)
+            hi, o2 = add_array(np.broadcast_to(hi_o[:, None], shape), Gb, F)
+            lo, o3 = add_array(np.broadcast_to(lo_o[:, None], shape), Gb, F)
+            ok = ~(o1 | o2 | o3) & st.dead(hi) & ~bad[:, None]
         k = np.clip(np.searchsorted(tv_sorted, pz), 0, len(tv_sorted) - 1)
         hit = ok & (tv_sorted[k] == pz)
         ranks = np.where(hit, order[k], len(tv) + 1)
@@ -1039,6 +1110,25 @@ class _Ctx:
             if np.isin(pre[zi], tv) and st.dead(np.delete(pre, zi)).all():
                 return betas, gamma, pre
         raise ConstructionError(f"point {zi + 1} {self.X[zi].tolist()}: no gate puts it live and all other points dead")
+
+    def _gate_grid(self, at_z, hi_o, lo_o, bad):
+        """(ok, pz) of ``_gate``'s grid of biases (every value of a tabulated format, ascending) on the
+        index tables: ok where no sum overflows, the bound over the other points stays dead and the row is
+        not bad; pz the sums at the point (NaN where one overflows).  The same sums as the rounded ones
+        (tests/test_op_tables.py); None when a sum's operand is not a value (then the caller rounds)."""
+        tb = self.tables
+        try:
+            ia, ih, il = tb.index(at_z), tb.index(hi_o), tb.index(lo_o)
+        except CondcheckError:
+            return None
+        n = tb.over
+        dead = getattr(self, "_dead_idx", None)
+        if dead is None:
+            dead = self._dead_idx = np.append(self.st.dead(tb.values), False)
+        add = tb.add_table
+        Pz, Hi, Lo = add[ia, :n], add[ih, :n], add[il, :n]
+        ok = (Pz != n) & (Lo != n) & dead[Hi] & ~bad[:, None]     # dead[over] is False
+        return ok, tb.value(Pz)
 
     def point_gate(self, zi, extra, targets, small_first=False) -> Gate:
         """``_gate`` as a Gate record (what the value and gradient branches read)."""
@@ -1073,6 +1163,10 @@ class _Ctx:
                     over |= o2.any(axis=1)
             return (np.zeros((R, 1)) if acc is None else acc), over
 
+        if n <= EXACT_GATE_POINTS and self.small_format and self.tables is not None and (gating or extra):
+            r = self._gate_sums_tables(zi, gating, B, extra)
+            if r is not None:
+                return r
         cols = [(B[:, k:k + 1], self.U_X[i][None, :]) for k, i in enumerate(gating)]
         if extra is not None:
             cols.append((np.full((R, 1), extra[0]), np.asarray(extra[1], float)[None, :]))
@@ -1118,6 +1212,35 @@ class _Ctx:
         hi_o = np.where(bad | ~np.isfinite(hi_o), 0.0, hi_o)
         lo_o = np.where(bad | ~np.isfinite(lo_o), 0.0, lo_o)
         return np.where(bad, 0.0, at_z), hi_o, lo_o, bad
+
+    def _gate_sums_tables(self, zi, gating, B, extra):
+        """``_gate_sums`` on every point (small domains) of a tabulated format: the same left-to-right
+        products and sums as index lookups.  An overflow index propagates through the sums, so a row is
+        bad exactly where a product or a sum overflows.  Zeros come out as +0 (the rounded path can give
+        -0): the caller only adds these sums to the values of the format (``_gate_grid``) and compares,
+        where -0 and +0 act alike (tests/test_op_tables.py).  None when an operand is not a value."""
+        tb = self.tables
+        n_over = tb.over
+        cache = self.__dict__.setdefault("_ux_idx", {})
+        try:
+            cols = []
+            for k, i in enumerate(gating):
+                if i not in cache:
+                    cache[i] = tb.index(self.U_X[i])
+                cols.append((tb.index(B[:, k])[:, None], cache[i][None, :]))
+            if extra is not None:
+                cols.append((tb.index_of(float(extra[0])), tb.index(np.asarray(extra[1], float))[None, :]))
+        except CondcheckError:
+            return None
+        acc = None
+        for iw, iv in cols:
+            p = np.broadcast_to(tb.mul_table[iw, iv], (len(B), iv.shape[1]))
+            acc = p if acc is None else tb.add_table[acc, p]
+        bad = (acc == n_over).any(axis=1)
+        allx = np.where(bad[:, None], 0.0, tb.value(acc))
+        n = len(self.X)
+        others = np.delete(allx, zi, axis=1) if n > 1 else np.full((len(B), 1), -self.F.max_float)
+        return allx[:, zi], others.max(axis=1), others.min(axis=1), bad
 
     def _map_two(self, v_off, v_on, off_ok, on_target, choices=False):
         """(a, c) with off_ok(T(RN(a v_off + c))) and T(RN(a v_on + c)) == on_target.
@@ -1940,6 +2063,25 @@ class _SlicedCtx(_Ctx):
     def _indicator_inputs(self, zi, skip=None):
         return [self._input(("I", j, self._coord_index(zi, j)), self.indicator(j, self._coord_index(zi, j)))
                 for j in self.active if j != skip]
+
+    def _gate_grid(self, at_z, hi_o, lo_o, bad):
+        """(ok, pz) of ``_gate``'s grid of biases (every value of a tabulated format, ascending) on the
+        index tables: ok where no sum overflows, the bound over the other points stays dead and the row is
+        not bad; pz the sums at the point (NaN where one overflows).  The same sums as the rounded ones
+        (tests/test_op_tables.py); None when a sum's operand is not a value (then the caller rounds)."""
+        tb = self.tables
+        try:
+            ia, ih, il = tb.index(at_z), tb.index(hi_o), tb.index(lo_o)
+        except CondcheckError:
+            return None
+        n = tb.over
+        dead = getattr(self, "_dead_idx", None)
+        if dead is None:
+            dead = self._dead_idx = np.append(self.st.dead(tb.values), False)
+        add = tb.add_table
+        Pz, Hi, Lo = add[ia, :n], add[ih, :n], add[il, :n]
+        ok = (Pz != n) & (Lo != n) & dead[Hi] & ~bad[:, None]     # dead[over] is False
+        return ok, tb.value(Pz)
 
     def point_gate(self, zi, extra, targets, small_first=False) -> Gate:
         if extra is not None:

@@ -56,3 +56,88 @@ def test_theorem5_builds_the_same_network_with_and_without_tables(monkeypatch):
     assert len(n1.layers) == len(n2.layers)
     for a, b in zip(n1.layers, n2.layers):
         assert (a.weight != b.weight).nnz == 0 and np.array_equal(a.bias, b.bias)
+
+
+# ---- the constructor's searches on the index tables equal the rounded path ------------------------------
+@pytest.mark.parametrize("fmt", ["float8_e4m3", "float8_e5m2"])
+@pytest.mark.parametrize("act", ["gelu", "sigmoid"])
+def test_separator_table_on_indices_equals_the_rounded_table(monkeypatch, fmt, act):
+    import condcheck.theorem5 as t5
+    from condcheck.targets import full_box
+
+    F = get_format(fmt)
+    kit = t5.Kit(act, F, "exact")
+    vals = np.unique(full_box(act, F, 1)[:, 0])
+    got = t5._separator_table(kit, vals, None)
+    monkeypatch.setattr(t5, "op_tables", lambda F: None)
+    want = t5._separator_table(kit, vals, None)
+    for a, b in zip(got, want):
+        assert a.shape == b.shape and np.array_equal(a, b) and np.array_equal(np.signbit(a), np.signbit(b))
+
+
+@pytest.mark.parametrize("fmt", ["float8_e4m3", "float8_e5m2"])
+def test_quantizer_chains_on_indices_equal_the_rounded_chains(monkeypatch, fmt):
+    import math
+
+    import condcheck.theorem5 as t5
+
+    F = get_format(fmt)
+    kit = t5.Kit("relu", F, "exact")
+    V = F.values()
+    rng = np.random.default_rng(0)
+    cases = [V, -V, V[V > 0], np.array([0.0, -0.0, float(F.max)])] + [rng.choice(V, 50) for _ in range(4)]
+    k0s = range(F.e_min, F.e_max + 1)
+    got = {(i, k0): t5._chains(kit, v, k0) for i, v in enumerate(cases) for k0 in k0s}
+    monkeypatch.setattr(t5, "op_tables", lambda F: None)
+    for (i, k0), g in got.items():
+        w = t5._chains(kit, cases[i], k0)
+        assert list(g) == list(w)
+        for K in w:
+            assert np.array_equal(g[K], w[K]) and np.array_equal(np.signbit(g[K]), np.signbit(w[K]))
+    assert any(len(g) > 2 for g in got.values()) and math.isfinite(float(F.max))
+
+
+@pytest.mark.parametrize("act, fmt", [("gelu", "float8_e4m3"), ("tanh", "float8_e5m2"), ("sigmoid", "float8_e4m3")])
+def test_gate_searches_on_indices_equal_the_rounded_path(monkeypatch, act, fmt):
+    """Every call of the index-table gate sums and bias grid during a construction equals the rounded
+    computation (the sums up to the sign of a zero, which the grid's sums and comparisons ignore)."""
+    import condcheck.theorem5 as t5
+    from condcheck.targets import full_box, random_targets
+
+    calls = {"sums": 0, "grid": 0}
+    sums, grid = t5._Ctx._gate_sums_tables, t5._Ctx._gate_grid
+
+    def rounded_sums(self, zi, gating, B, extra):
+        tables, self.tables = self.tables, None
+        try:
+            return t5._Ctx._gate_sums(self, zi, gating, B, extra)
+        finally:
+            self.tables = tables
+
+    def check_sums(self, zi, gating, B, extra):
+        r = sums(self, zi, gating, B, extra)
+        w = rounded_sums(self, zi, gating, B, extra)
+        for a, b in zip(r, w):
+            assert np.array_equal(a, b)
+        calls["sums"] += 1
+        return r
+
+    def check_grid(self, at_z, hi_o, lo_o, bad):
+        r = grid(self, at_z, hi_o, lo_o, bad)
+        G = get_format(fmt).values()
+        shape = (len(at_z), len(G))
+        pz, o1 = add_array(np.broadcast_to(at_z[:, None], shape), G, self.F)
+        hi, o2 = add_array(np.broadcast_to(hi_o[:, None], shape), G, self.F)
+        lo, o3 = add_array(np.broadcast_to(lo_o[:, None], shape), G, self.F)
+        ok = ~(o1 | o2 | o3) & self.st.dead(hi) & ~bad[:, None]
+        assert np.array_equal(r[0], ok) and np.array_equal(r[1][ok], pz[ok])
+        calls["grid"] += 1
+        return r
+
+    monkeypatch.setattr(t5._Ctx, "_gate_sums_tables", check_sums)
+    monkeypatch.setattr(t5._Ctx, "_gate_grid", check_grid)
+    X = full_box(act, fmt, 1)
+    X = X[np.linspace(0, len(X) - 1, 40).astype(int)]
+    f, h, g = random_targets(fmt, X, 0, 0.25)
+    t5.construct_theorem5(act, fmt, X, f, h, g, verify_result=False)
+    assert calls["sums"] > 40 and calls["grid"] > 40
