@@ -167,6 +167,10 @@ class Kit:
 
     def row(self, terms, bias):
         """The paper-order affine row: products, summed left to right, bias last."""
+        if terms and np.ndim(bias) == 0 and not (bias == 0 and math.copysign(1.0, bias) < 0):
+            r = self._row_indexed(terms, bias)
+            if r is not None:
+                return r
         s = None
         for w, v in terms:
             p = self.mul(w, v)
@@ -174,6 +178,55 @@ class Kit:
         if s is None:
             return np.asarray(bias, float)
         return self.add(s, bias)
+
+
+    @property
+    def tables(self):
+        """The format's RN index tables (``op_tables``), or None."""
+        if not hasattr(self, "_tables"):
+            self._tables = op_tables(self.fmt)
+        return self._tables
+
+    def index(self, v):
+        """Table indices of v (an int for a scalar), or None when v holds a number outside the format."""
+        tb = self.tables
+        try:
+            return tb.index_of(float(v)) if np.ndim(v) == 0 else tb.index(v)
+        except CondcheckError:
+            return None
+
+    def _row_indexed(self, terms, bias):
+        """``row`` on the index tables of a tabulated format, when some input is an array and every input
+        is a value (else None): the same products and left-to-right sums, looked up, raising on the same
+        first overflow.  The result's zeros are +0 as the rounded row's are, since the bias added last
+        is not -0 (the caller checks), and RN(x + y) is -0 only for x = y = -0."""
+        tb = self.tables
+        if tb is None or not any(np.ndim(v) or np.ndim(w) for w, v in terms):
+            return None
+        over = tb.over
+        ib = self.index(bias)
+        if ib is None:
+            return None
+        idx = []
+        for w, v in terms:
+            iw, iv = self.index(w), self.index(v)
+            if iw is None or iv is None:
+                return None
+            idx.append((iw, iv))
+        s = None
+        for iw, iv in idx:
+            p = tb.mul_table[iw, iv]
+            if (p == over).any():
+                raise ConstructionError(f"a product overflows {self.fmt.name}")
+            if s is not None:
+                p = tb.add_table[s, p]
+                if (p == over).any():
+                    raise ConstructionError(f"a sum overflows {self.fmt.name}")
+            s = p
+        s = tb.add_table[s, ib]
+        if (s == over).any():
+            raise ConstructionError(f"a sum overflows {self.fmt.name}")
+        return tb.value(s)
 
 
 def _in(F: Format, v) -> bool:
@@ -1047,6 +1100,17 @@ class _Ctx:
             out.append(-s.on_sign * math.ldexp(1.0, e))
         return out
 
+    def _shifts(self, gating):
+        """(the shifts whose gating weights are all values, their weights as rows): once per gating set."""
+        cache = self.__dict__.setdefault("_shift_rows", {})
+        key = tuple(gating)
+        if key not in cache:
+            F = self.F
+            shifts = [e for e in range(-F.M - 2, F.e_max + 1) if all(_in(F, b) for b in self._betas(gating, e))]
+            B = np.array([self._betas(gating, e) for e in shifts]).reshape(len(shifts), len(gating))
+            cache[key] = (shifts, B)
+        return cache[key]
+
     def _gate_row(self, zi, gating, betas, extra, gamma):
         terms = [(b, self.U_X[i]) for b, i in zip(betas, gating)]
         if extra is not None:
@@ -1071,10 +1135,14 @@ class _Ctx:
         tv = np.asarray(targets, float)
         order = np.argsort(tv, kind="stable")
         tv_sorted = tv[order]
-        shifts = [e for e in range(-F.M - 2, F.e_max + 1) if all(_in(F, b) for b in self._betas(gating, e))]
+        shifts, B = self._shifts(gating)
         if not shifts or not len(tv):
             raise ConstructionError(f"point {zi + 1} {self.X[zi].tolist()}: no gate puts it live and all other points dead")
-        B = np.array([self._betas(gating, e) for e in shifts]).reshape(len(shifts), len(gating))
+        if (self.small_format and self.tables is not None and len(self.X) <= EXACT_GATE_POINTS
+                and (gating or extra is not None)):
+            r = self._gate_indexed(zi, gating, B, extra, targets, tv, small_first)
+            if r is not None:
+                return r
         at_z, hi_o, lo_o, bad = self._gate_sums(zi, gating, B, extra)
         if self.small_format:
             G = F.values()
@@ -1090,14 +1158,10 @@ class _Ctx:
             bad |= np.isnan(Gb).all(axis=1)
             Gb = np.where(np.isnan(Gb), 0.0, Gb)
         shape = Gb.shape
-        ok = self._gate_grid(at_z, hi_o, lo_o, bad) if self.small_format and self.tables is not None else None
-        if ok is not None:
-            ok, pz = ok
-        else:
-            pz, o1 = add_array(np.broadcast_to(at_z[:, None], shape), Gb, F)
-            hi, o2 = add_array(np.broadcast_to(hi_o[:, None], shape), Gb, F)
-            lo, o3 = add_array(np.broadcast_to(lo_o[:, None], shape), Gb, F)
-            ok = ~(o1 | o2 | o3) & st.dead(hi) & ~bad[:, None]
+        pz, o1 = add_array(np.broadcast_to(at_z[:, None], shape), Gb, F)
+        hi, o2 = add_array(np.broadcast_to(hi_o[:, None], shape), Gb, F)
+        lo, o3 = add_array(np.broadcast_to(lo_o[:, None], shape), Gb, F)
+        ok = ~(o1 | o2 | o3) & st.dead(hi) & ~bad[:, None]
         k = np.clip(np.searchsorted(tv_sorted, pz), 0, len(tv_sorted) - 1)
         hit = ok & (tv_sorted[k] == pz)
         ranks = np.where(hit, order[k], len(tv) + 1)
@@ -1110,25 +1174,6 @@ class _Ctx:
             if np.isin(pre[zi], tv) and st.dead(np.delete(pre, zi)).all():
                 return betas, gamma, pre
         raise ConstructionError(f"point {zi + 1} {self.X[zi].tolist()}: no gate puts it live and all other points dead")
-
-    def _gate_grid(self, at_z, hi_o, lo_o, bad):
-        """(ok, pz) of ``_gate``'s grid of biases (every value of a tabulated format, ascending) on the
-        index tables: ok where no sum overflows, the bound over the other points stays dead and the row is
-        not bad; pz the sums at the point (NaN where one overflows).  The same sums as the rounded ones
-        (tests/test_op_tables.py); None when a sum's operand is not a value (then the caller rounds)."""
-        tb = self.tables
-        try:
-            ia, ih, il = tb.index(at_z), tb.index(hi_o), tb.index(lo_o)
-        except CondcheckError:
-            return None
-        n = tb.over
-        dead = getattr(self, "_dead_idx", None)
-        if dead is None:
-            dead = self._dead_idx = np.append(self.st.dead(tb.values), False)
-        add = tb.add_table
-        Pz, Hi, Lo = add[ia, :n], add[ih, :n], add[il, :n]
-        ok = (Pz != n) & (Lo != n) & dead[Hi] & ~bad[:, None]     # dead[over] is False
-        return ok, tb.value(Pz)
 
     def point_gate(self, zi, extra, targets, small_first=False) -> Gate:
         """``_gate`` as a Gate record (what the value and gradient branches read)."""
@@ -1163,10 +1208,6 @@ class _Ctx:
                     over |= o2.any(axis=1)
             return (np.zeros((R, 1)) if acc is None else acc), over
 
-        if n <= EXACT_GATE_POINTS and self.small_format and self.tables is not None and (gating or extra):
-            r = self._gate_sums_tables(zi, gating, B, extra)
-            if r is not None:
-                return r
         cols = [(B[:, k:k + 1], self.U_X[i][None, :]) for k, i in enumerate(gating)]
         if extra is not None:
             cols.append((np.full((R, 1), extra[0]), np.asarray(extra[1], float)[None, :]))
@@ -1213,34 +1254,111 @@ class _Ctx:
         lo_o = np.where(bad | ~np.isfinite(lo_o), 0.0, lo_o)
         return np.where(bad, 0.0, at_z), hi_o, lo_o, bad
 
-    def _gate_sums_tables(self, zi, gating, B, extra):
-        """``_gate_sums`` on every point (small domains) of a tabulated format: the same left-to-right
-        products and sums as index lookups.  An overflow index propagates through the sums, so a row is
-        bad exactly where a product or a sum overflows.  Zeros come out as +0 (the rounded path can give
-        -0): the caller only adds these sums to the values of the format (``_gate_grid``) and compares,
-        where -0 and +0 act alike (tests/test_op_tables.py).  None when an operand is not a value."""
-        tb = self.tables
-        n_over = tb.over
-        cache = self.__dict__.setdefault("_ux_idx", {})
-        try:
-            cols = []
-            for k, i in enumerate(gating):
-                if i not in cache:
-                    cache[i] = tb.index(self.U_X[i])
-                cols.append((tb.index(B[:, k])[:, None], cache[i][None, :]))
-            if extra is not None:
-                cols.append((tb.index_of(float(extra[0])), tb.index(np.asarray(extra[1], float))[None, :]))
-        except CondcheckError:
+    def _gate_indexed(self, zi, gating, B, extra, targets, tv, small_first):
+        """``_gate`` on every point (small domains) of a tabulated format, in index space: the same
+        left-to-right products and sums, bias grid and target ranks as lookups, so the same gate (or the
+        same error); None when an input is not a value of the format (the caller rounds instead).
+
+        Indices ascend with the values (one zero), so the bounds over the other points are index
+        extremes; an overflow index propagates through sums, so a row is bad exactly where a product or
+        a sum overflows; a target's rank is the first position holding its value, as the stable sorted
+        search finds.  The gate's row ends with a bias of the grid (never -0), so its zeros are +0 as
+        the rounded row's are.  tests/test_op_tables.py compares every call with the rounded ``_gate``."""
+        tb, kit, F, st = self.tables, self.kit, self.F, self.st
+        over, n = tb.over, len(self.X)
+        acc = self._gating_sums_indexed(gating, B)
+        if acc is False:
             return None
-        acc = None
-        for iw, iv in cols:
-            p = np.broadcast_to(tb.mul_table[iw, iv], (len(B), iv.shape[1]))
+        iex = None
+        if extra is not None:
+            iex = (kit.index(extra[0]), self._index_array(extra[1]))
+            if iex[0] is None or iex[1] is None:
+                return None
+            p = tb.mul_table[iex[0], iex[1]][None, :]
             acc = p if acc is None else tb.add_table[acc, p]
-        bad = (acc == n_over).any(axis=1)
-        allx = np.where(bad[:, None], 0.0, tb.value(acc))
-        n = len(self.X)
-        others = np.delete(allx, zi, axis=1) if n > 1 else np.full((len(B), 1), -self.F.max_float)
-        return allx[:, zi], others.max(axis=1), others.min(axis=1), bad
+            acc = np.broadcast_to(acc, (len(B), n))
+        if targets is self.gate_targets:
+            rank = getattr(self, "_gate_target_ranks", None)
+            if rank is None:
+                rank = self._gate_target_ranks = self._target_ranks(tv)
+        else:
+            rank = self._target_ranks(tv)
+        if rank is None:
+            return None
+        bad = (acc == over).any(axis=1)
+        ia = acc[:, zi]
+        if n > 1:
+            ih = np.maximum(acc[:, :zi].max(axis=1, initial=0), acc[:, zi + 1:].max(axis=1, initial=0))
+            il = np.minimum(acc[:, :zi].min(axis=1, initial=over), acc[:, zi + 1:].min(axis=1, initial=over))
+        else:                                                  # no other point: the bound is -Omega
+            low = kit.index(-F.max_float)
+            if low is None:
+                return None
+            ih = il = np.full(len(B), low, dtype=acc.dtype)
+        dead = getattr(self, "_dead_idx", None)
+        if dead is None:
+            dead = self._dead_idx = np.append(st.dead(tb.values), False)
+        add = tb.add_table
+        Pz = add[ia, :over]
+        ok = (Pz != over) & (add[il, :over] != over) & dead[add[ih, :over]] & ~bad[:, None]   # dead[over]: False
+        ranks = np.where(ok, rank[Pz], len(tv) + 1)
+        best_s = ranks.min(axis=1)
+        if (best_s <= len(tv)).any():
+            si = int(np.nonzero(best_s <= len(tv))[0][0]) if small_first else int(np.argmin(best_s))
+            gi = int(np.argmin(ranks[si]))
+            betas, gamma = [float(b) for b in B[si]], float(tb.values[gi])
+            # the gate's row as Kit.row computes it: its products and sums without the bias are row si
+            # of acc (the same terms in the same order; row si is not bad, so none of them overflows)
+            s = add[acc[si], gi]
+            if (s == over).any():
+                raise ConstructionError(f"a sum overflows {F.name}")
+            if rank[s[zi]] < len(tv) and dead[s[:zi]].all() and dead[s[zi + 1:]].all():
+                return betas, gamma, tb.value(s)
+        raise ConstructionError(f"point {zi + 1} {self.X[zi].tolist()}: no gate puts it live and all other points dead")
+
+    def _index_array(self, v):
+        """Table indices of an array of values, the last one remembered (a gate's pass input is read by
+        its sums and its row); None when v holds a number outside the format."""
+        last = getattr(self, "_last_index", None)
+        if last is not None and last[0] is v:
+            return last[1]
+        i = self.kit.index(v)
+        self._last_index = (v, i)
+        return i
+
+    def _ux_index(self, i):
+        """Table indices of the gating step values U_X[i] (computed once: the steps are fixed)."""
+        cache = self.__dict__.setdefault("_ux_idx", {})
+        if i not in cache:
+            cache[i] = self.kit.index(self.U_X[i])
+        return cache[i]
+
+    def _gating_sums_indexed(self, gating, B):
+        """The index array of the left-to-right sums of the gating terms (rows of B) on every point, once
+        per gating set; None without gating terms, False when a step value is not a value."""
+        cache = self.__dict__.setdefault("_gating_acc", {})
+        key = tuple(gating)
+        if key not in cache:
+            tb, acc = self.tables, None
+            for k, i in enumerate(gating):
+                iw, iv = self.kit.index(B[:, k]), self._ux_index(i)
+                if iw is None or iv is None:
+                    acc = False
+                    break
+                p = tb.mul_table[iw[:, None], iv[None, :]]
+                acc = p if acc is None else tb.add_table[acc, p]
+            cache[key] = acc
+        return cache[key]
+
+    def _target_ranks(self, tv):
+        """rank[i] = the first position in tv of the value of index i (len(tv) + 1 where none), or None
+        when a target is not a value of the format."""
+        it = self.kit.index(tv)
+        if it is None:
+            return None
+        rank = np.full(self.tables.over + 1, len(tv) + 1, dtype=np.int64)
+        np.minimum.at(rank, it, np.arange(len(tv)))
+        return rank
 
     def _map_two(self, v_off, v_on, off_ok, on_target, choices=False):
         """(a, c) with off_ok(T(RN(a v_off + c))) and T(RN(a v_on + c)) == on_target.
@@ -1491,7 +1609,14 @@ class _Ctx:
             G = F.values()
         else:
             G = _near(F, self.pass_z[:256] - base, 2)
-        q, o = add_array(np.full_like(G, base), G, F)
+        ib = self.kit.index(base) if self.small_format and self.tables is not None else None
+        if ib is not None:
+            # RN(base + G) for every value G: a row of the sum table (NaN where it overflows; a zero sum
+            # is +0 either way, G holding no -0)
+            qi = self.tables.add_table[ib, :-1]
+            q, o = self.tables.value(qi), qi == self.tables.over
+        else:
+            q, o = add_array(np.full_like(G, base), G, F)
         keys, vals = self._pass_keys, self._pass_ranks
         k = np.clip(np.searchsorted(keys, q), 0, len(keys) - 1)
         r = np.where(~o & (keys[k] == q), vals[k], np.iinfo(np.int64).max)
@@ -2063,25 +2188,6 @@ class _SlicedCtx(_Ctx):
     def _indicator_inputs(self, zi, skip=None):
         return [self._input(("I", j, self._coord_index(zi, j)), self.indicator(j, self._coord_index(zi, j)))
                 for j in self.active if j != skip]
-
-    def _gate_grid(self, at_z, hi_o, lo_o, bad):
-        """(ok, pz) of ``_gate``'s grid of biases (every value of a tabulated format, ascending) on the
-        index tables: ok where no sum overflows, the bound over the other points stays dead and the row is
-        not bad; pz the sums at the point (NaN where one overflows).  The same sums as the rounded ones
-        (tests/test_op_tables.py); None when a sum's operand is not a value (then the caller rounds)."""
-        tb = self.tables
-        try:
-            ia, ih, il = tb.index(at_z), tb.index(hi_o), tb.index(lo_o)
-        except CondcheckError:
-            return None
-        n = tb.over
-        dead = getattr(self, "_dead_idx", None)
-        if dead is None:
-            dead = self._dead_idx = np.append(self.st.dead(tb.values), False)
-        add = tb.add_table
-        Pz, Hi, Lo = add[ia, :n], add[ih, :n], add[il, :n]
-        ok = (Pz != n) & (Lo != n) & dead[Hi] & ~bad[:, None]     # dead[over] is False
-        return ok, tb.value(Pz)
 
     def point_gate(self, zi, extra, targets, small_first=False) -> Gate:
         if extra is not None:

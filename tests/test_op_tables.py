@@ -98,46 +98,78 @@ def test_quantizer_chains_on_indices_equal_the_rounded_chains(monkeypatch, fmt):
 
 
 @pytest.mark.parametrize("act, fmt", [("gelu", "float8_e4m3"), ("tanh", "float8_e5m2"), ("sigmoid", "float8_e4m3")])
-def test_gate_searches_on_indices_equal_the_rounded_path(monkeypatch, act, fmt):
-    """Every call of the index-table gate sums and bias grid during a construction equals the rounded
-    computation (the sums up to the sign of a zero, which the grid's sums and comparisons ignore)."""
+def test_gate_search_on_indices_equals_the_rounded_gate_search(monkeypatch, act, fmt):
+    """Every call of the index-space gate search during a construction returns the same gate (weights,
+    bias and pre-activations, bit for bit) or the same error as the rounded search."""
     import condcheck.theorem5 as t5
     from condcheck.targets import full_box, random_targets
 
-    calls = {"sums": 0, "grid": 0}
-    sums, grid = t5._Ctx._gate_sums_tables, t5._Ctx._gate_grid
+    calls = {"found": 0, "refused": 0}
+    indexed = t5._Ctx._gate_indexed
 
-    def rounded_sums(self, zi, gating, B, extra):
+    def rounded(self, zi, extra, targets, small_first):
         tables, self.tables = self.tables, None
         try:
-            return t5._Ctx._gate_sums(self, zi, gating, B, extra)
+            return t5._Ctx._gate(self, zi, extra, targets, small_first)
+        except t5.ConstructionError as e:
+            return str(e)
         finally:
             self.tables = tables
 
-    def check_sums(self, zi, gating, B, extra):
-        r = sums(self, zi, gating, B, extra)
-        w = rounded_sums(self, zi, gating, B, extra)
-        for a, b in zip(r, w):
-            assert np.array_equal(a, b)
-        calls["sums"] += 1
-        return r
+    def check(self, zi, gating, B, extra, targets, tv, small_first):
+        want = rounded(self, zi, extra, targets, small_first)
+        try:
+            got = indexed(self, zi, gating, B, extra, targets, tv, small_first)
+        except t5.ConstructionError as e:
+            assert str(e) == want
+            calls["refused"] += 1
+            raise
+        assert got is not None and not isinstance(want, str)
+        assert got[0] == want[0] and got[1] == want[1] and np.signbit(got[1]) == np.signbit(want[1])
+        assert np.array_equal(got[2], want[2]) and np.array_equal(np.signbit(got[2]), np.signbit(want[2]))
+        calls["found"] += 1
+        return got
 
-    def check_grid(self, at_z, hi_o, lo_o, bad):
-        r = grid(self, at_z, hi_o, lo_o, bad)
-        G = get_format(fmt).values()
-        shape = (len(at_z), len(G))
-        pz, o1 = add_array(np.broadcast_to(at_z[:, None], shape), G, self.F)
-        hi, o2 = add_array(np.broadcast_to(hi_o[:, None], shape), G, self.F)
-        lo, o3 = add_array(np.broadcast_to(lo_o[:, None], shape), G, self.F)
-        ok = ~(o1 | o2 | o3) & self.st.dead(hi) & ~bad[:, None]
-        assert np.array_equal(r[0], ok) and np.array_equal(r[1][ok], pz[ok])
-        calls["grid"] += 1
-        return r
-
-    monkeypatch.setattr(t5._Ctx, "_gate_sums_tables", check_sums)
-    monkeypatch.setattr(t5._Ctx, "_gate_grid", check_grid)
+    monkeypatch.setattr(t5._Ctx, "_gate_indexed", check)
     X = full_box(act, fmt, 1)
     X = X[np.linspace(0, len(X) - 1, 40).astype(int)]
     f, h, g = random_targets(fmt, X, 0, 0.25)
     t5.construct_theorem5(act, fmt, X, f, h, g, verify_result=False)
-    assert calls["sums"] > 40 and calls["grid"] > 40
+    assert calls["found"] > 40
+
+
+@pytest.mark.parametrize("fmt", ["float8_e4m3", "float8_e5m2"])
+def test_kit_row_on_indices_equals_the_rounded_row(fmt):
+    """Kit.row's table path against the rounded products and sums: every (weight, value) pair of the
+    format in one- and two-term rows with several biases, bit for bit (signs of zeros included), and the
+    same error on the first overflow."""
+    import condcheck.theorem5 as t5
+
+    F = get_format(fmt)
+    fast, slow = t5.Kit("relu", F, "exact"), t5.Kit("relu", F, "exact")
+    slow._tables = None
+    V = F.values()
+    W, X = np.meshgrid(V, V, indexing="ij")
+    W, X = W.ravel(), X.ravel()
+    prod, over = mul_array(W, X, F)
+    W, X = W[~over], X[~over]                       # the pairs whose product is finite
+    rng = np.random.default_rng(1)
+    assert fast.tables is not None
+    for bias in [0.0, 1.0, -1.0, float(V[1]), float(V[-2]), float(rng.choice(V))]:
+        for terms in ([(W, X)], [(W, X), (0.5, X)], [(X, 1.0), (W, X), (-2.0, X)], [(float(V[-1]), X), (W, X)]):
+            try:
+                want = slow.row(terms, bias)
+            except t5.ConstructionError as e:
+                with pytest.raises(t5.ConstructionError, match=str(e)):
+                    fast.row(terms, bias)
+                continue
+            got = fast.row(terms, bias)
+            assert np.array_equal(got, want) and np.array_equal(np.signbit(got), np.signbit(want))
+    # rows that do not overflow: the pairs split into chunks, each compared
+    for lo in range(0, len(W), 4096):
+        terms = [(W[lo:lo + 4096], X[lo:lo + 4096])]
+        got, want = fast.row(terms, 0.5), slow.row(terms, 0.5)
+        assert np.array_equal(got, want) and np.array_equal(np.signbit(got), np.signbit(want))
+    # a -0 bias takes the rounded path (its zeros may be -0)
+    z = np.array([-0.0, 0.0])
+    assert np.array_equal(np.signbit(fast.row([(z, 1.0)], -0.0)), np.signbit(slow.row([(z, 1.0)], -0.0)))
