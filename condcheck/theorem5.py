@@ -453,6 +453,13 @@ def _separator_table_indexed(kit: Kit, tb, vals: np.ndarray):
     """``_separator_table`` on the format's index tables: the same sums, products and T values (T is a
     function of the value: sigma~'s table maps -0 and +0 alike), looked up instead of rounded
     (tests/test_op_tables.py compares the two)."""
+    W, B, I, t_all = _separator_rows_indexed(kit, tb, vals)
+    return W, B, t_all[I]
+
+
+def _separator_rows_indexed(kit: Kit, tb, vals: np.ndarray):
+    """(W, B, I, t): the candidates of ``_separator_table`` and the table index of each pre-activation
+    (a row per candidate), and T on every index (NaN at the overflow index)."""
     V = tb.values
     n = tb.over
     iv = tb.index(vals)
@@ -474,11 +481,28 @@ def _separator_table_indexed(kit: Kit, tb, vals: np.ndarray):
             continue
         ipre = ipre[good]
         fine = ~t_bad[ipre].any(axis=1)
-        cands.append((np.full(fine.sum(), w), V[good][fine], t_all[ipre[fine]]))
+        cands.append((np.full(fine.sum(), w), V[good][fine], ipre[fine]))
     W = np.concatenate([c[0] for c in cands])
     B = np.concatenate([c[1] for c in cands])
-    Tv = np.concatenate([c[2] for c in cands])
-    return W, B, Tv
+    I = np.concatenate([c[2] for c in cands])
+    return W, B, I, t_all
+
+
+def _separator_extremes(kit: Kit, vals):
+    """``_extremes(_separator_table(kit, vals, None))`` (without the table itself, which the choice does
+    not read): on a tabulated format, T on the value-major grid straight from the pre-activations'
+    indices, in float32 exactly when _extremes would use it (every T value of the table a float32)."""
+    tb = op_tables(kit.fmt)
+    if tb is None:
+        return _extremes(_separator_table(kit, vals, None))
+    W, B, I, t_all = _separator_rows_indexed(kit, tb, vals)
+    used = np.zeros(len(t_all), bool)
+    used[I] = True
+    tv = t_all[used]
+    src = t_all.astype(np.float32) if np.array_equal(tv.astype(np.float32), tv) else t_all
+    T = src[I.T]                                    # (values, candidates), C order
+    return (W, B, None, _accumulate(np.minimum, T, False), _accumulate(np.maximum, T, False),
+            _accumulate(np.minimum, T, True), _accumulate(np.maximum, T, True))
 
 
 def _extremes(table):
@@ -518,6 +542,7 @@ def _choose_steps(ext, n_vals: int, chunk: int = 16) -> dict:
     """
     W, B, Tv, pmin, pmax, smin, smax = ext
     out = {}
+    buf = np.empty((chunk, pmin.shape[1]), dtype=bool)
     for start in range(1, n_vals, chunk):
         stop = min(start + chunk, n_vals)
         gaps = np.arange(start, stop)
@@ -528,16 +553,37 @@ def _choose_steps(ext, n_vals: int, chunk: int = 16) -> dict:
             else:        # on = [:gap], dead = [gap:]
                 on_min, on_max, d_min, d_max = pmin[below], pmax[below], smin[at], smax[at]
             best = [None] * len(gaps)
-            for s, lo_on, hi_on, edge in ((1.0, on_min, on_max, d_max), (-1.0, -on_max, -on_min, -d_min)):
-                ok = lo_on > edge
+            for s in (1.0, -1.0):
+                # ok: every on-side value above the dead side (s = +1) or below it (s = -1: the spreads
+                # are those of -T, so -on_max > -d_min, that is on_max < d_min); the spreads only on
+                # the candidates that separate some gap of the chunk (a few in ten), in their order:
+                # the first smallest finite spread is the same candidate (the comparison writes into
+                # one buffer: fresh large temporaries cost more in page faults than in arithmetic)
+                ok_all = buf[:len(gaps)]
+                if s > 0:
+                    np.greater(on_min, d_max, out=ok_all)
+                else:
+                    np.less(on_max, d_min, out=ok_all)
+                cols = np.flatnonzero(ok_all.any(axis=0))
+                if s > 0:
+                    lo_on, hi_on, edge = on_min[:, cols], on_max[:, cols], d_max[:, cols]
+                else:
+                    lo_on, hi_on, edge = -on_max[:, cols], -on_min[:, cols], -d_min[:, cols]
+                ok = ok_all[:, cols]
                 spread = np.where(ok, (hi_on - edge) / np.where(ok, lo_on - edge, 1), np.inf)
-                idx = np.argmin(spread, axis=1)
-                any_ok = ok.any(axis=1)
-                for k in np.flatnonzero(any_ok):
-                    i = int(idx[k])
-                    sp = spread[k, i]
+                idx = np.argmin(spread, axis=1) if len(cols) else np.zeros(len(gaps), int)
+                for k in np.flatnonzero(ok.any(axis=1)):
+                    i = int(cols[int(idx[k])])
+                    sp = spread[k, int(idx[k])]
+                    if sp == np.inf:     # every spread infinite: argmin over all candidates, as in full
+                        lo_k, hi_k, ed_k = (on_min[k], on_max[k], d_max[k]) if s > 0 else (-on_max[k], -on_min[k], -d_min[k])
+                        row = np.where(ok_all[k], (hi_k - ed_k) / np.where(ok_all[k], lo_k - ed_k, 1), np.inf)
+                        i = int(np.argmin(row))
+                        edge_i = float(ed_k[i])
+                    else:
+                        edge_i = float(edge[k, int(idx[k])])
                     if best[k] is None or sp < best[k][0]:
-                        best[k] = (sp, s, i, float(edge[k, i]))
+                        best[k] = (sp, s, i, edge_i)
             for k, gap in enumerate(gaps):
                 if best[k] is None:
                     out[(int(gap), up)] = None
@@ -552,7 +598,7 @@ def _separator_chooser(kit: Kit, vals, states=None):
     formats: the smallest spread), else the restricted search of condcheck.separators (16-bit formats;
     its "not found" is not a proof of inseparability, and the error says distinguishability fails)."""
     if kit.fmt.count_finite() ** 2 * len(vals) <= 2e8:
-        chosen = _choose_steps(_extremes(_separator_table(kit, vals, None)), len(vals))
+        chosen = _choose_steps(_separator_extremes(kit, vals), len(vals))
         return lambda gap, up: chosen[(gap, up)]
     from .separators import find_separators
     found = find_separators(kit, vals, states=None if enumerated(kit.fmt) else states)

@@ -173,3 +173,71 @@ def test_kit_row_on_indices_equals_the_rounded_row(fmt):
     # a -0 bias takes the rounded path (its zeros may be -0)
     z = np.array([-0.0, 0.0])
     assert np.array_equal(np.signbit(fast.row([(z, 1.0)], -0.0)), np.signbit(slow.row([(z, 1.0)], -0.0)))
+
+
+@pytest.mark.parametrize("fmt", ["float8_e4m3", "float8_e5m2"])
+@pytest.mark.parametrize("act", ["gelu", "tanh"])
+def test_separator_extremes_on_indices_equal_the_extremes_of_the_rounded_table(monkeypatch, fmt, act):
+    import condcheck.theorem5 as t5
+    from condcheck.targets import full_box
+
+    F = get_format(fmt)
+    kit = t5.Kit(act, F, "exact")
+    vals = np.unique(full_box(act, F, 1)[:, 0])
+    got = t5._separator_extremes(kit, vals)
+    monkeypatch.setattr(t5, "op_tables", lambda F: None)
+    want = t5._extremes(t5._separator_table(kit, vals, None))
+    for i in (0, 1, 3, 4, 5, 6):
+        assert got[i].dtype == want[i].dtype and np.array_equal(got[i], want[i])
+    assert t5._choose_steps(got, len(vals)) == t5._choose_steps(want, len(vals))
+
+
+def _choose_steps_reference(ext, n_vals, chunk=16):
+    """theorem5._choose_steps as first written (the spreads of every candidate): the reference for the
+    version that computes them only on the candidates that separate some gap of a chunk."""
+    W, B, Tv, pmin, pmax, smin, smax = ext
+    out = {}
+    for start in range(1, n_vals, chunk):
+        stop = min(start + chunk, n_vals)
+        gaps = np.arange(start, stop)
+        at, below = slice(start, stop), slice(start - 1, stop - 1)
+        for up in (True, False):
+            if up:
+                on_min, on_max, d_min, d_max = smin[at], smax[at], pmin[below], pmax[below]
+            else:
+                on_min, on_max, d_min, d_max = pmin[below], pmax[below], smin[at], smax[at]
+            best = [None] * len(gaps)
+            for s, lo_on, hi_on, edge in ((1.0, on_min, on_max, d_max), (-1.0, -on_max, -on_min, -d_min)):
+                ok = lo_on > edge
+                spread = np.where(ok, (hi_on - edge) / np.where(ok, lo_on - edge, 1), np.inf)
+                idx = np.argmin(spread, axis=1)
+                for k in np.flatnonzero(ok.any(axis=1)):
+                    i = int(idx[k])
+                    sp = spread[k, i]
+                    if best[k] is None or sp < best[k][0]:
+                        best[k] = (sp, s, i, float(edge[k, i]))
+            for k, gap in enumerate(gaps):
+                if best[k] is None:
+                    out[(int(gap), up)] = None
+                else:
+                    _, s, i, edge = best[k]
+                    out[(int(gap), up)] = (float(W[i]), float(B[i]), s, -edge)
+    return out
+
+
+@pytest.mark.parametrize("fmt", ["float8_e4m3", "float8_e5m2"])
+@pytest.mark.parametrize("act", ["gelu", "sigmoid", "relu"])
+def test_choose_steps_equals_the_full_spread_reference(fmt, act):
+    import condcheck.theorem5 as t5
+    from condcheck.targets import full_box
+
+    F = get_format(fmt)
+    kit = t5.Kit(act, F, "exact")
+    for vals in (np.unique(full_box(act, F, 1)[:, 0]), F.values()[::3]):
+        ext = t5._separator_extremes(kit, vals)
+        got, want = t5._choose_steps(ext, len(vals)), _choose_steps_reference(ext, len(vals))
+        assert list(got) == list(want)
+        for key in want:
+            assert (got[key] is None) == (want[key] is None)
+            if want[key] is not None:
+                assert got[key] == want[key] and np.signbit(got[key][3]) == np.signbit(want[key][3])
