@@ -1823,10 +1823,17 @@ class _Ctx:
     def _gradient_gates(self, zi, j, vi, a3, P3, key):
         """The gate options of a gradient branch, each (gate, slice gate, factors between them) or the
         ConstructionError saying why there is none: here one gate reading the pass P3 (weight a3)."""
-        try:
-            yield self.point_gate(zi, (a3, P3), self.gate_targets, small_first=True), None, []
-        except ConstructionError as e:
-            yield e
+        # remembered per (point, source, passes, a3): the pass P3 is a function of those (``_pass`` results
+        # are cached by them), and the branch search asks again for each number of layers it tries
+        ck = ("gradient_gate", zi, key)
+        r = self._memo.get(ck)
+        if r is None:
+            try:
+                r = self.point_gate(zi, (a3, P3), self.gate_targets, small_first=True)
+            except ConstructionError as e:
+                r = e
+            self._memo[ck] = r
+        yield r if isinstance(r, ConstructionError) else (r, None, [])
 
     def _gate_weight(self, zi, j=None):
         """The largest backward gain of a gate of point zi without the pass input (a probe)."""
@@ -1854,18 +1861,21 @@ class _Ctx:
         want = (_lg(4 * bmax) + _lg(g) - _lg(F.max_float) - _lg(w_g) - _lg(d1) + 3) if g and d1 else 0.0
         floor = abs(g) / float(F.max_float)           # every suffix product of the backward chain reaches this
         base = abs(w_g * d1)
-        pairs = []
-        for k2 in range(-12, 13):
-            for k3 in range(-12, 13):
-                unsafe = base * 2.0 ** k2 / 2 < floor or base * 2.0 ** (k2 + k3) / 4 < floor
-                pairs.append((unsafe, abs(k2 + k3 - want), abs(k2 - k3), k2, k3))
-        pairs.sort()
+        # every (k2, k3) in -12..12, sorted by (unsafe, |k2 + k3 - want|, |k2 - k3|, k2, k3): the same
+        # float64 operations as a loop over the pairs, and a stable lexicographic order
+        k2 = np.repeat(np.arange(-12, 13), 25)
+        k3 = np.tile(np.arange(-12, 13), 25)
+        unsafe = (base * np.ldexp(1.0, k2) / 2 < floor) | (base * np.ldexp(1.0, k2 + k3) / 4 < floor)
+        order = np.lexsort((k3, k2, np.abs(k2 - k3), np.abs((k2 + k3) - want), unsafe))
+        ok = self.__dict__.get("_scale_ok")
+        if ok is None:       # which powers of two are values, once
+            ok = self._scale_ok = {(sg, k): _in(F, math.ldexp(sg, k)) for k in range(-12, 13) for sg in (-1.0, 1.0)}
         out = []
-        for _, _, _, k2, k3 in pairs:
+        for p in order.tolist():
+            e2, e3 = int(k2[p]), int(k3[p])
             for sg in (-1.0, 1.0):
-                a2, a3 = math.ldexp(sg, k2), math.ldexp(1.0, k3)
-                if _in(F, a2) and _in(F, a3):
-                    out.append((a2, a3))
+                if ok[(sg, e2)] and ok[(1.0, e3)]:
+                    out.append((math.ldexp(sg, e2), math.ldexp(1.0, e3)))
             if len(out) >= tries:
                 break
         return out
