@@ -151,10 +151,29 @@ class Kit:
             raise ConstructionError(f"{what} overflows {self.fmt.name}")
         return v
 
+    def _indexed_T(self, z, derivative):
+        """(values, overflow) of T or T' on an array of values of a tabulated format, by the values'
+        table indices (sigma~'s table maps -0 and +0 alike, as the indices do); None when the format has
+        no tables or z holds a number outside it (the array path then raises naming it)."""
+        if self.tables is None:
+            return None
+        i = self.index(z)
+        if i is None or (i == self.tables.over).any():        # NaN: the array path refuses it
+            return None
+        cache = self.__dict__.setdefault("_T_by_index", {})
+        if derivative not in cache:
+            v, o = (self.R.derivative_array if derivative else self.R.value_array)(self.tables.values)
+            cache[derivative] = (np.append(v, np.nan), np.append(o, True))
+        v, o = cache[derivative]
+        return v[i], o[i]
+
     def T(self, z, what="an activation value"):
         if np.ndim(z) == 0 and enumerated(self.fmt):
             return self._table_lookup(z, False, what)
         z = np.asarray(z, float)
+        r = self._indexed_T(z, False)
+        if r is not None:
+            return self._ok(*r, what)
         v, o = self.R.value_array(z.ravel())
         return self._ok(v, o, what).reshape(z.shape)
 
@@ -162,6 +181,9 @@ class Kit:
         if np.ndim(z) == 0 and enumerated(self.fmt):
             return self._table_lookup(z, True, what)
         z = np.asarray(z, float)
+        r = self._indexed_T(z, True)
+        if r is not None:
+            return self._ok(*r, what)
         v, o = self.R.derivative_array(z.ravel())
         return self._ok(v, o, what).reshape(z.shape)
 

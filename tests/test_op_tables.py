@@ -241,3 +241,30 @@ def test_choose_steps_equals_the_full_spread_reference(fmt, act):
             assert (got[key] is None) == (want[key] is None)
             if want[key] is not None:
                 assert got[key] == want[key] and np.signbit(got[key][3]) == np.signbit(want[key][3])
+
+
+@pytest.mark.parametrize("fmt", ["float8_e4m3", "float8_e5m2"])
+@pytest.mark.parametrize("act", ["gelu", "sigmoid", "tanh", "relu"])
+def test_kit_activation_by_index_equals_the_rounded_activation(fmt, act):
+    """Kit.T / Kit.dT through the table indices against sigma~'s own array path on every value (and
+    -0), in 1-D and 2-D shapes, including the overflow refusal."""
+    import condcheck.theorem5 as t5
+
+    F = get_format(fmt)
+    kit = t5.Kit(act, F, "exact")
+    V = np.append(F.values(), -0.0)
+    for derivative, f, arr in ((False, kit.T, kit.R.value_array), (True, kit.dT, kit.R.derivative_array)):
+        want, over = arr(V)
+        fin = V[~over]
+        for z in (fin, fin[:len(fin) // 2 * 2].reshape(2, -1)):
+            got = f(z)
+            w, o = arr(z.ravel())
+            assert got.shape == z.shape and not o.any()
+            assert np.array_equal(got.ravel(), w) and np.array_equal(np.signbit(got.ravel()), np.signbit(w))
+        if over.any():
+            with pytest.raises(t5.ConstructionError, match="overflows"):
+                f(V)
+    with pytest.raises(Exception, match="0.3"):
+        kit.T(np.array([0.3, 1.0]))
+    with pytest.raises(Exception, match="finite"):
+        kit.T(np.array([np.nan, 1.0]))
