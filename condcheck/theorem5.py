@@ -2120,18 +2120,25 @@ class _Ctx:
         a, c, t, d = blockers
         tb = self.tables
         maps = self._last_maps
-        M = maps.get(v_on)
-        if M is None:
+        hit_maps = maps.get(v_on)
+        if hit_maps is None:
             if len(maps) >= 64:
                 maps.clear()
-            M = maps[v_on] = tb.mul(tb.mul(np.arange(tb.over)[:, None], tb.index(d)[None, :]), tb.index(a)[None, :])
+            M = tb.mul(tb.mul(np.arange(tb.over)[:, None], tb.index(d)[None, :]), tb.index(a)[None, :])
+            # a last row for the overflow index, which maps to itself (what a where() on iu did per call)
+            hit_maps = maps[v_on] = (np.vstack([M, np.full((1, M.shape[1]), tb.over, M.dtype)]), {})
+        M, absorbed = hit_maps
         As = self.nonzero_values[np.abs(self.nonzero_values) * h_max <= self.F.max_float]
         iu = tb.mul(tb.index(np.array([y]))[0], tb.index(As))
         in_S = np.zeros(tb.over + 1, bool)
         in_S[tb.index(S)] = True
-        hit = in_S[np.where(iu[:, None] == tb.over, tb.over, M[np.minimum(iu, tb.over - 1)])]
-        amp = np.maximum(np.abs(t), abs(self.st.L))
-        hit &= (np.abs(As)[:, None] * amp[None, :] < quarter) | (amp[None, :] == 0)
+        hit = in_S[M[iu]]
+        # the output term absorbed: a function of the blockers (of v_on), the A tried (of h_max) and quarter
+        ab = absorbed.get((quarter, h_max))
+        if ab is None:
+            amp = np.maximum(np.abs(t), abs(self.st.L))
+            ab = absorbed[(quarter, h_max)] = (np.abs(As)[:, None] * amp[None, :] < quarter) | (amp[None, :] == 0)
+        hit &= ab
         cols = hit.any(axis=0)[order]
         if not cols.any():
             return None
