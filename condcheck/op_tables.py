@@ -30,6 +30,7 @@ class OpTables:
         n = len(V)
         self.fmt, self.values, self.over = fmt, V, n
         self._vals_nan = np.append(V, np.nan)
+        self._scalar_index = {v: i for i, v in enumerate(V.tolist())}
         ia, ib = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
         self.add_table = self._table(add_array, V[ia], V[ib])
         self.mul_table = self._table(mul_array, V[ia], V[ib])
@@ -46,12 +47,25 @@ class OpTables:
     def index(self, x) -> np.ndarray:
         """The index of every value of x (NaN -> ``over``); a finite value outside the format raises."""
         x = np.asarray(x, dtype=np.float64)
+        # the common case in few numpy calls: every element a value (searchsorted puts NaN and values
+        # above the largest at n, which the comparison with the NaN sentinel sends to the general path)
+        k = self.values.searchsorted(x)
+        if (self._vals_nan[k] == x).all():
+            return k.astype(np.int16)
         k = np.clip(np.searchsorted(self.values, x), 0, self.over - 1)
         nan = np.isnan(x)
         bad = ~nan & (self.values[k] != x)
         if bad.any():
             raise CondcheckError(f"{float(x[bad][0])!r} is not a value of {self.fmt.name}")
         return np.where(nan, self.over, k).astype(np.int16)
+
+    def index_of(self, v: float) -> int:
+        """The index of one value (a dictionary lookup; -0 and +0 alike); a number outside the format
+        raises as ``index`` does."""
+        try:
+            return self._scalar_index[v]
+        except KeyError:
+            return int(self.index(np.array([v]))[0])
 
     def value(self, idx) -> np.ndarray:
         """The values of indices (``over`` -> NaN), as float64."""

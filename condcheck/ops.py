@@ -34,7 +34,11 @@ def mul(a: Fraction, b: Fraction, fmt: Format) -> Fraction:
     return round_fraction(Fraction(a) * Fraction(b), fmt, what="product")
 
 
+_EXACT_OP = {np.add: lambda x, y: x + y, np.subtract: lambda x, y: x - y, np.multiply: lambda x, y: x * y}
+
+
 def _exact_elementwise(op, a, b, fmt: Format):
+    op = _EXACT_OP.get(op, op)
     a, b = np.broadcast_arrays(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64))
     out = np.empty(a.shape, dtype=np.float64)
     over = np.zeros(a.shape, dtype=bool)
@@ -69,34 +73,51 @@ def working_dtype(fmt: Format):
     return np.dtype(np.float64) if fmt.fits_float64 else None
 
 
+_WORKING: dict = {}     # id(fmt) -> (fmt, working dtype): computed once per format
+
+
+def _working(fmt: Format):
+    hit = _WORKING.get(id(fmt))
+    if hit is None or hit[0] is not fmt:
+        hit = _WORKING[id(fmt)] = (fmt, working_dtype(fmt))
+    return hit[1]
+
+
+_F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
+
+
 def _fast(op, a, b, fmt: Format):
     """(rounded result, overflow mask) of an elementwise op on arrays of values of fmt.
 
     Inputs of dtype float32/float64 are computed in that dtype when it is fmt's working dtype or wider;
-    the result keeps the wider of the two.
+    the result keeps the wider of the two.  The op broadcasts its operands (a ufunc).
     """
-    wd = working_dtype(fmt)
+    wd = _working(fmt)
     if wd is None:
         return _exact_elementwise(op, a, b, fmt)
     a, b = np.asarray(a), np.asarray(b)
-    dt = np.result_type(a.dtype, b.dtype, wd)
-    if dt not in (np.float32, np.float64):
-        dt = np.dtype(np.float64)
+    if a.dtype is _F64 and b.dtype is _F64:
+        dt = _F64
+    else:
+        dt = np.result_type(a.dtype, b.dtype, wd)
+        if dt not in (np.float32, np.float64):
+            dt = _F64
+        a, b = a.astype(dt, copy=False), b.astype(dt, copy=False)
     with np.errstate(over="ignore", invalid="ignore"):
-        exact_or_rn = op(a.astype(dt, copy=False), b.astype(dt, copy=False))
+        exact_or_rn = op(a, b)
     return round_array(exact_or_rn, fmt)
 
 
 def add_array(a, b, fmt: Format):
-    return _fast(lambda x, y: x + y, a, b, fmt)
+    return _fast(np.add, a, b, fmt)
 
 
 def sub_array(a, b, fmt: Format):
-    return _fast(lambda x, y: x - y, a, b, fmt)
+    return _fast(np.subtract, a, b, fmt)
 
 
 def mul_array(a, b, fmt: Format):
-    return _fast(lambda x, y: x * y, a, b, fmt)
+    return _fast(np.multiply, a, b, fmt)
 
 
 # ---- scalar fast path -------------------------------------------------------------------------------

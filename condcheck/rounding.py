@@ -128,7 +128,7 @@ def round_array(x: np.ndarray, fmt: Format) -> tuple[np.ndarray, np.ndarray]:
     hit = _PLANS.get(key)
     if hit is None or hit[0] is not fmt:
         hit = _PLANS[key] = (fmt, _plan(fmt, x.dtype))
-    kind, shift, small_bits, max_bits, k_abs = hit[1]
+    kind, shift, small_bits, max_bits, k_abs = hit[1][:5]
     if kind == "identity":
         over = ~np.isfinite(x)
         r = x.copy()
@@ -136,19 +136,24 @@ def round_array(x: np.ndarray, fmt: Format) -> tuple[np.ndarray, np.ndarray]:
         return r, over
     if kind == "elementwise":
         return _round_array_elementwise(x, fmt)
-    int_t = _BINARY[x.dtype][1]
+    int_t, half_m1, clear, magnitude_bits = hit[1][5:]
     b = x.view(int_t)
-    rb = b + ((b >> shift) & 1)
-    rb += int_t((1 << (shift - 1)) - 1)
-    rb &= int_t(~((1 << shift) - 1))
+    rb = b >> shift
+    rb &= 1
+    rb += b
+    rb += half_m1
+    rb &= clear
     r = rb.view(x.dtype)
-    magnitude_bits = int_t(np.iinfo(int_t).max)
+    if not b.size:
+        return r, np.zeros(x.shape, dtype=bool)
     mag = b & magnitude_bits
-    small = mag < small_bits
-    if small.any():
+    if _min(mag, axis=None) < small_bits:
+        small = mag < small_bits
         K = np.copysign(x.dtype.type(k_abs), x)
         with np.errstate(invalid="ignore"):          # Inf/NaN inputs are flagged as overflow below
             r = np.where(small, (x + K) - K, r)
+    if _max(mag, axis=None) <= max_bits:             # every |x| <= Omega (so no NaN): nothing overflows
+        return r, np.zeros(x.shape, dtype=bool)
     # NaN inputs count as overflow explicitly: a NaN payload near all-ones carries through the sign bit
     # in the integer addition above and would otherwise come out as a (non-overflowing) zero.
     over = ((rb & magnitude_bits) > max_bits) | np.isnan(x)
@@ -157,20 +162,26 @@ def round_array(x: np.ndarray, fmt: Format) -> tuple[np.ndarray, np.ndarray]:
     return r, over
 
 
+_min, _max = np.minimum.reduce, np.maximum.reduce
+
+
 _PLANS: dict = {}      # (id(fmt), dtype) -> (fmt, plan): hashing a Format per call would cost more than rounding
 
 
 def _plan(fmt: Format, dtype) -> tuple:
     """How round_array rounds fmt in dtype, with its constants computed once:
-    ("identity" | "elementwise" | "trick", shift, bits of 2^e_min, bits of Omega, |K|)."""
+    ("identity" | "elementwise" | "trick", shift, bits of 2^e_min, bits of Omega, |K|), and for the trick
+    (integer type, half an ulp minus one, the mask that clears the dropped bits, the magnitude mask)."""
     frac_bits, int_t = _BINARY[dtype]
     fi = np.finfo(dtype)
     if frac_bits == fmt.M and fmt.e_min == fi.minexp and fmt.max == Fraction(float(fi.max)):
         return ("identity", 0, 0, 0, 0.0)
     if not _bit_trick_applies(fmt, dtype):
         return ("elementwise", 0, 0, 0, 0.0)
-    return ("trick", frac_bits - fmt.M, _bits_of(2.0 ** fmt.e_min, dtype), _bits_of(float(fmt.max), dtype),
-            2.0 ** (fmt.e_min - fmt.M + frac_bits))
+    shift = frac_bits - fmt.M
+    return ("trick", shift, _bits_of(2.0 ** fmt.e_min, dtype), _bits_of(float(fmt.max), dtype),
+            2.0 ** (fmt.e_min - fmt.M + frac_bits),
+            int_t, int_t((1 << (shift - 1)) - 1), int_t(~((1 << shift) - 1)), int_t(np.iinfo(int_t).max))
 
 
 def _bit_trick_applies(fmt: Format, dtype) -> bool:

@@ -116,7 +116,7 @@ class Kit:
         self.boosts = {}            # step on values -> (a, c) of their boost (see _boost)
 
     def _ok(self, r, over, what):
-        if np.any(over):
+        if over.any():
             raise ConstructionError(f"{what} overflows {self.fmt.name}")
         return r
 
@@ -129,14 +129,12 @@ class Kit:
     def mul(self, a, b, what="a product"):
         if np.ndim(a) == 0 and np.ndim(b) == 0:
             return self._scalar(mul_float, a, b, what)
-        a, b = np.broadcast_arrays(np.asarray(a, float), np.asarray(b, float))
-        return self._ok(*mul_array(a, b, self.fmt), what)
+        return self._ok(*mul_array(np.asarray(a, float), np.asarray(b, float), self.fmt), what)   # broadcasts
 
     def add(self, a, b, what="a sum"):
         if np.ndim(a) == 0 and np.ndim(b) == 0:
             return self._scalar(add_float, a, b, what)
-        a, b = np.broadcast_arrays(np.asarray(a, float), np.asarray(b, float))
-        return self._ok(*add_array(a, b, self.fmt), what)
+        return self._ok(*add_array(np.asarray(a, float), np.asarray(b, float), self.fmt), what)   # broadcasts
 
     def _table_lookup(self, z, derivative, what):
         if self._lookup is None:
@@ -153,10 +151,29 @@ class Kit:
             raise ConstructionError(f"{what} overflows {self.fmt.name}")
         return v
 
+    def _indexed_T(self, z, derivative):
+        """(values, overflow) of T or T' on an array of values of a tabulated format, by the values'
+        table indices (sigma~'s table maps -0 and +0 alike, as the indices do); None when the format has
+        no tables or z holds a number outside it (the array path then raises naming it)."""
+        if self.tables is None:
+            return None
+        i = self.index(z)
+        if i is None or (i == self.tables.over).any():        # NaN: the array path refuses it
+            return None
+        cache = self.__dict__.setdefault("_T_by_index", {})
+        if derivative not in cache:
+            v, o = (self.R.derivative_array if derivative else self.R.value_array)(self.tables.values)
+            cache[derivative] = (np.append(v, np.nan), np.append(o, True))
+        v, o = cache[derivative]
+        return v[i], o[i]
+
     def T(self, z, what="an activation value"):
         if np.ndim(z) == 0 and enumerated(self.fmt):
             return self._table_lookup(z, False, what)
         z = np.asarray(z, float)
+        r = self._indexed_T(z, False)
+        if r is not None:
+            return self._ok(*r, what)
         v, o = self.R.value_array(z.ravel())
         return self._ok(v, o, what).reshape(z.shape)
 
@@ -164,11 +181,18 @@ class Kit:
         if np.ndim(z) == 0 and enumerated(self.fmt):
             return self._table_lookup(z, True, what)
         z = np.asarray(z, float)
+        r = self._indexed_T(z, True)
+        if r is not None:
+            return self._ok(*r, what)
         v, o = self.R.derivative_array(z.ravel())
         return self._ok(v, o, what).reshape(z.shape)
 
     def row(self, terms, bias):
         """The paper-order affine row: products, summed left to right, bias last."""
+        if terms and np.ndim(bias) == 0 and not (bias == 0 and math.copysign(1.0, bias) < 0):
+            r = self._row_indexed(terms, bias)
+            if r is not None:
+                return r
         s = None
         for w, v in terms:
             p = self.mul(w, v)
@@ -176,6 +200,55 @@ class Kit:
         if s is None:
             return np.asarray(bias, float)
         return self.add(s, bias)
+
+
+    @property
+    def tables(self):
+        """The format's RN index tables (``op_tables``), or None."""
+        if not hasattr(self, "_tables"):
+            self._tables = op_tables(self.fmt)
+        return self._tables
+
+    def index(self, v):
+        """Table indices of v (an int for a scalar), or None when v holds a number outside the format."""
+        tb = self.tables
+        try:
+            return tb.index_of(float(v)) if np.ndim(v) == 0 else tb.index(v)
+        except CondcheckError:
+            return None
+
+    def _row_indexed(self, terms, bias):
+        """``row`` on the index tables of a tabulated format, when some input is an array and every input
+        is a value (else None): the same products and left-to-right sums, looked up, raising on the same
+        first overflow.  The result's zeros are +0 as the rounded row's are, since the bias added last
+        is not -0 (the caller checks), and RN(x + y) is -0 only for x = y = -0."""
+        tb = self.tables
+        if tb is None or not any(np.ndim(v) or np.ndim(w) for w, v in terms):
+            return None
+        over = tb.over
+        ib = self.index(bias)
+        if ib is None:
+            return None
+        idx = []
+        for w, v in terms:
+            iw, iv = self.index(w), self.index(v)
+            if iw is None or iv is None:
+                return None
+            idx.append((iw, iv))
+        s = None
+        for iw, iv in idx:
+            p = tb.mul_table[iw, iv]
+            if (p == over).any():
+                raise ConstructionError(f"a product overflows {self.fmt.name}")
+            if s is not None:
+                p = tb.add_table[s, p]
+                if (p == over).any():
+                    raise ConstructionError(f"a sum overflows {self.fmt.name}")
+            s = p
+        s = tb.add_table[s, ib]
+        if (s == over).any():
+            raise ConstructionError(f"a sum overflows {self.fmt.name}")
+        return tb.value(s)
 
 
 def _in(F: Format, v) -> bool:
@@ -373,6 +446,9 @@ def _separator_table(kit: Kit, vals: np.ndarray, st: States):
     """T(w x + b) for every (w, b) pair of candidates, on the coordinate values; rows finite only."""
     F = kit.fmt
     V = F.values()
+    tb = op_tables(F)
+    if tb is not None:
+        return _separator_table_indexed(kit, tb, vals)
     cands = []
     for w in V:
         if w == 0:
@@ -395,17 +471,87 @@ def _separator_table(kit: Kit, vals: np.ndarray, st: States):
     return W, B, Tv
 
 
+def _separator_table_indexed(kit: Kit, tb, vals: np.ndarray):
+    """``_separator_table`` on the format's index tables: the same sums, products and T values (T is a
+    function of the value: sigma~'s table maps -0 and +0 alike), looked up instead of rounded
+    (tests/test_op_tables.py compares the two)."""
+    W, B, I, t_all = _separator_rows_indexed(kit, tb, vals)
+    return W, B, t_all[I]
+
+
+def _separator_rows_indexed(kit: Kit, tb, vals: np.ndarray):
+    """(W, B, I, t): the candidates of ``_separator_table`` and the table index of each pre-activation
+    (a row per candidate), and T on every index (NaN at the overflow index)."""
+    V = tb.values
+    n = tb.over
+    iv = tb.index(vals)
+    t_all, t_over = kit.R.value_array(V)
+    t_all = np.append(t_all, np.nan)
+    t_bad = np.append(t_over, True)                 # the overflow index: never a finite row
+    iV = np.arange(n)[:, None]
+    cands = []
+    for k in range(n):
+        w = V[k]
+        if w == 0:
+            continue
+        iwx = tb.mul_table[k, iv]
+        if (iwx == n).any():
+            continue
+        ipre = tb.add_table[iwx[None, :], iV]
+        good = ~(ipre == n).any(axis=1)
+        if not good.any():
+            continue
+        ipre = ipre[good]
+        fine = ~t_bad[ipre].any(axis=1)
+        cands.append((np.full(fine.sum(), w), V[good][fine], ipre[fine]))
+    W = np.concatenate([c[0] for c in cands])
+    B = np.concatenate([c[1] for c in cands])
+    I = np.concatenate([c[2] for c in cands])
+    return W, B, I, t_all
+
+
+def _separator_extremes(kit: Kit, vals):
+    """``_extremes(_separator_table(kit, vals, None))`` (without the table itself, which the choice does
+    not read): on a tabulated format, T on the value-major grid straight from the pre-activations'
+    indices, in float32 exactly when _extremes would use it (every T value of the table a float32)."""
+    tb = op_tables(kit.fmt)
+    if tb is None:
+        return _extremes(_separator_table(kit, vals, None))
+    W, B, I, t_all = _separator_rows_indexed(kit, tb, vals)
+    used = np.zeros(len(t_all), bool)
+    used[I] = True
+    tv = t_all[used]
+    src = t_all.astype(np.float32) if np.array_equal(tv.astype(np.float32), tv) else t_all
+    T = src[I.T]                                    # (values, candidates), C order
+    return (W, B, None, _accumulate(np.minimum, T, False), _accumulate(np.maximum, T, False),
+            _accumulate(np.minimum, T, True), _accumulate(np.maximum, T, True))
+
+
 def _extremes(table):
     """Prefix and suffix minima and maxima of every candidate separator along the sorted values, as
     (value index, candidate) arrays, so that the rows of a gap are contiguous."""
     W, B, Tv = table
     T32 = Tv.astype(np.float32) if np.array_equal(Tv.astype(np.float32), Tv) else Tv
     T = np.ascontiguousarray(T32.T)
-    pmin = np.minimum.accumulate(T, axis=0)
-    pmax = np.maximum.accumulate(T, axis=0)
-    smin = np.minimum.accumulate(T[::-1], axis=0)[::-1]
-    smax = np.maximum.accumulate(T[::-1], axis=0)[::-1]
-    return W, B, Tv, pmin, pmax, smin, smax
+    return (W, B, Tv, _accumulate(np.minimum, T, False), _accumulate(np.maximum, T, False),
+            _accumulate(np.minimum, T, True), _accumulate(np.maximum, T, True))
+
+
+def _accumulate(op, T, reverse):
+    """op.accumulate of the rows of T (from the last row up if reverse), one whole row at a time (numpy's
+    accumulate along axis 0 walks each column with a stride: ~50x slower here).  The same values: each
+    row is op of the previous result row and T's row, in the same order."""
+    out = np.empty_like(T)
+    n = len(T)
+    rows = range(n - 1, -1, -1) if reverse else range(n)
+    prev = None
+    for i in rows:
+        if prev is None:
+            out[i] = T[i]
+        else:
+            op(out[prev], T[i], out=out[i])
+        prev = i
+    return out
 
 
 def _choose_steps(ext, n_vals: int, chunk: int = 16) -> dict:
@@ -418,6 +564,7 @@ def _choose_steps(ext, n_vals: int, chunk: int = 16) -> dict:
     """
     W, B, Tv, pmin, pmax, smin, smax = ext
     out = {}
+    buf = np.empty((chunk, pmin.shape[1]), dtype=bool)
     for start in range(1, n_vals, chunk):
         stop = min(start + chunk, n_vals)
         gaps = np.arange(start, stop)
@@ -428,16 +575,37 @@ def _choose_steps(ext, n_vals: int, chunk: int = 16) -> dict:
             else:        # on = [:gap], dead = [gap:]
                 on_min, on_max, d_min, d_max = pmin[below], pmax[below], smin[at], smax[at]
             best = [None] * len(gaps)
-            for s, lo_on, hi_on, edge in ((1.0, on_min, on_max, d_max), (-1.0, -on_max, -on_min, -d_min)):
-                ok = lo_on > edge
+            for s in (1.0, -1.0):
+                # ok: every on-side value above the dead side (s = +1) or below it (s = -1: the spreads
+                # are those of -T, so -on_max > -d_min, that is on_max < d_min); the spreads only on
+                # the candidates that separate some gap of the chunk (a few in ten), in their order:
+                # the first smallest finite spread is the same candidate (the comparison writes into
+                # one buffer: fresh large temporaries cost more in page faults than in arithmetic)
+                ok_all = buf[:len(gaps)]
+                if s > 0:
+                    np.greater(on_min, d_max, out=ok_all)
+                else:
+                    np.less(on_max, d_min, out=ok_all)
+                cols = np.flatnonzero(ok_all.any(axis=0))
+                if s > 0:
+                    lo_on, hi_on, edge = on_min[:, cols], on_max[:, cols], d_max[:, cols]
+                else:
+                    lo_on, hi_on, edge = -on_max[:, cols], -on_min[:, cols], -d_min[:, cols]
+                ok = ok_all[:, cols]
                 spread = np.where(ok, (hi_on - edge) / np.where(ok, lo_on - edge, 1), np.inf)
-                idx = np.argmin(spread, axis=1)
-                any_ok = ok.any(axis=1)
-                for k in np.flatnonzero(any_ok):
-                    i = int(idx[k])
-                    sp = spread[k, i]
+                idx = np.argmin(spread, axis=1) if len(cols) else np.zeros(len(gaps), int)
+                for k in np.flatnonzero(ok.any(axis=1)):
+                    i = int(cols[int(idx[k])])
+                    sp = spread[k, int(idx[k])]
+                    if sp == np.inf:     # every spread infinite: argmin over all candidates, as in full
+                        lo_k, hi_k, ed_k = (on_min[k], on_max[k], d_max[k]) if s > 0 else (-on_max[k], -on_min[k], -d_min[k])
+                        row = np.where(ok_all[k], (hi_k - ed_k) / np.where(ok_all[k], lo_k - ed_k, 1), np.inf)
+                        i = int(np.argmin(row))
+                        edge_i = float(ed_k[i])
+                    else:
+                        edge_i = float(edge[k, int(idx[k])])
                     if best[k] is None or sp < best[k][0]:
-                        best[k] = (sp, s, i, float(edge[k, i]))
+                        best[k] = (sp, s, i, edge_i)
             for k, gap in enumerate(gaps):
                 if best[k] is None:
                     out[(int(gap), up)] = None
@@ -452,7 +620,7 @@ def _separator_chooser(kit: Kit, vals, states=None):
     formats: the smallest spread), else the restricted search of condcheck.separators (16-bit formats;
     its "not found" is not a proof of inseparability, and the error says distinguishability fails)."""
     if kit.fmt.count_finite() ** 2 * len(vals) <= 2e8:
-        chosen = _choose_steps(_extremes(_separator_table(kit, vals, None)), len(vals))
+        chosen = _choose_steps(_separator_extremes(kit, vals), len(vals))
         return lambda gap, up: chosen[(gap, up)]
     from .separators import find_separators
     found = find_separators(kit, vals, states=None if enumerated(kit.fmt) else states)
@@ -492,7 +660,27 @@ def _chains(kit: Kit, v, k0: int) -> dict:
     the steps run in numpy directly: IEEE float64 addition is RN_float64."""
     F = kit.fmt
     native = F.name == "float64" and np.ndim(v) == 1
+    tb = None if native or np.ndim(v) != 1 else op_tables(F)
+    if tb is not None:
+        try:
+            iv = tb.index(v)
+        except CondcheckError:                     # v holds a number outside the format: round it
+            tb = None
     out = {k0 - 1: v}
+    if tb is not None:
+        # on the index tables (8-bit formats): the same sums, looked up; an overflow index propagates
+        # through the table, so the chain stops where the rounded sums would overflow.  Every sum adds
+        # a nonzero c, so a zero result is +0, the table's zero (tests/test_op_tables.py)
+        for k in range(k0, F.e_max + 1):
+            c = math.ldexp(1 + 2.0 ** -F.M, k)
+            if not _in(F, c):
+                break
+            ic = tb.index_of(c)
+            iv = tb.add_table[tb.add_table[iv, ic], int(tb.neg_table[ic])]
+            if (iv == tb.over).any():
+                break
+            out[k] = tb.value(iv)
+        return out
     for k in range(k0, F.e_max + 1):
         c = math.ldexp(1 + 2.0 ** -F.M, k)
         if not _in(F, c):
@@ -993,6 +1181,17 @@ class _Ctx:
             out.append(-s.on_sign * math.ldexp(1.0, e))
         return out
 
+    def _shifts(self, gating):
+        """(the shifts whose gating weights are all values, their weights as rows): once per gating set."""
+        cache = self.__dict__.setdefault("_shift_rows", {})
+        key = tuple(gating)
+        if key not in cache:
+            F = self.F
+            shifts = [e for e in range(-F.M - 2, F.e_max + 1) if all(_in(F, b) for b in self._betas(gating, e))]
+            B = np.array([self._betas(gating, e) for e in shifts]).reshape(len(shifts), len(gating))
+            cache[key] = (shifts, B)
+        return cache[key]
+
     def _gate_row(self, zi, gating, betas, extra, gamma):
         terms = [(b, self.U_X[i]) for b, i in zip(betas, gating)]
         if extra is not None:
@@ -1017,10 +1216,14 @@ class _Ctx:
         tv = np.asarray(targets, float)
         order = np.argsort(tv, kind="stable")
         tv_sorted = tv[order]
-        shifts = [e for e in range(-F.M - 2, F.e_max + 1) if all(_in(F, b) for b in self._betas(gating, e))]
+        shifts, B = self._shifts(gating)
         if not shifts or not len(tv):
             raise ConstructionError(f"point {zi + 1} {self.X[zi].tolist()}: no gate puts it live and all other points dead")
-        B = np.array([self._betas(gating, e) for e in shifts]).reshape(len(shifts), len(gating))
+        if (self.small_format and self.tables is not None and len(self.X) <= EXACT_GATE_POINTS
+                and (gating or extra is not None)):
+            r = self._gate_indexed(zi, gating, B, extra, targets, tv, small_first)
+            if r is not None:
+                return r
         at_z, hi_o, lo_o, bad = self._gate_sums(zi, gating, B, extra)
         if self.small_format:
             G = F.values()
@@ -1131,6 +1334,112 @@ class _Ctx:
         hi_o = np.where(bad | ~np.isfinite(hi_o), 0.0, hi_o)
         lo_o = np.where(bad | ~np.isfinite(lo_o), 0.0, lo_o)
         return np.where(bad, 0.0, at_z), hi_o, lo_o, bad
+
+    def _gate_indexed(self, zi, gating, B, extra, targets, tv, small_first):
+        """``_gate`` on every point (small domains) of a tabulated format, in index space: the same
+        left-to-right products and sums, bias grid and target ranks as lookups, so the same gate (or the
+        same error); None when an input is not a value of the format (the caller rounds instead).
+
+        Indices ascend with the values (one zero), so the bounds over the other points are index
+        extremes; an overflow index propagates through sums, so a row is bad exactly where a product or
+        a sum overflows; a target's rank is the first position holding its value, as the stable sorted
+        search finds.  The gate's row ends with a bias of the grid (never -0), so its zeros are +0 as
+        the rounded row's are.  tests/test_op_tables.py compares every call with the rounded ``_gate``."""
+        tb, kit, F, st = self.tables, self.kit, self.F, self.st
+        over, n = tb.over, len(self.X)
+        acc = self._gating_sums_indexed(gating, B)
+        if acc is False:
+            return None
+        iex = None
+        if extra is not None:
+            iex = (kit.index(extra[0]), self._index_array(extra[1]))
+            if iex[0] is None or iex[1] is None:
+                return None
+            p = tb.mul_table[iex[0], iex[1]][None, :]
+            acc = p if acc is None else tb.add_table[acc, p]
+            acc = np.broadcast_to(acc, (len(B), n))
+        if targets is self.gate_targets:
+            rank = getattr(self, "_gate_target_ranks", None)
+            if rank is None:
+                rank = self._gate_target_ranks = self._target_ranks(tv)
+        else:
+            rank = self._target_ranks(tv)
+        if rank is None:
+            return None
+        bad = (acc == over).any(axis=1)
+        ia = acc[:, zi]
+        if n > 1:
+            ih = np.maximum(acc[:, :zi].max(axis=1, initial=0), acc[:, zi + 1:].max(axis=1, initial=0))
+            il = np.minimum(acc[:, :zi].min(axis=1, initial=over), acc[:, zi + 1:].min(axis=1, initial=over))
+        else:                                                  # no other point: the bound is -Omega
+            low = kit.index(-F.max_float)
+            if low is None:
+                return None
+            ih = il = np.full(len(B), low, dtype=acc.dtype)
+        dead = getattr(self, "_dead_idx", None)
+        if dead is None:
+            dead = self._dead_idx = np.append(st.dead(tb.values), False)
+        add = tb.add_table
+        Pz = add[ia, :over]
+        ok = (Pz != over) & (add[il, :over] != over) & dead[add[ih, :over]] & ~bad[:, None]   # dead[over]: False
+        ranks = np.where(ok, rank[Pz], len(tv) + 1)
+        best_s = ranks.min(axis=1)
+        if (best_s <= len(tv)).any():
+            si = int(np.nonzero(best_s <= len(tv))[0][0]) if small_first else int(np.argmin(best_s))
+            gi = int(np.argmin(ranks[si]))
+            betas, gamma = [float(b) for b in B[si]], float(tb.values[gi])
+            # the gate's row as Kit.row computes it: its products and sums without the bias are row si
+            # of acc (the same terms in the same order; row si is not bad, so none of them overflows)
+            s = add[acc[si], gi]
+            if (s == over).any():
+                raise ConstructionError(f"a sum overflows {F.name}")
+            if rank[s[zi]] < len(tv) and dead[s[:zi]].all() and dead[s[zi + 1:]].all():
+                return betas, gamma, tb.value(s)
+        raise ConstructionError(f"point {zi + 1} {self.X[zi].tolist()}: no gate puts it live and all other points dead")
+
+    def _index_array(self, v):
+        """Table indices of an array of values, the last one remembered (a gate's pass input is read by
+        its sums and its row); None when v holds a number outside the format."""
+        last = getattr(self, "_last_index", None)
+        if last is not None and last[0] is v:
+            return last[1]
+        i = self.kit.index(v)
+        self._last_index = (v, i)
+        return i
+
+    def _ux_index(self, i):
+        """Table indices of the gating step values U_X[i] (computed once: the steps are fixed)."""
+        cache = self.__dict__.setdefault("_ux_idx", {})
+        if i not in cache:
+            cache[i] = self.kit.index(self.U_X[i])
+        return cache[i]
+
+    def _gating_sums_indexed(self, gating, B):
+        """The index array of the left-to-right sums of the gating terms (rows of B) on every point, once
+        per gating set; None without gating terms, False when a step value is not a value."""
+        cache = self.__dict__.setdefault("_gating_acc", {})
+        key = tuple(gating)
+        if key not in cache:
+            tb, acc = self.tables, None
+            for k, i in enumerate(gating):
+                iw, iv = self.kit.index(B[:, k]), self._ux_index(i)
+                if iw is None or iv is None:
+                    acc = False
+                    break
+                p = tb.mul_table[iw[:, None], iv[None, :]]
+                acc = p if acc is None else tb.add_table[acc, p]
+            cache[key] = acc
+        return cache[key]
+
+    def _target_ranks(self, tv):
+        """rank[i] = the first position in tv of the value of index i (len(tv) + 1 where none), or None
+        when a target is not a value of the format."""
+        it = self.kit.index(tv)
+        if it is None:
+            return None
+        rank = np.full(self.tables.over + 1, len(tv) + 1, dtype=np.int64)
+        np.minimum.at(rank, it, np.arange(len(tv)))
+        return rank
 
     def _map_two(self, v_off, v_on, off_ok, on_target, choices=False):
         """(a, c) with off_ok(T(RN(a v_off + c))) and T(RN(a v_on + c)) == on_target.
@@ -1425,7 +1734,14 @@ class _Ctx:
             G = F.values()
         else:
             G = _near(F, self.pass_z[:256] - base, 2)
-        q, o = add_array(np.full_like(G, base), G, F)
+        ib = self.kit.index(base) if self.small_format and self.tables is not None else None
+        if ib is not None:
+            # RN(base + G) for every value G: a row of the sum table (NaN where it overflows; a zero sum
+            # is +0 either way, G holding no -0)
+            qi = self.tables.add_table[ib, :-1]
+            q, o = self.tables.value(qi), qi == self.tables.over
+        else:
+            q, o = add_array(np.full_like(G, base), G, F)
         keys, vals = self._pass_keys, self._pass_ranks
         k = np.clip(np.searchsorted(keys, q), 0, len(keys) - 1)
         r = np.where(~o & (keys[k] == q), vals[k], np.iinfo(np.int64).max)
@@ -1634,10 +1950,17 @@ class _Ctx:
     def _gradient_gates(self, zi, j, vi, a3, P3, key):
         """The gate options of a gradient branch, each (gate, slice gate, factors between them) or the
         ConstructionError saying why there is none: here one gate reading the pass P3 (weight a3)."""
-        try:
-            yield self.point_gate(zi, (a3, P3), self.gate_targets, small_first=True), None, []
-        except ConstructionError as e:
-            yield e
+        # remembered per (point, source, passes, a3): the pass P3 is a function of those (``_pass`` results
+        # are cached by them), and the branch search asks again for each number of layers it tries
+        ck = ("gradient_gate", zi, key)
+        r = self._memo.get(ck)
+        if r is None:
+            try:
+                r = self.point_gate(zi, (a3, P3), self.gate_targets, small_first=True)
+            except ConstructionError as e:
+                r = e
+            self._memo[ck] = r
+        yield r if isinstance(r, ConstructionError) else (r, None, [])
 
     def _gate_weight(self, zi, j=None):
         """The largest backward gain of a gate of point zi without the pass input (a probe)."""
@@ -1665,18 +1988,21 @@ class _Ctx:
         want = (_lg(4 * bmax) + _lg(g) - _lg(F.max_float) - _lg(w_g) - _lg(d1) + 3) if g and d1 else 0.0
         floor = abs(g) / float(F.max_float)           # every suffix product of the backward chain reaches this
         base = abs(w_g * d1)
-        pairs = []
-        for k2 in range(-12, 13):
-            for k3 in range(-12, 13):
-                unsafe = base * 2.0 ** k2 / 2 < floor or base * 2.0 ** (k2 + k3) / 4 < floor
-                pairs.append((unsafe, abs(k2 + k3 - want), abs(k2 - k3), k2, k3))
-        pairs.sort()
+        # every (k2, k3) in -12..12, sorted by (unsafe, |k2 + k3 - want|, |k2 - k3|, k2, k3): the same
+        # float64 operations as a loop over the pairs, and a stable lexicographic order
+        k2 = np.repeat(np.arange(-12, 13), 25)
+        k3 = np.tile(np.arange(-12, 13), 25)
+        unsafe = (base * np.ldexp(1.0, k2) / 2 < floor) | (base * np.ldexp(1.0, k2 + k3) / 4 < floor)
+        order = np.lexsort((k3, k2, np.abs(k2 - k3), np.abs((k2 + k3) - want), unsafe))
+        ok = self.__dict__.get("_scale_ok")
+        if ok is None:       # which powers of two are values, once
+            ok = self._scale_ok = {(sg, k): _in(F, math.ldexp(sg, k)) for k in range(-12, 13) for sg in (-1.0, 1.0)}
         out = []
-        for _, _, _, k2, k3 in pairs:
+        for p in order.tolist():
+            e2, e3 = int(k2[p]), int(k3[p])
             for sg in (-1.0, 1.0):
-                a2, a3 = math.ldexp(sg, k2), math.ldexp(1.0, k3)
-                if _in(F, a2) and _in(F, a3):
-                    out.append((a2, a3))
+                if ok[(sg, e2)] and ok[(1.0, e3)]:
+                    out.append((math.ldexp(sg, e2), math.ldexp(1.0, e3)))
             if len(out) >= tries:
                 break
         return out
@@ -1961,18 +2287,25 @@ class _Ctx:
         a, c, t, d = blockers
         tb = self.tables
         maps = self._last_maps
-        M = maps.get(v_on)
-        if M is None:
+        hit_maps = maps.get(v_on)
+        if hit_maps is None:
             if len(maps) >= 64:
                 maps.clear()
-            M = maps[v_on] = tb.mul(tb.mul(np.arange(tb.over)[:, None], tb.index(d)[None, :]), tb.index(a)[None, :])
+            M = tb.mul(tb.mul(np.arange(tb.over)[:, None], tb.index(d)[None, :]), tb.index(a)[None, :])
+            # a last row for the overflow index, which maps to itself (what a where() on iu did per call)
+            hit_maps = maps[v_on] = (np.vstack([M, np.full((1, M.shape[1]), tb.over, M.dtype)]), {})
+        M, absorbed = hit_maps
         As = self.nonzero_values[np.abs(self.nonzero_values) * h_max <= self.F.max_float]
         iu = tb.mul(tb.index(np.array([y]))[0], tb.index(As))
         in_S = np.zeros(tb.over + 1, bool)
         in_S[tb.index(S)] = True
-        hit = in_S[np.where(iu[:, None] == tb.over, tb.over, M[np.minimum(iu, tb.over - 1)])]
-        amp = np.maximum(np.abs(t), abs(self.st.L))
-        hit &= (np.abs(As)[:, None] * amp[None, :] < quarter) | (amp[None, :] == 0)
+        hit = in_S[M[iu]]
+        # the output term absorbed: a function of the blockers (of v_on), the A tried (of h_max) and quarter
+        ab = absorbed.get((quarter, h_max))
+        if ab is None:
+            amp = np.maximum(np.abs(t), abs(self.st.L))
+            ab = absorbed[(quarter, h_max)] = (np.abs(As)[:, None] * amp[None, :] < quarter) | (amp[None, :] == 0)
+        hit &= ab
         cols = hit.any(axis=0)[order]
         if not cols.any():
             return None

@@ -56,3 +56,215 @@ def test_theorem5_builds_the_same_network_with_and_without_tables(monkeypatch):
     assert len(n1.layers) == len(n2.layers)
     for a, b in zip(n1.layers, n2.layers):
         assert (a.weight != b.weight).nnz == 0 and np.array_equal(a.bias, b.bias)
+
+
+# ---- the constructor's searches on the index tables equal the rounded path ------------------------------
+@pytest.mark.parametrize("fmt", ["float8_e4m3", "float8_e5m2"])
+@pytest.mark.parametrize("act", ["gelu", "sigmoid"])
+def test_separator_table_on_indices_equals_the_rounded_table(monkeypatch, fmt, act):
+    import condcheck.theorem5 as t5
+    from condcheck.targets import full_box
+
+    F = get_format(fmt)
+    kit = t5.Kit(act, F, "exact")
+    vals = np.unique(full_box(act, F, 1)[:, 0])
+    got = t5._separator_table(kit, vals, None)
+    monkeypatch.setattr(t5, "op_tables", lambda F: None)
+    want = t5._separator_table(kit, vals, None)
+    for a, b in zip(got, want):
+        assert a.shape == b.shape and np.array_equal(a, b) and np.array_equal(np.signbit(a), np.signbit(b))
+
+
+@pytest.mark.parametrize("fmt", ["float8_e4m3", "float8_e5m2"])
+def test_quantizer_chains_on_indices_equal_the_rounded_chains(monkeypatch, fmt):
+    import math
+
+    import condcheck.theorem5 as t5
+
+    F = get_format(fmt)
+    kit = t5.Kit("relu", F, "exact")
+    V = F.values()
+    rng = np.random.default_rng(0)
+    cases = [V, -V, V[V > 0], np.array([0.0, -0.0, float(F.max)])] + [rng.choice(V, 50) for _ in range(4)]
+    k0s = range(F.e_min, F.e_max + 1)
+    got = {(i, k0): t5._chains(kit, v, k0) for i, v in enumerate(cases) for k0 in k0s}
+    monkeypatch.setattr(t5, "op_tables", lambda F: None)
+    for (i, k0), g in got.items():
+        w = t5._chains(kit, cases[i], k0)
+        assert list(g) == list(w)
+        for K in w:
+            assert np.array_equal(g[K], w[K]) and np.array_equal(np.signbit(g[K]), np.signbit(w[K]))
+    assert any(len(g) > 2 for g in got.values()) and math.isfinite(float(F.max))
+
+
+@pytest.mark.parametrize("act, fmt", [("gelu", "float8_e4m3"), ("tanh", "float8_e5m2"), ("sigmoid", "float8_e4m3")])
+def test_gate_search_on_indices_equals_the_rounded_gate_search(monkeypatch, act, fmt):
+    """Every call of the index-space gate search during a construction returns the same gate (weights,
+    bias and pre-activations, bit for bit) or the same error as the rounded search."""
+    import condcheck.theorem5 as t5
+    from condcheck.targets import full_box, random_targets
+
+    calls = {"found": 0, "refused": 0}
+    indexed = t5._Ctx._gate_indexed
+
+    def rounded(self, zi, extra, targets, small_first):
+        tables, self.tables = self.tables, None
+        try:
+            return t5._Ctx._gate(self, zi, extra, targets, small_first)
+        except t5.ConstructionError as e:
+            return str(e)
+        finally:
+            self.tables = tables
+
+    def check(self, zi, gating, B, extra, targets, tv, small_first):
+        want = rounded(self, zi, extra, targets, small_first)
+        try:
+            got = indexed(self, zi, gating, B, extra, targets, tv, small_first)
+        except t5.ConstructionError as e:
+            assert str(e) == want
+            calls["refused"] += 1
+            raise
+        assert got is not None and not isinstance(want, str)
+        assert got[0] == want[0] and got[1] == want[1] and np.signbit(got[1]) == np.signbit(want[1])
+        assert np.array_equal(got[2], want[2]) and np.array_equal(np.signbit(got[2]), np.signbit(want[2]))
+        calls["found"] += 1
+        return got
+
+    monkeypatch.setattr(t5._Ctx, "_gate_indexed", check)
+    X = full_box(act, fmt, 1)
+    X = X[np.linspace(0, len(X) - 1, 40).astype(int)]
+    f, h, g = random_targets(fmt, X, 0, 0.25)
+    t5.construct_theorem5(act, fmt, X, f, h, g, verify_result=False)
+    assert calls["found"] > 40
+
+
+@pytest.mark.parametrize("fmt", ["float8_e4m3", "float8_e5m2"])
+def test_kit_row_on_indices_equals_the_rounded_row(fmt):
+    """Kit.row's table path against the rounded products and sums: every (weight, value) pair of the
+    format in one- and two-term rows with several biases, bit for bit (signs of zeros included), and the
+    same error on the first overflow."""
+    import condcheck.theorem5 as t5
+
+    F = get_format(fmt)
+    fast, slow = t5.Kit("relu", F, "exact"), t5.Kit("relu", F, "exact")
+    slow._tables = None
+    V = F.values()
+    W, X = np.meshgrid(V, V, indexing="ij")
+    W, X = W.ravel(), X.ravel()
+    prod, over = mul_array(W, X, F)
+    W, X = W[~over], X[~over]                       # the pairs whose product is finite
+    rng = np.random.default_rng(1)
+    assert fast.tables is not None
+    for bias in [0.0, 1.0, -1.0, float(V[1]), float(V[-2]), float(rng.choice(V))]:
+        for terms in ([(W, X)], [(W, X), (0.5, X)], [(X, 1.0), (W, X), (-2.0, X)], [(float(V[-1]), X), (W, X)]):
+            try:
+                want = slow.row(terms, bias)
+            except t5.ConstructionError as e:
+                with pytest.raises(t5.ConstructionError, match=str(e)):
+                    fast.row(terms, bias)
+                continue
+            got = fast.row(terms, bias)
+            assert np.array_equal(got, want) and np.array_equal(np.signbit(got), np.signbit(want))
+    # rows that do not overflow: the pairs split into chunks, each compared
+    for lo in range(0, len(W), 4096):
+        terms = [(W[lo:lo + 4096], X[lo:lo + 4096])]
+        got, want = fast.row(terms, 0.5), slow.row(terms, 0.5)
+        assert np.array_equal(got, want) and np.array_equal(np.signbit(got), np.signbit(want))
+    # a -0 bias takes the rounded path (its zeros may be -0)
+    z = np.array([-0.0, 0.0])
+    assert np.array_equal(np.signbit(fast.row([(z, 1.0)], -0.0)), np.signbit(slow.row([(z, 1.0)], -0.0)))
+
+
+@pytest.mark.parametrize("fmt", ["float8_e4m3", "float8_e5m2"])
+@pytest.mark.parametrize("act", ["gelu", "tanh"])
+def test_separator_extremes_on_indices_equal_the_extremes_of_the_rounded_table(monkeypatch, fmt, act):
+    import condcheck.theorem5 as t5
+    from condcheck.targets import full_box
+
+    F = get_format(fmt)
+    kit = t5.Kit(act, F, "exact")
+    vals = np.unique(full_box(act, F, 1)[:, 0])
+    got = t5._separator_extremes(kit, vals)
+    monkeypatch.setattr(t5, "op_tables", lambda F: None)
+    want = t5._extremes(t5._separator_table(kit, vals, None))
+    for i in (0, 1, 3, 4, 5, 6):
+        assert got[i].dtype == want[i].dtype and np.array_equal(got[i], want[i])
+    assert t5._choose_steps(got, len(vals)) == t5._choose_steps(want, len(vals))
+
+
+def _choose_steps_reference(ext, n_vals, chunk=16):
+    """theorem5._choose_steps as first written (the spreads of every candidate): the reference for the
+    version that computes them only on the candidates that separate some gap of a chunk."""
+    W, B, Tv, pmin, pmax, smin, smax = ext
+    out = {}
+    for start in range(1, n_vals, chunk):
+        stop = min(start + chunk, n_vals)
+        gaps = np.arange(start, stop)
+        at, below = slice(start, stop), slice(start - 1, stop - 1)
+        for up in (True, False):
+            if up:
+                on_min, on_max, d_min, d_max = smin[at], smax[at], pmin[below], pmax[below]
+            else:
+                on_min, on_max, d_min, d_max = pmin[below], pmax[below], smin[at], smax[at]
+            best = [None] * len(gaps)
+            for s, lo_on, hi_on, edge in ((1.0, on_min, on_max, d_max), (-1.0, -on_max, -on_min, -d_min)):
+                ok = lo_on > edge
+                spread = np.where(ok, (hi_on - edge) / np.where(ok, lo_on - edge, 1), np.inf)
+                idx = np.argmin(spread, axis=1)
+                for k in np.flatnonzero(ok.any(axis=1)):
+                    i = int(idx[k])
+                    sp = spread[k, i]
+                    if best[k] is None or sp < best[k][0]:
+                        best[k] = (sp, s, i, float(edge[k, i]))
+            for k, gap in enumerate(gaps):
+                if best[k] is None:
+                    out[(int(gap), up)] = None
+                else:
+                    _, s, i, edge = best[k]
+                    out[(int(gap), up)] = (float(W[i]), float(B[i]), s, -edge)
+    return out
+
+
+@pytest.mark.parametrize("fmt", ["float8_e4m3", "float8_e5m2"])
+@pytest.mark.parametrize("act", ["gelu", "sigmoid", "relu"])
+def test_choose_steps_equals_the_full_spread_reference(fmt, act):
+    import condcheck.theorem5 as t5
+    from condcheck.targets import full_box
+
+    F = get_format(fmt)
+    kit = t5.Kit(act, F, "exact")
+    for vals in (np.unique(full_box(act, F, 1)[:, 0]), F.values()[::3]):
+        ext = t5._separator_extremes(kit, vals)
+        got, want = t5._choose_steps(ext, len(vals)), _choose_steps_reference(ext, len(vals))
+        assert list(got) == list(want)
+        for key in want:
+            assert (got[key] is None) == (want[key] is None)
+            if want[key] is not None:
+                assert got[key] == want[key] and np.signbit(got[key][3]) == np.signbit(want[key][3])
+
+
+@pytest.mark.parametrize("fmt", ["float8_e4m3", "float8_e5m2"])
+@pytest.mark.parametrize("act", ["gelu", "sigmoid", "tanh", "relu"])
+def test_kit_activation_by_index_equals_the_rounded_activation(fmt, act):
+    """Kit.T / Kit.dT through the table indices against sigma~'s own array path on every value (and
+    -0), in 1-D and 2-D shapes, including the overflow refusal."""
+    import condcheck.theorem5 as t5
+
+    F = get_format(fmt)
+    kit = t5.Kit(act, F, "exact")
+    V = np.append(F.values(), -0.0)
+    for derivative, f, arr in ((False, kit.T, kit.R.value_array), (True, kit.dT, kit.R.derivative_array)):
+        want, over = arr(V)
+        fin = V[~over]
+        for z in (fin, fin[:len(fin) // 2 * 2].reshape(2, -1)):
+            got = f(z)
+            w, o = arr(z.ravel())
+            assert got.shape == z.shape and not o.any()
+            assert np.array_equal(got.ravel(), w) and np.array_equal(np.signbit(got.ravel()), np.signbit(w))
+        if over.any():
+            with pytest.raises(t5.ConstructionError, match="overflows"):
+                f(V)
+    with pytest.raises(Exception, match="0.3"):
+        kit.T(np.array([0.3, 1.0]))
+    with pytest.raises(Exception, match="finite"):
+        kit.T(np.array([np.nan, 1.0]))

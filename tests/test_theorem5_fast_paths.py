@@ -1,0 +1,50 @@
+"""Vectorized searches of the Theorem 5 constructor equal the loops they replaced."""
+import math
+
+import numpy as np
+import pytest
+
+import condcheck.theorem5 as t5
+from condcheck.formats import get_format
+
+
+def _scales_reference(F, g, w_g, d1, bmax, tries):
+    """_Ctx._scales_search as first written: a loop over the (k2, k3) pairs and a sort of tuples."""
+    _lg = t5._lg
+    want = (_lg(4 * bmax) + _lg(g) - _lg(F.max_float) - _lg(w_g) - _lg(d1) + 3) if g and d1 else 0.0
+    floor = abs(g) / float(F.max_float)
+    base = abs(w_g * d1)
+    pairs = []
+    for k2 in range(-12, 13):
+        for k3 in range(-12, 13):
+            unsafe = base * 2.0 ** k2 / 2 < floor or base * 2.0 ** (k2 + k3) / 4 < floor
+            pairs.append((unsafe, abs(k2 + k3 - want), abs(k2 - k3), k2, k3))
+    pairs.sort()
+    out = []
+    for _, _, _, k2, k3 in pairs:
+        for sg in (-1.0, 1.0):
+            a2, a3 = math.ldexp(sg, k2), math.ldexp(1.0, k3)
+            if t5._in(F, a2) and t5._in(F, a3):
+                out.append((a2, a3))
+        if len(out) >= tries:
+            break
+    return out
+
+
+class _Probe:
+    def __init__(self, F):
+        self.F = F
+
+
+@pytest.mark.parametrize("fmt", ["float8_e4m3", "float8_e5m2", "float6_e3m2fn", "float16", "float64"])
+def test_scales_search_equals_the_loop_over_pairs(fmt):
+    F = get_format(fmt)
+    V = F.values() if F.enumerable and F.count_finite() < 70000 else np.ldexp(1.25, np.arange(-40, 40))
+    V = V[V != 0]
+    rng = np.random.default_rng(0)
+    probe = _Probe(F)
+    for _ in range(200):
+        g, w_g, d1 = (float(x) for x in rng.choice(V, 3))
+        bmax = float(rng.choice([1.0, 2.0, 64.0, 0.125]))
+        for d, tries in ((d1, 24), (0.0, 24), (d1, 5)):
+            assert t5._Ctx._scales_search(probe, g, w_g, d, bmax, tries) == _scales_reference(F, g, w_g, d, bmax, tries)
