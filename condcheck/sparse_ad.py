@@ -1800,6 +1800,9 @@ NARROW_ROW = 16
 # narrow rows read the one-coordinate inputs of one coordinate as tables (``_sliced_rows``); False: every
 # input as a default and exceptions over the points
 SLICED_ROWS = True
+# one-coordinate rows of a layer evaluated at once by ``_forward_tables`` (and table rows compared at once
+# by ``_sigma_lists``): the bound on their (row, value) entries, so the transient arrays stay small
+TABLE_BLOCK_ENTRIES = 1 << 22
 
 
 def _general_rows(N, sub, bias, amode, aptr, apt, aval, rp, zero_index, fmt, sig, dtab, bad_d, last,
@@ -1967,7 +1970,16 @@ def _forward_tables(net, X, zero_index, dtab):
     bw.bkind = np.full(n_hidden, -2, np.int64)
     bw.ddef = np.zeros(n_hidden)
     bw.tptr = np.zeros(n_hidden, np.int64)
-    tpieces, t_at = [], 0
+    # the sigma~' tables of the one-coordinate neurons, one preallocated array (its size from the row
+    # kinds of every hidden layer), float32 where that holds every sigma~' of the format exactly
+    rks, k = [], np.arange(d, dtype=np.int64)
+    for layer in net.layers:
+        k = _row_kinds(layer.weight, k)
+        rks.append(k)
+    t_total = sum(int((k == c).sum()) * int(nv[c]) for k in rks[:-1] for c in range(d))
+    t_dtype = np.float32 if np.array_equal(dtab.astype(np.float32).astype(np.float64), dtab,
+                                           equal_nan=True) else np.float64
+    dtab1, t_at = np.zeros(max(1, t_total), t_dtype), 0
     gex, gpt, gval = [], [], []
 
     def finish(values):
@@ -1975,7 +1987,7 @@ def _forward_tables(net, X, zero_index, dtab):
         bw.dptr = np.concatenate([[0], np.cumsum(np.bincount(g, minlength=n_hidden))]).astype(np.int64)
         bw.dpt = np.concatenate(gpt).astype(np.int64) if gpt else np.zeros(0, np.int64)
         bw.dval = np.concatenate(gval) if gval else np.zeros(0)
-        bw.dtab1 = np.concatenate(tpieces) if tpieces else np.zeros(1)
+        bw.dtab1 = dtab1
         return values, bw
 
     # the current layer's outputs: kind, value (constants) or default (general neurons), tables per
@@ -1990,51 +2002,63 @@ def _forward_tables(net, X, zero_index, dtab):
         w = layer.weight
         n = w.shape[0]
         last = l == net.depth
-        rk = _row_kinds(w, kind)
+        rk = rks[l - 1]
         n_cval = np.zeros(n)
         n_tabs, n_trow = {}, np.zeros(n, np.int64)
         for c in [-1] + list(range(d)):
-            rows = np.flatnonzero(rk == c)
-            if not len(rows):
+            rows_c = np.flatnonzero(rk == c)
+            if not len(rows_c):
                 continue
-            sub = w[rows]
-            cols, loc = np.unique(sub.indices, return_inverse=True)
             m = 1 if c < 0 else int(nv[c])
-            V = np.empty((m, len(cols)))
-            ck = kind[cols]
-            isc = ck == -1
-            V[:, isc] = cval[cols[isc]][None, :]
-            if c >= 0 and (~isc).any():
-                V[:, ~isc] = tabs[c][trow[cols[~isc]]].T
-            z = kernels.rounded_row_sums(V, loc.reshape(-1).astype(np.int64), sub.data,
-                                         sub.indptr[:-1].astype(np.int64), np.diff(sub.indptr).astype(np.int64),
-                                         layer.bias[rows], fmt)
-            if not np.isfinite(z).all():
-                return None
-            if last:
-                values = np.full(N, z[0, 0]) if c < 0 else z[xi[:, c], 0]
-                return finish(np.ascontiguousarray(values))
-            zt = np.ascontiguousarray(z.T).ravel()
-            code, s = np.empty(len(zt), np.int64), np.empty(len(zt))
-            bad = np.zeros(1, np.int64)
-            _lookup_codes_par(zt, zero_index, fmt.M, fmt.e_min, sig, code, s, bad)
-            dT = dtab[code]
-            if bad[0] or (bad_d and not np.isfinite(dT).all()):
-                return None
-            s, dT = s.reshape(len(rows), m), dT.reshape(len(rows), m)
-            if c < 0:
-                n_cval[rows] = s[:, 0]
-                bw.ddef[g0 + rows] = dT[:, 0]
-            else:
-                n_tabs[c] = s
-                n_trow[rows] = np.arange(len(rows))
-                dd = np.empty(len(rows))
-                _wmode(np.ascontiguousarray(dT), counts[c], dd)
-                bw.ddef[g0 + rows] = dd
-                bw.bkind[g0 + rows] = c
-                bw.tptr[g0 + rows] = t_at + m * np.arange(len(rows))
-                tpieces.append(dT.ravel())
-                t_at += dT.size
+            table = c >= 0 and not last
+            if table:
+                n_tabs[c] = np.empty((len(rows_c), m))
+                n_trow[rows_c] = np.arange(len(rows_c))
+                bw.bkind[g0 + rows_c] = c
+                bw.tptr[g0 + rows_c] = t_at + m * np.arange(len(rows_c))
+            # blocks of rows (each row is evaluated on its own: the same numbers in any blocking)
+            step = max(1, TABLE_BLOCK_ENTRIES // m) if table else len(rows_c)
+            for b0 in range(0, len(rows_c), step):
+                rows = rows_c[b0:b0 + step]
+                sub = w[rows]
+                cols, loc = np.unique(sub.indices, return_inverse=True)
+                V = np.empty((m, len(cols)))
+                ck = kind[cols]
+                isc = ck == -1
+                V[:, isc] = cval[cols[isc]][None, :]
+                if c >= 0 and (~isc).any():
+                    V[:, ~isc] = tabs[c][trow[cols[~isc]]].T
+                z = kernels.rounded_row_sums(V, loc.reshape(-1).astype(np.int64), sub.data,
+                                             sub.indptr[:-1].astype(np.int64), np.diff(sub.indptr).astype(np.int64),
+                                             layer.bias[rows], fmt)
+                del V
+                if not np.isfinite(z).all():
+                    return None
+                if last:
+                    values = np.full(N, z[0, 0]) if c < 0 else z[xi[:, c], 0]
+                    return finish(np.ascontiguousarray(values))
+                zt = np.ascontiguousarray(z.T).ravel()
+                del z
+                code, s = np.empty(len(zt), np.int64), np.empty(len(zt))
+                bad = np.zeros(1, np.int64)
+                _lookup_codes_par(zt, zero_index, fmt.M, fmt.e_min, sig, code, s, bad)
+                del zt
+                dT = dtab[code]
+                del code
+                if bad[0] or (bad_d and not np.isfinite(dT).all()):
+                    return None
+                s, dT = s.reshape(len(rows), m), dT.reshape(len(rows), m)
+                if c < 0:
+                    n_cval[rows] = s[:, 0]
+                    bw.ddef[g0 + rows] = dT[:, 0]
+                else:
+                    n_tabs[c][b0:b0 + len(rows)] = s
+                    dd = np.empty(len(rows))
+                    _wmode(np.ascontiguousarray(dT), counts[c], dd)
+                    bw.ddef[g0 + rows] = dd
+                    dtab1[t_at + b0 * m:t_at + (b0 + len(rows)) * m] = dT.ravel()
+            if table:
+                t_at += len(rows_c) * m
         rows = np.flatnonzero(rk == -2)
         n_eptr = np.zeros(n + 1, np.int64)
         n_ept, n_evl = np.zeros(0, np.int64), np.zeros(0)
@@ -2188,10 +2212,13 @@ def _sigma_lists(bw, vrow_h, N):
         if not len(G):
             continue
         m = int(bw.nv[c])
-        T = bw.dtab1[bw.tptr[G][:, None] + np.arange(m)[None, :]]
-        gi, t = np.nonzero(T != bw.ddef[G][:, None])
-        keys.append(cbase[c] + t)
-        gs.append(G[gi])
+        step = max(1, TABLE_BLOCK_ENTRIES // m)
+        for b0 in range(0, len(G), step):
+            Gb = G[b0:b0 + step]
+            T = bw.dtab1[bw.tptr[Gb][:, None] + np.arange(m)[None, :]]
+            gi, t = np.nonzero(T != bw.ddef[Gb][:, None])
+            keys.append(cbase[c] + t)
+            gs.append(Gb[gi])
     key = np.concatenate(keys).astype(np.int64) if keys else np.zeros(0, np.int64)
     gg = np.concatenate(gs).astype(np.int64) if gs else np.zeros(0, np.int64)
     order = np.lexsort((gg, key))

@@ -925,6 +925,7 @@ def _construct_theorem5(activation, fmt, points, values, upstream, gradients, im
                 steps.append(step)
                 step_pre.append(pre)
     step_val = [kit.T(p) for p in step_pre]
+    step_pre = None          # (steps x values floats: only step_val is read from here on)
 
     def gating_steps(zi):
         """Indices of the steps that are dead exactly at point zi (and at least one on elsewhere)."""
@@ -947,6 +948,7 @@ def _construct_theorem5(activation, fmt, points, values, upstream, gradients, im
         ctx = _SlicedCtx(kit, st, F, X, steps, step_val, coord_vals, coord_idx, step_of)
     else:
         ctx = _Ctx(kit, st, F, X, steps, [step_on_X(i) for i in range(len(steps))], gating_steps)
+    step_val = None          # the gates read the steps' values from ctx now
     h_max = float(np.max(np.abs(hv))) if N else 0.0
     consts = _Constants(F, cz, ct)
     C = consts.absorber(h_max)
@@ -986,6 +988,7 @@ def _construct_theorem5(activation, fmt, points, values, upstream, gradients, im
     net = _assemble(kit, st, F, d, steps, values_part, grad_part, consts, C, activation, implementation,
                     ctx if isinstance(ctx, _SlicedCtx) else None)
     claim = Claim(5, X, fv, hv, gv)
+    ctx = None               # its per-point arrays (steps x points) and caches are not needed to verify
     if verify_result:
         # the sparse interpreter (the same numbers, computed on the neurons live at each point) where it
         # applies; the dense one otherwise
