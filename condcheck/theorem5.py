@@ -801,6 +801,37 @@ def _boost_search(kit: Kit, st: States, on_vals):
     return best[1], best[2]
 
 
+def _gate_push_need(st: States) -> float:
+    """The least push a gradient gate needs from a gating step that is on: from the dead tail z_d up to
+    its smallest strong state (|T'| within a factor 4 of the largest; every gradient gate target is one)."""
+    live = (st.z > st.z_dead) & (st.dt != 0)
+    if not live.any():
+        return 0.0
+    d = np.abs(st.dt[live])
+    return float(st.z[live][d * 4 >= d.max()].min()) - st.z_dead
+
+
+def _gate_reach(F: Format, st: States, on_t) -> float:
+    """The largest push beta |T - L| a gate can take from a boosted step with on values on_t at its
+    nearest on point: a power-of-two weight beta must keep beta T finite at every on value.
+
+    Why a step is rescaled for it: a step's on values spread as its separator's do (the quantizer chain
+    only lifts the small ones), and the boost T(a U + c) cannot narrow that spread (c <= z_d - a L keeps
+    L dead, so for an activation with T(z) ~ z above, like swish, the smallest on value shrinks by
+    about |z_d| while the largest grows by a).  A down-step between adjacent float16 values of a
+    4,096-point swish sample had on values from 2.82 to 65,152: no power-of-two weight both pushes the
+    neighbour 21.6 down into the dead tail (from swish's strong states) and keeps 65,152 beta finite.
+    Scaling the separator by 2^-k keeps the small on values at the chain's floor and divides the large
+    ones, so the ratio (and with it the gate's reach) improves by 2^k."""
+    on_t = np.asarray(on_t, float)
+    top = float(np.max(np.abs(on_t)))
+    lo = float(np.min(np.abs(on_t - st.L)))
+    if top == 0:
+        return math.inf
+    beta = math.ldexp(1.0, min(math.floor(_lg(float(F.max_float)) - _lg(top)), F.e_max))   # a value of F
+    return beta * lo
+
+
 def _live_pass(st: States):
     """Pass states (T' a nonzero power of two, not dead): the largest |T'| first, up to 1 (a pass should
     not shrink the backward value: every suffix of the chain must keep it a finite value), then the
@@ -875,6 +906,7 @@ def _construct_theorem5(activation, fmt, points, values, upstream, gradients, im
     # ---- steps ------------------------------------------------------------------------------------------
     coord_vals = [np.unique(X[:, j]) for j in range(d)]
     coord_idx = [np.searchsorted(coord_vals[j], X[:, j]) for j in range(d)]
+    push_need = _gate_push_need(st)
     steps: list[Step] = []
     step_pre = []            # pre-activation of each step on its coordinate's values
     step_of = {}
@@ -892,9 +924,11 @@ def _construct_theorem5(activation, fmt, points, values, upstream, gradients, im
                         f"<= {float(vals[gap - 1])!r} from >= {float(vals[gap])!r} monotonically")
                 w, b, s0, kappa0 = ch
                 n = kit.T(kit.row([(w, vals)], b))
-                found, why = None, "no quantizer chain fits (every chain overflows)"
+                why, best = "no quantizer chain fits (every chain overflows)", None
                 # the separator as it is, else scaled by 2^-k (large separator values can make every
-                # chain long enough to leave the dead tail overflow); the split is checked exactly
+                # chain long enough to leave the dead tail overflow); the split is checked exactly.
+                # The first scale whose boosted step a gate can use (``_gate_reach``) is taken, else
+                # the one that comes nearest
                 for scale in [1.0] + [2.0 ** -k for k in range(2, 17, 2)]:
                     s, kappa = s0 * scale, kappa0 * scale
                     if not (_in(F, s) and _in(F, kappa)):
@@ -904,17 +938,25 @@ def _construct_theorem5(activation, fmt, points, values, upstream, gradients, im
                     except ConstructionError:
                         continue
                     on = v > 0
+                    found = None
                     if on.any():
                         found, why = _quantize(kit, st, v, on, why)
-                    if found is not None:
+                    if found is None:
+                        continue
+                    pre, k0, K = found
+                    try:
+                        ba, bc = _boost(kit, st, kit.T(pre[on]))
+                    except ConstructionError as e:
+                        why = str(e)
+                        continue
+                    reach = _gate_reach(F, st, kit.T(kit.add(kit.mul(ba, kit.T(pre[on])), bc)))
+                    if best is None or reach > best[0]:
+                        best = (reach, s, kappa, on, found, ba, bc)
+                    if reach >= push_need:
                         break
-                if found is None:
+                if best is None:
                     raise ConstructionError(f"step at coordinate {j + 1} gap {gap}: {why}")
-                pre, k0, K = found
-                try:
-                    ba, bc = _boost(kit, st, kit.T(pre[on]))
-                except ConstructionError as e:
-                    raise ConstructionError(f"step at coordinate {j + 1} gap {gap}: {e}") from None
+                _, s, kappa, on, (pre, k0, K), ba, bc = best
                 pre = kit.add(kit.mul(ba, kit.T(pre)), bc)
                 on_t = kit.T(pre[on])
                 tv = on_t - L
