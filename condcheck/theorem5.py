@@ -201,7 +201,6 @@ class Kit:
             return np.asarray(bias, float)
         return self.add(s, bias)
 
-
     @property
     def tables(self):
         """The format's RN index tables (``op_tables``), or None."""
@@ -1176,7 +1175,7 @@ class _Ctx:
         strong = np.abs(self.pass_d) * 4 >= np.max(np.abs(self.pass_d)) if len(self.pass_d) else far
         self.gate_targets = list(self.pass_z[far & strong])
         self.small_format = F.enumerable and F.count_finite() <= 4096   # searches may try every value
-        self.tables = op_tables(F)          # grids of RN sums and products as lookups (8-bit formats)
+        self.tables = kit.tables            # grids of RN sums and products as lookups (8-bit formats)
         if not self.small_format:
             # large formats: a gate's sum at its point can be coarse (RN(at_z + gamma) lands only on
             # multiples of at_z's spacing), so strong states whose T' is not a power of two come next
@@ -1558,18 +1557,28 @@ class _Ctx:
         gradient gates keeps below Omega / share, and the value gates split the rest, so that sum stays
         finite.
         """
-        first = None
+        errors = []
+
+        def split(room, any_Ps=(False,)):
+            """One branch with f, else 2 or 4 with f/parts each, each with share parts / room of the gating
+            steps' sums; the first that fits, or None (every failure kept in errors)."""
+            for parts in (1, 2, 4):
+                part = f / parts
+                if not _in(self.F, part):
+                    return None
+                for any_P in any_Ps:
+                    try:
+                        return [self.value_branch(zi, part, y_max, n_post, y_at, share=parts / room,
+                                                  any_P=any_P)] * parts
+                    except ConstructionError as e:
+                        errors.append(e)
+            return None
+
         # the point's n_g gradient gates each keep below Omega / share; the value gates share the rest
         n_g = self.gradient_gates.get(zi, 0)
-        rest = max(self.share - n_g, 1) / self.share      # (split gradients can take more gates than 2d)
-        for parts in (1, 2, 4):
-            part = f / parts
-            if not _in(self.F, part):
-                break
-            try:
-                return [self.value_branch(zi, part, y_max, n_post, y_at, share=parts / rest)] * parts
-            except ConstructionError as e:
-                first = first or e
+        r = split(max(self.share - n_g, 1) / self.share)     # (split gradients can take more gates than 2d)
+        if r is not None:
+            return r
         # the budget measured instead of bounded: the point's gradient gates put exactly
         # |delta_gate| max|beta| each into its gating steps' sums (computed from the built branches), often
         # far below Omega / share when h* is large (relu on float8_e4m3 with |h*| up to H_sigma = 240:
@@ -1577,17 +1586,10 @@ class _Ctx:
         used = sum(self._gate_backward(br) for br in self.gradient_at.get(zi, []))
         if used < self.F.max_float and not isinstance(self, _SlicedCtx):
             room = (float(self.F.max_float) - used) / float(self.F.max_float) * (1 - 2.0 ** -40)
-            for parts in (1, 2, 4):
-                part = f / parts
-                if not _in(self.F, part):
-                    break
-                for any_P in ((False, True) if n_g else (True,)):
-                    try:
-                        return [self.value_branch(zi, part, y_max, n_post, y_at, share=parts / room,
-                                                  any_P=any_P)] * parts
-                    except ConstructionError:
-                        pass
-        raise first
+            r = split(room, (False, True) if n_g else (True,))
+            if r is not None:
+                return r
+        raise errors[0]
 
     def _gate_backward(self, br) -> float:
         """|delta| max|beta|: what the gate of gradient branch br adds, at its point, to the backward sums of
@@ -1632,7 +1634,8 @@ class _Ctx:
             pairs.sort(key=lambda pa: abs(pa[1]))
             pairs = pairs[:16]
         if not pairs:
-            raise ConstructionError(f"point {zi + 1}: no power of two P with f*/P exact for f* = {f!r}")
+            what = "value P of T with RN(A P) = f* for a value A" if any_P else "power of two P with f*/P exact"
+            raise ConstructionError(f"point {zi + 1}: no {what} for f* = {f!r}")
         best = None
         # live states for V: prefer values near each candidate P and small derivatives
         keys = [np.abs(cand_d), np.abs(lt - _lg(f))]                # |T(q3)| near |f*|: a_v near 1
