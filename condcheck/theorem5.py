@@ -293,6 +293,26 @@ def _sample(S, n: int) -> np.ndarray:
     return S if len(S) <= n else S[np.unique(np.linspace(0, len(S) - 1, n).astype(int))]
 
 
+def _first_reached(tv: np.ndarray, fine: np.ndarray, k: int, chunk: int = 1024) -> np.ndarray:
+    """Row r: tv at the first k columns j with |tv_j| >= fine[r], in column order, NaN-padded to k.
+
+    What a stable argsort of the unreached columns picks (tests/test_theorem5_fast_paths.py compares
+    the two), found by scanning |tv| in chunks once per distinct threshold: the first k columns are
+    usually near the front, and a gate's rows share a few thresholds."""
+    a = np.abs(tv)
+    out = np.full((len(fine), k), np.nan)
+    for f in np.unique(fine):
+        found, n = [], 0
+        for s in range(0, len(a), chunk):
+            found.append(s + np.flatnonzero(a[s:s + chunk] >= f))
+            n += len(found[-1])
+            if n >= k:
+                break
+        idx = np.concatenate(found)[:k] if found else np.zeros(0, int)
+        out[np.ix_(fine == f, np.arange(len(idx)))] = tv[idx]
+    return out
+
+
 def _lg(x) -> float:
     """log2 |x| of a nonzero float (subnormals included); sums of these replace products and quotients
     that would overflow or underflow float64 when the format is float64 itself."""
@@ -1276,9 +1296,7 @@ class _Ctx:
             # per row, the 64 best-ranked targets not finer than the sum's spacing (RN(at_z + gamma)
             # cannot land on a value much finer than at_z's ulp unless gamma cancels it exactly)
             fine = np.exp2(np.floor(np.log2(np.where(at_z == 0, 1.0, np.abs(at_z)))) - F.M)
-            reach = (np.abs(tv)[None, :] >= fine[:, None]) | (at_z[:, None] == 0)
-            pick = np.argsort(~reach, axis=1, kind="stable")[:, :64]
-            want = np.where(np.take_along_axis(reach, pick, axis=1), tv[pick], np.nan)
+            want = _first_reached(tv, np.where(at_z == 0, -np.inf, fine), min(64, len(tv)))
             Gb = _near_grid(F, want - at_z[:, None], 2).reshape(len(shifts), -1)
             bad |= np.isnan(Gb).all(axis=1)
             Gb = np.where(np.isnan(Gb), 0.0, Gb)
@@ -2071,11 +2089,18 @@ class _Ctx:
             out = np.where(o | np.isnan(out), np.nan, r)
         return out
 
-    def _blockers(self, v_on, weights=None):
-        """``_blockers_search``; with every weight (weights None) once per on value (branches share gates)."""
+    def _blockers(self, v_on, share=None, weights=None):
+        """``_blockers_search`` with the given weights (uncached), else once per on value (branches share
+        gates) and weight window: every weight where ``_weights_for(share)`` gives None, else that window,
+        a band of |a| fixed by its size and its smallest and largest |a| (the key)."""
+        if weights is not None:
+            return self._blockers_search(v_on, weights)
+        weights = None if share is None else self._weights_for(share)
         if weights is None:
             return self._cached(("blockers", v_on), lambda: self._blockers_search(v_on))
-        return self._blockers_search(v_on, weights)
+        m = np.abs(weights)
+        key = ("blockers", v_on, len(m)) + ((float(m.min()), float(m.max())) if len(m) else ())
+        return self._cached(key, lambda: self._blockers_search(v_on, weights))
 
     def _blockers_search(self, v_on, weights=None):
         """Every layer T(a v + c) after a gate whose input is v_on at the branch's point and L elsewhere:
@@ -2191,7 +2216,7 @@ class _Ctx:
                 self.transfer_why = f"layer {k + 1} reads the dead value"
                 return None
             share = need / (n_post - k)          # what this layer should carry, A ~ 1 for the rest
-            a, c, p, t, d = self._blockers(v_on, weights=self._weights_for(share))
+            a, c, p, t, d = self._blockers(v_on, share)
             keep = (t != L) & (np.abs(t - L) >= self.push_min)
             a, c, p, t, d = a[keep], c[keep], p[keep], t[keep], d[keep]
             if len(a) == 0:
@@ -2224,7 +2249,7 @@ class _Ctx:
                 if v_on == L:
                     continue
                 share = need_k / (n_post - k)
-                a, c, p, t, d = self._blockers(v_on, weights=self._weights_for(share))
+                a, c, p, t, d = self._blockers(v_on, share)
                 keep = (t != L) & (np.abs(t - L) >= self.push_min)
                 a, c, t, d = a[keep], c[keep], t[keep], d[keep]
                 if len(a) == 0:
@@ -2262,7 +2287,7 @@ class _Ctx:
             return None
         # the last layer's weights: every one on enumerated formats, else the window around the gain it
         # should carry (all of float64's 8,400 short weights against every target cost ~2 s per layer)
-        a, c, p, t, d = self._blockers(v_on, weights=self._weights_for(need))
+        a, c, p, t, d = self._blockers(v_on, need)
         if len(a) == 0:
             return None
         small = self.small_format

@@ -3,6 +3,7 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import condcheck.theorem5 as t5
 from condcheck.formats import get_format
@@ -48,3 +49,20 @@ def test_scales_search_equals_the_loop_over_pairs(fmt):
         bmax = float(rng.choice([1.0, 2.0, 64.0, 0.125]))
         for d, tries in ((d1, 24), (0.0, 24), (d1, 5)):
             assert t5._Ctx._scales_search(probe, g, w_g, d, bmax, tries) == _scales_reference(F, g, w_g, d, bmax, tries)
+
+
+@given(st.integers(1, 6), st.integers(1, 3000), st.integers(0, 2**32 - 1))
+@settings(max_examples=200, deadline=None)
+def test_first_reached_picks_what_a_stable_argsort_of_the_unreached_picks(rows, cols, seed):
+    rng = np.random.default_rng(seed)
+    tv = rng.standard_normal(cols) * np.exp2(rng.integers(-20, 20, cols))
+    fine = np.exp2(rng.integers(-22, 22, rows).astype(float))
+    fine[rng.random(rows) < 0.2] = -np.inf               # a gate row whose sum is 0 reaches every target
+    fine[rng.random(rows) < 0.3] = fine[0]               # rows share thresholds
+    reach = np.abs(tv)[None, :] >= fine[:, None]
+    k = min(64, cols)
+    pick = np.argsort(~reach, axis=1, kind="stable")[:, :k]
+    expected = np.where(np.take_along_axis(reach, pick, axis=1), tv[pick], np.nan)
+    got = t5._first_reached(tv, fine, k, chunk=int(rng.integers(1, 2000)))
+    assert got.shape == expected.shape
+    assert np.array_equal(got, expected, equal_nan=True)
