@@ -70,6 +70,7 @@ every point before it is returned.  A failure of any requirement raises Construc
 from __future__ import annotations
 
 import itertools
+import bisect
 import math
 from fractions import Fraction
 from dataclasses import dataclass, field
@@ -311,6 +312,42 @@ def _first_reached(tv: np.ndarray, fine: np.ndarray, k: int, chunk: int = 1024) 
         idx = np.concatenate(found)[:k] if found else np.zeros(0, int)
         out[np.ix_(fine == f, np.arange(len(idx)))] = tv[idx]
     return out
+
+
+def _rn_products(F: Format, t, factors) -> np.ndarray:
+    """RN(...RN(RN(t f_1) f_2)... f_k) for an array t, NaN where a product overflows."""
+    out = np.asarray(t, float)
+    for f in factors:
+        r, o = mul_array(out, np.full_like(out, f), F)
+        out = np.where(o | np.isnan(out), np.nan, r)
+    return out
+
+
+def _preimage_bisect(F: Format, V: np.ndarray, S, factors) -> np.ndarray:
+    """The values t of the ascending array V with RN(...RN(t f_1)... f_k) in S, in V's order: what
+    ``V[np.isin(_rn_products(F, V, factors), S)]`` gives, by bisection instead of a pass over V.
+
+    t -> RN(t f) is monotone (RN is, and so is multiplication by a constant), so is the chain, and the
+    t's mapped to one s form a run of V: two bisections per s (2 log2 |V| scalar chains, ``mul_float``)
+    find it.  An overflowing product lies at an end of V; it is keyed as the infinity of the product's
+    sign and never matches, since only finite s are searched."""
+    sign = math.prod(math.copysign(1.0, float(f)) for f in factors)
+    fs = [float(f) for f in factors]
+
+    def key(t):
+        r = float(t)
+        for f in fs:
+            r = mul_float(r, f, F)
+            if r is None:
+                return math.copysign(math.inf, float(t))
+        return sign * r
+
+    runs = []
+    for s in np.unique(np.asarray(S, float)):
+        if math.isfinite(s):
+            lo = bisect.bisect_left(V, sign * s, key=key)
+            runs.append(np.arange(lo, bisect.bisect_right(V, sign * s, lo=lo, key=key)))
+    return V[np.unique(np.concatenate(runs))] if runs else V[:0]
 
 
 def _lg(x) -> float:
@@ -2083,11 +2120,7 @@ class _Ctx:
             for f in factors:
                 i = tb.mul(i, tb.index(np.array([f]))[0])
             return tb.value(i)
-        out = np.asarray(t, float)
-        for f in factors:
-            r, o = mul_array(out, np.full_like(out, f), F)
-            out = np.where(o | np.isnan(out), np.nan, r)
-        return out
+        return _rn_products(F, t, factors)
 
     def _blockers(self, v_on, share=None, weights=None):
         """``_blockers_search`` with the given weights (uncached), else once per on value (branches share
@@ -2414,6 +2447,8 @@ class _Ctx:
     def _preimage(self, S, d, a):
         """The values t of the format with RN(RN(t d) a) in S (among ``_candidates_for``)."""
         V = self._candidates_for(S, [d, a])
+        if self.tables is None and self.nonzero_values is not None and len(S) <= 8:
+            return _preimage_bisect(self.F, V, S, [d, a])      # 16-bit formats: every value is a candidate
         return V[np.isin(self._rn_chain(V, [d, a]), S)]
 
 

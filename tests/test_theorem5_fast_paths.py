@@ -66,3 +66,18 @@ def test_first_reached_picks_what_a_stable_argsort_of_the_unreached_picks(rows, 
     got = t5._first_reached(tv, fine, k, chunk=int(rng.integers(1, 2000)))
     assert got.shape == expected.shape
     assert np.array_equal(got, expected, equal_nan=True)
+
+
+@given(st.sampled_from(["bfloat16", "float16"]), st.integers(0, 2**32 - 1), st.integers(1, 3))
+@settings(max_examples=60, deadline=None)
+def test_preimage_by_bisection_equals_the_pass_over_every_value(fmt, seed, n_factors):
+    F = get_format(fmt)
+    V = F.values()
+    V = V[V != 0]
+    rng = np.random.default_rng(seed)
+    factors = [float(f) for f in rng.choice(V, n_factors)]
+    image = t5._rn_products(F, rng.choice(V, 6), factors)
+    S = np.concatenate([image[np.isfinite(image)], rng.choice(V, 2), [0.0, -0.0, np.inf, F.max_float]])
+    expected = V[np.isin(t5._rn_products(F, V, factors), S)]
+    got = t5._preimage_bisect(F, V, S, factors)
+    assert np.array_equal(got, expected)
