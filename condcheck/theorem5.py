@@ -110,6 +110,7 @@ class Kit:
 
     def __init__(self, activation, fmt: Format, implementation: str):
         self.fmt = fmt
+        self._enumerated = enumerated(fmt)
         self.R = get_rounded(activation, fmt, implementation)
         self.act = self.R.activation
         self._lookup = None
@@ -126,13 +127,14 @@ class Kit:
             raise ConstructionError(f"{what} overflows {self.fmt.name}")
         return r
 
+    # ``type(x) is float`` first: the searches pass Python floats, and np.ndim costs more than the operation
     def mul(self, a, b, what="a product"):
-        if np.ndim(a) == 0 and np.ndim(b) == 0:
+        if (type(a) is float and type(b) is float) or (np.ndim(a) == 0 and np.ndim(b) == 0):
             return self._scalar(mul_float, a, b, what)
         return self._ok(*mul_array(np.asarray(a, float), np.asarray(b, float), self.fmt), what)   # broadcasts
 
     def add(self, a, b, what="a sum"):
-        if np.ndim(a) == 0 and np.ndim(b) == 0:
+        if (type(a) is float and type(b) is float) or (np.ndim(a) == 0 and np.ndim(b) == 0):
             return self._scalar(add_float, a, b, what)
         return self._ok(*add_array(np.asarray(a, float), np.asarray(b, float), self.fmt), what)   # broadcasts
 
@@ -168,7 +170,7 @@ class Kit:
         return v[i], o[i]
 
     def T(self, z, what="an activation value"):
-        if np.ndim(z) == 0 and enumerated(self.fmt):
+        if self._enumerated and (type(z) is float or np.ndim(z) == 0):
             return self._table_lookup(z, False, what)
         z = np.asarray(z, float)
         r = self._indexed_T(z, False)
@@ -178,7 +180,7 @@ class Kit:
         return self._ok(v, o, what).reshape(z.shape)
 
     def dT(self, z, what="an activation derivative"):
-        if np.ndim(z) == 0 and enumerated(self.fmt):
+        if self._enumerated and (type(z) is float or np.ndim(z) == 0):
             return self._table_lookup(z, True, what)
         z = np.asarray(z, float)
         r = self._indexed_T(z, True)
@@ -250,8 +252,23 @@ class Kit:
         return tb.value(s)
 
 
+#: id(format) -> (format, the set of its values as floats), for ``_in`` on enumerated formats
+_VALUE_SETS: dict = {}
+
+
 def _in(F: Format, v) -> bool:
-    """Is the number v a finite value of F?  (RN_F(v) == v on the scalar fast path; Fractions otherwise.)"""
+    """Is the number v a finite value of F?  (RN_F(v) == v on the scalar fast path; Fractions otherwise.)
+
+    An enumerated format answers by set membership: its values are every finite float v with
+    RN_F(v) == v (-0.0 finds 0.0 as RN_F(-0) = -0 does; NaN and +-Inf are in no set)."""
+    hit = _VALUE_SETS.get(id(F))
+    if hit is None or hit[0] is not F:
+        hit = _VALUE_SETS[id(F)] = (F, frozenset(F.values().tolist()) if F.fits_float64 and enumerated(F) else None)
+    if hit[1] is not None:
+        try:
+            return float(v) in hit[1]
+        except (TypeError, ValueError, OverflowError):
+            return False
     if F.fits_float64:
         try:
             v = float(v)
@@ -1064,9 +1081,12 @@ def _gradient_branches(ctx, zi, j, y, g, h_max, C, max_post, n_min=1):
     branches that can fit come first, then twice as many.
     """
     F, kit = ctx.F, ctx.kit
-    xmax = float(np.max(np.abs(ctx._coord_values(j))))
-    w_max = math.ldexp(1.0, min(math.floor(_lg(F.max_float) - _lg(xmax)), F.e_max)) if xmax else F.max_float
-    gain = w_max * float(np.max(np.abs(ctx.pass_d)))
+
+    def source_gain():
+        xmax = float(np.max(np.abs(ctx._coord_values(j))))
+        w_max = math.ldexp(1.0, min(math.floor(_lg(F.max_float) - _lg(xmax)), F.e_max)) if xmax else F.max_float
+        return w_max * float(np.max(np.abs(ctx.pass_d)))
+    gain = ctx._cached(("source_gain", j), source_gain)       # a function of coordinate j's values only
     first = next((k for k in (1, 2, 4, 8) if abs(g) / k / gain <= F.max_float), 16)
     err = ConstructionError(f"point {zi + 1}: the gradient {g!r} needs more than {2 * first} branches")
 
@@ -1822,9 +1842,12 @@ class _Ctx:
         last_err = "no source state reachable"
         # source weights: a backward value must stay a finite value of the format all the way, so near
         # the input the suffix products |w_g|, |T'(s0) w_g| must reach |g| / Omega; small |w_g| first
-        xmax = float(np.max(np.abs(xs)))
-        powers = [math.ldexp(sg, k) for k in (0, -1, 1, -2, 2, -3, 3) for sg in (1.0, -1.0)]
-        powers = [w for w in powers if _in(F, w) and abs(w) * xmax <= F.max_float]
+
+        def source_weights():           # a function of coordinate j's values only (sorted per g below)
+            xmax = float(np.max(np.abs(xs)))
+            powers = [math.ldexp(sg, k) for k in (0, -1, 1, -2, 2, -3, 3) for sg in (1.0, -1.0)]
+            return [w for w in powers if _in(F, w) and abs(w) * xmax <= F.max_float]
+        powers = list(self._cached(("source_weights", j), source_weights))
         powers.sort(key=lambda w: (abs(w) / 2 < abs(g) / float(F.max_float), abs(math.log2(abs(w)))))
         def source(w_g):
             try:
@@ -2331,7 +2354,13 @@ class _Ctx:
     def _last_layer_tables(self, v_on, blockers, order, y, S, quarter, h_max):
         """``_last_layer`` with every A of a tabulated format at once: the map u -> RN(RN(u T'(p)) a) of
         each blocker (every blocker of the on value v_on) is one index table, kept for the next branch
-        with the same on value; the first blocker in ``order`` with a hit, as the chunked scan picks."""
+        with the same on value; the first blocker in ``order`` with a hit, as the chunked scan picks.
+
+        Which blockers have a hit depends on S only through the values it holds: per (v_on, y, quarter,
+        h_max) the set R[s] of blockers k for which some A (absorbed) has RN(RN(RN(y A) T'(p_k)) a_k) = s
+        is computed once (a bit row per value s, the overflow index included as in the mask of S), and a
+        call ORs the rows of S's values, the same columns as "any A with a hit" over the (A x blocker)
+        grid; the A's of the chosen blocker are then read from its column alone."""
         a, c, t, d = blockers
         tb = self.tables
         maps = self._last_maps
@@ -2341,24 +2370,31 @@ class _Ctx:
                 maps.clear()
             M = tb.mul(tb.mul(np.arange(tb.over)[:, None], tb.index(d)[None, :]), tb.index(a)[None, :])
             # a last row for the overflow index, which maps to itself (what a where() on iu did per call)
-            hit_maps = maps[v_on] = (np.vstack([M, np.full((1, M.shape[1]), tb.over, M.dtype)]), {})
-        M, absorbed = hit_maps
+            hit_maps = maps[v_on] = (np.vstack([M, np.full((1, M.shape[1]), tb.over, M.dtype)]), {}, {})
+        M, absorbed, reach = hit_maps
         As = self.nonzero_values[np.abs(self.nonzero_values) * h_max <= self.F.max_float]
-        iu = tb.mul(tb.index(np.array([y]))[0], tb.index(As))
-        in_S = np.zeros(tb.over + 1, bool)
-        in_S[tb.index(S)] = True
-        hit = in_S[M[iu]]
         # the output term absorbed: a function of the blockers (of v_on), the A tried (of h_max) and quarter
         ab = absorbed.get((quarter, h_max))
         if ab is None:
             amp = np.maximum(np.abs(t), abs(self.st.L))
             ab = absorbed[(quarter, h_max)] = (np.abs(As)[:, None] * amp[None, :] < quarter) | (amp[None, :] == 0)
-        hit &= ab
-        cols = hit.any(axis=0)[order]
+        r = reach.get((y, quarter, h_max))
+        if r is None:
+            iu = tb.mul(tb.index(np.array([y]))[0], tb.index(As))
+            hit_u = M[iu]                                     # (A, blocker) -> the index u reaches
+            R = np.zeros((tb.over + 1, M.shape[1]), bool)
+            ia, ik = np.nonzero(ab)
+            R[hit_u[ia, ik], ik] = True
+            r = reach[(y, quarter, h_max)] = (iu, np.packbits(R, axis=1))
+        iu, R = r
+        si = np.unique(tb.index(S))
+        cols = np.unpackbits(np.bitwise_or.reduce(R[si], axis=0), count=M.shape[1]).astype(bool)[order]
         if not cols.any():
             return None
         i = int(order[int(np.argmax(cols))])
-        Ai = As[hit[:, i]]
+        in_S = np.zeros(tb.over + 1, bool)
+        in_S[si] = True
+        Ai = As[in_S[M[iu, i]] & ab[:, i]]
         return (float(a[i]), float(c[i])), float(Ai[np.argmin(np.abs(np.log2(np.abs(Ai))))]), (float(t[i]), self.st.L, 1.0)
 
     def _rn_chain_2d(self, t, d, a):
