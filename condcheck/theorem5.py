@@ -111,6 +111,7 @@ class Kit:
     def __init__(self, activation, fmt: Format, implementation: str):
         self.fmt = fmt
         self._enumerated = enumerated(fmt)
+        self._fits = fmt.fits_float64        # scalar ops: ops.mul_float/add_float's own float64 path, inlined
         self.R = get_rounded(activation, fmt, implementation)
         self.act = self.R.activation
         self._lookup = None
@@ -129,11 +130,21 @@ class Kit:
 
     # ``type(x) is float`` first: the searches pass Python floats, and np.ndim costs more than the operation
     def mul(self, a, b, what="a product"):
+        if self._fits and type(a) is float and type(b) is float:
+            r = round_float(a * b, self.fmt)          # = ops.mul_float under fits_float64
+            if r is None:
+                raise ConstructionError(f"{what} overflows {self.fmt.name}")
+            return r
         if (type(a) is float and type(b) is float) or (np.ndim(a) == 0 and np.ndim(b) == 0):
             return self._scalar(mul_float, a, b, what)
         return self._ok(*mul_array(np.asarray(a, float), np.asarray(b, float), self.fmt), what)   # broadcasts
 
     def add(self, a, b, what="a sum"):
+        if self._fits and type(a) is float and type(b) is float:
+            r = round_float(a + b, self.fmt)          # = ops.add_float under fits_float64
+            if r is None:
+                raise ConstructionError(f"{what} overflows {self.fmt.name}")
+            return r
         if (type(a) is float and type(b) is float) or (np.ndim(a) == 0 and np.ndim(b) == 0):
             return self._scalar(add_float, a, b, what)
         return self._ok(*add_array(np.asarray(a, float), np.asarray(b, float), self.fmt), what)   # broadcasts
@@ -1642,9 +1653,13 @@ class _Ctx:
         y_at = y_max if y_at is None else abs(y_at)
         share = self.share if share is None else share
         cand_z, cand_t, cand_d, lt, not_pow2 = self._value_states()
-        with np.errstate(over="ignore", under="ignore"):
-            pows = [P for P in self.pow2_values if _in(F, f / P)]
-        pairs = [(P, f / P) for P in sorted(pows, key=lambda P: (abs(f) > P, abs(_lg(f) - _lg(P))))]
+
+        def pow2_pairs():
+            with np.errstate(over="ignore", under="ignore"):
+                pows = [P for P in self.pow2_values if _in(F, f / P)]
+            return [(P, f / P) for P in sorted(pows, key=lambda P: (abs(f) > P, abs(_lg(f) - _lg(P))))]
+        # a function of f only (f != 0: -0 never keys it); pairs is rebound below, never mutated
+        pairs = self._cached(("pow2_pairs", f), pow2_pairs)
         if any_P:
             pairs = []
             for P in np.unique(np.abs(cand_t[cand_t != 0]))[::-1]:
@@ -1847,8 +1862,10 @@ class _Ctx:
             xmax = float(np.max(np.abs(xs)))
             powers = [math.ldexp(sg, k) for k in (0, -1, 1, -2, 2, -3, 3) for sg in (1.0, -1.0)]
             return [w for w in powers if _in(F, w) and abs(w) * xmax <= F.max_float]
-        powers = list(self._cached(("source_weights", j), source_weights))
-        powers.sort(key=lambda w: (abs(w) / 2 < abs(g) / float(F.max_float), abs(math.log2(abs(w)))))
+        # the order is a function of (j, |g|): kept (a new list each time, as the sort made one)
+        powers = list(self._cached(("source_order", j, abs(g)), lambda: sorted(
+            self._cached(("source_weights", j), source_weights),
+            key=lambda w: (abs(w) / 2 < abs(g) / float(F.max_float), abs(math.log2(abs(w)))))))
         def source(w_g):
             try:
                 src = self._reach(float(kit.mul(w_g, xz)))
@@ -2086,7 +2103,7 @@ class _Ctx:
         if tb is not None:                      # index lookups, the same values (tests/test_op_tables.py)
             i = tb.index(t)
             for f in factors:
-                i = tb.mul(i, tb.index(np.array([f]))[0])
+                i = tb.mul(i, tb.index_of(float(f)))
             return tb.value(i)
         out = np.asarray(t, float)
         for f in factors:
@@ -2186,8 +2203,15 @@ class _Ctx:
         F = self.F
         # S_0, with the gradient entering the gate's inputs (beta (x) delta) below Omega / share
         V = self._candidates_for(np.array([g]), tail_factors)
-        after_gate = self._rn_chain(V, [d3])
-        S = V[(self._rn_chain(V, tail_factors) == g) & (np.abs(after_gate) * bmax * self.share <= F.max_float)]
+        if self.nonzero_values is not None:
+            # V is every nonzero value whatever g: its images under the chains are the same arrays for
+            # every branch with these factors (branches of one slice share them)
+            after_gate = self._cached(("chain", float(d3)), lambda: self._rn_chain(V, [d3]))
+            image = self._cached(("chain",) + tuple(float(f) for f in tail_factors),
+                                 lambda: self._rn_chain(V, tail_factors))
+        else:
+            after_gate, image = self._rn_chain(V, [d3]), self._rn_chain(V, tail_factors)
+        S = V[(image == g) & (np.abs(after_gate) * bmax * self.share <= F.max_float)]
         if len(S) == 0:
             self.transfer_why = "no value reaches the gradient through the factors before the gate"
             return None
@@ -2469,6 +2493,7 @@ class _SlicedCtx(_Ctx):
             self.slices[j] = _Ctx(kit, st, F, coord_vals[j].reshape(-1, 1), steps, U, gating)
         self._indicators, self._slice_gates, self._ands = {}, {}, {}
         self._live_orders = {}          # _live_states
+        self._indicator_in = {}         # _indicator_inputs: (I, j, v) -> its _input triple
 
     def _coord_values(self, j):
         return self.coord_vals[j]
@@ -2522,8 +2547,15 @@ class _SlicedCtx(_Ctx):
         return key, float(self.kit.T(gate.pz)), max(1.0, d, d * gate.bmax)
 
     def _indicator_inputs(self, zi, skip=None):
-        return [self._input(("I", j, self._coord_index(zi, j)), self.indicator(j, self._coord_index(zi, j)))
-                for j in self.active if j != skip]
+        out = []
+        for j in self.active:
+            if j != skip:       # an indicator's input triple is a function of (j, value index): kept
+                key = ("I", j, self._coord_index(zi, j))
+                r = self._indicator_in.get(key)
+                if r is None:
+                    r = self._indicator_in[key] = self._input(key, self.indicator(j, key[2]))
+                out.append(r)
+        return out
 
     def point_gate(self, zi, extra, targets, small_first=False) -> Gate:
         if extra is not None:
@@ -2570,13 +2602,17 @@ class _SlicedCtx(_Ctx):
         sign: an input at L lowers the sum), gamma such that the sum with every input on lands on a
         target (earliest preferred) and every other on/L pattern is dead; exact on all 2^k patterns."""
         keys = [k for k, _, _ in inputs]
-        ons = np.array([u for _, u, _ in inputs], float)
+        ons = tuple(float(u) for _, u, _ in inputs)
         gains = np.array([g for _, _, g in inputs], float)
-        tv = np.asarray(targets, float)
-        memo = (tuple(ons.tolist()), tuple(gains.tolist()), tv.tobytes(), small_first)
+        # the targets by value (a tuple: no array conversion per call); by their bytes when they hold a
+        # zero, since a tuple would not tell -0 from +0
+        tk = tuple(targets)
+        if 0.0 in tk:
+            tk = np.asarray(targets, float).tobytes()
+        memo = (ons, tuple(gains.tolist()), tk, small_first)
         hit = self._ands.get(memo)
         if hit is None:
-            hit = self._ands[memo] = self._and_search(ons, tv, small_first)
+            hit = self._ands[memo] = self._and_search(np.array(ons, float), np.asarray(targets, float), small_first)
         if hit is None:
             raise ConstructionError(f"point {zi + 1} {self.X[zi].tolist()}: no AND gate of its slice neurons puts it "
                                     f"live and every other point dead")
