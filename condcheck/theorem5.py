@@ -1673,15 +1673,14 @@ class _Ctx:
             raise ConstructionError(f"point {zi + 1}: no {what} for f* = {f!r}")
         best = None
         # live states for V: prefer values near each candidate P and small derivatives
-        keys = [np.abs(cand_d), np.abs(lt - _lg(f))]                # |T(q3)| near |f*|: a_v near 1
-        if not self.small_format:   # few weights are tried: a power-of-two T(q3) maps onto P exactly
-            keys.append(not_pow2)
-        order = np.lexsort(keys)
-        if self.small_format:
-            prefs = list(cand_z[order])
-        else:   # 1,024 by that order and 1,024 farthest from L (a gate can not land on a value much finer
-                # than its sum's spacing, e.g. tanh~(q) = q = 2^-587 for a tiny f* on float64; and V' needs
-                # a weight of about |q4 - z0| / |T(q3) - L|, which multiplies the backward value elsewhere)
+        keys = lambda: [np.abs(cand_d), np.abs(lt - _lg(f))]        # |T(q3)| near |f*|: a_v near 1
+        if self.small_format:       # the order is a function of |f|: kept (a new list each time: it is edited)
+            prefs = list(self._cached(("value_prefs", abs(f)), lambda: tuple(cand_z[np.lexsort(keys())])))
+        else:   # few weights are tried: a power-of-two T(q3) maps onto P exactly; 1,024 by that order and
+                # 1,024 farthest from L (a gate can not land on a value much finer than its sum's spacing,
+                # e.g. tanh~(q) = q = 2^-587 for a tiny f* on float64; and V' needs a weight of about
+                # |q4 - z0| / |T(q3) - L|, which multiplies the backward value elsewhere)
+            order = np.lexsort(keys() + [not_pow2])
             far = np.lexsort([np.abs(cand_d), -np.abs(cand_t - st.L), not_pow2])
             prefs = list(dict.fromkeys(np.concatenate([cand_z[order][:1024], cand_z[far][:1024]]).tolist()))
         unit_tried = False
@@ -1732,12 +1731,9 @@ class _Ctx:
                 if i >= 6 and best is not None and not best[0][0]:
                     break
                 fits = False
-                m = self._map_two(st.L, Pv, "zero", P)
+                m = self._cached(("v_prime", Pv, P), lambda: self._v_prime(Pv, P))
                 if m is not None:
-                    a, c = m
-                    q4 = float(kit.add(kit.mul(a, Pv), c))
-                    d4 = abs(float(kit.dT(q4)))
-                    d0 = abs(float(kit.dT(kit.add(kit.mul(a, st.L), c))))
+                    a, c, d4, d0 = m
                     # every prefix of the backward chain y A (relays) T'(q4) a T'(q3) beta at the point,
                     # where y = h*(z), and y A (relays) T'(z0) a elsewhere, where |y| <= y_max, must stay
                     # finite: each gain is the largest prefix product
@@ -1745,12 +1741,10 @@ class _Ctx:
                     g_off = abs(A) * max(1.0, d0, d0 * abs(a))
                     post = [(a, c)]
                     for _ in range(n_post - 1):
-                        r = self._map_two(0.0, P, "zero", P)
+                        r = self._cached(("v_relay", P), lambda: self._v_relay(P))
                         if r is None:
                             break
-                        ra, rc = r
-                        don = abs(float(kit.dT(kit.add(kit.mul(ra, P), rc))))
-                        doff = abs(float(kit.dT(rc)))
+                        ra, rc, don, doff = r
                         g_on *= max(1.0, don, abs(ra) * don)
                         g_off *= max(1.0, doff, abs(ra) * doff)
                         post.append((ra, rc))
@@ -1782,6 +1776,29 @@ class _Ctx:
                 f"point {zi + 1}: the value {f!r} needs a backward gain of {g_on:g} at the point (upstream "
                 f"{y_at:g} there) and {g_off:g} elsewhere (upstream up to {y_max:g}), which overflows {F.name}")
         return best[1]
+
+    # V' and its relays depend on the gate's on value and P only (every value branch asks again): cached
+    # by those; a ConstructionError (an overflow) is raised again on each call, as it is not cached
+    def _v_prime(self, Pv, P):
+        """(a, c, |T'(q4)|, |T'(z0)|) of V' = T(a V + c) mapping Pv to P (q4 = RN(a Pv + c)) and L to a
+        zero of T (z0 = RN(a L + c)), or None."""
+        kit, L = self.kit, self.st.L
+        m = self._map_two(L, Pv, "zero", P)
+        if m is None:
+            return None
+        a, c = m
+        q4 = float(kit.add(kit.mul(a, Pv), c))
+        return a, c, abs(float(kit.dT(q4))), abs(float(kit.dT(kit.add(kit.mul(a, L), c))))
+
+    def _v_relay(self, P):
+        """(a, c, |T'| at P, |T'| at 0) of a relay T(a v + c) after V' keeping 0 -> a zero of T and
+        P -> P, or None."""
+        kit = self.kit
+        r = self._map_two(0.0, P, "zero", P)
+        if r is None:
+            return None
+        ra, rc = r
+        return ra, rc, abs(float(kit.dT(kit.add(kit.mul(ra, P), rc)))), abs(float(kit.dT(rc)))
 
     def _value_blockers(self, v_on, n, n_last=8):
         return self._cached(("value_blockers", v_on, n, n_last), lambda: self._value_blockers_search(v_on, n, n_last))
@@ -2494,6 +2511,9 @@ class _SlicedCtx(_Ctx):
         self._indicators, self._slice_gates, self._ands = {}, {}, {}
         self._live_orders = {}          # _live_states
         self._indicator_in = {}         # _indicator_inputs: (I, j, v) -> its _input triple
+        # target lists never edited after they are made (gate_targets, _live_states): _and keys its memo by
+        # a name for them instead of their 1,024 values; id -> (the list, its name)
+        self._fixed_targets = {id(self.gate_targets): (self.gate_targets, "gate_targets")}
 
     def _coord_values(self, j):
         return self.coord_vals[j]
@@ -2527,6 +2547,7 @@ class _SlicedCtx(_Ctx):
             if dt_nonzero:
                 ok &= st.dt != 0
             cache[name] = list(st.z[ok][np.lexsort(keys(st.t[ok], st.dt[ok]))][:1024])
+            self._fixed_targets[id(cache[name])] = (cache[name], "live:" + name)
         return cache[name]
 
     def _gate_weight(self, zi, j=None):
@@ -2604,11 +2625,15 @@ class _SlicedCtx(_Ctx):
         keys = [k for k, _, _ in inputs]
         ons = tuple(float(u) for _, u, _ in inputs)
         gains = np.array([g for _, _, g in inputs], float)
-        # the targets by value (a tuple: no array conversion per call); by their bytes when they hold a
-        # zero, since a tuple would not tell -0 from +0
-        tk = tuple(targets)
-        if 0.0 in tk:
-            tk = np.asarray(targets, float).tobytes()
+        # the targets by name when they are a fixed list, else by value (a tuple: no array conversion per
+        # call; by their bytes when they hold a zero, since a tuple would not tell -0 from +0)
+        fixed = self._fixed_targets.get(id(targets))
+        if fixed is not None and fixed[0] is targets:
+            tk = fixed[1]
+        else:
+            tk = tuple(targets)
+            if 0.0 in tk:
+                tk = np.asarray(targets, float).tobytes()
         memo = (ons, tuple(gains.tolist()), tk, small_first)
         hit = self._ands.get(memo)
         if hit is None:
