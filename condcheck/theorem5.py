@@ -2255,17 +2255,24 @@ class _Ctx:
                 self.transfer_why = f"layer {k + 1} reads the dead value"
                 return None
             share = need / (n_post - k)          # what this layer should carry, A ~ 1 for the rest
-            a, c, p, t, d = self._blockers(v_on, weights=self._weights_for(share))
-            keep = (t != L) & (np.abs(t - L) >= self.push_min)
-            a, c, p, t, d = a[keep], c[keep], p[keep], t[keep], d[keep]
+            weights = self._weights_for(share)
+
+            def ranked():
+                a, c, p, t, d = self._blockers(v_on, weights=weights)
+                keep = (t != L) & (np.abs(t - L) >= self.push_min)
+                a, c, p, t, d = a[keep], c[keep], p[keep], t[keep], d[keep]
+                gain = np.log2(np.abs(a)) + np.log2(np.abs(d))
+                # a power-of-two gain maps the target set one to one; a small forward value leaves the
+                # next layer the most room for its weight
+                inexact = (np.abs(np.frexp(a * d)[0]) != 0.5).astype(float)
+                return a, c, t, d, gain, inexact, np.abs(t)
+            # a function of the on value where every weight is tried (weights None: enumerated formats)
+            a, c, t, d, gain, inexact, abs_t = (self._cached(("ranked_blockers", v_on), ranked) if weights is None
+                                                else ranked())
             if len(a) == 0:
                 self.transfer_why = f"no blocker for layer {k + 1} (on value {v_on!r}, gain 2^{share:.0f})"
                 return None
-            gain = np.log2(np.abs(a)) + np.log2(np.abs(d))
-            # a power-of-two gain maps the target set one to one; a small forward value leaves the next
-            # layer the most room for its weight
-            inexact = (np.abs(np.frexp(a * d)[0]) != 0.5).astype(float)
-            i = int(np.lexsort((np.abs(t), np.round(np.abs(gain - share)), inexact))[0])
+            i = int(np.lexsort((abs_t, np.round(np.abs(gain - share)), inexact))[0])
             need -= float(gain[i])
             S = self._preimage(S, float(d[i]), float(a[i]))
             if len(S) == 0:
@@ -2466,6 +2473,8 @@ class _Ctx:
     def _preimage(self, S, d, a):
         """The values t of the format with RN(RN(t d) a) in S (among ``_candidates_for``)."""
         V = self._candidates_for(S, [d, a])
+        if self.nonzero_values is not None:     # V is every nonzero value: its image is kept per (d, a)
+            return V[np.isin(self._cached(("chain", float(d), float(a)), lambda: self._rn_chain(V, [d, a])), S)]
         return V[np.isin(self._rn_chain(V, [d, a]), S)]
 
 
