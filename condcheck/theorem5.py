@@ -2420,7 +2420,8 @@ class _Ctx:
             # a last row for the overflow index, which maps to itself (what a where() on iu did per call)
             hit_maps = maps[v_on] = (np.vstack([M, np.full((1, M.shape[1]), tb.over, M.dtype)]), {}, {})
         M, absorbed, reach = hit_maps
-        As = self.nonzero_values[np.abs(self.nonzero_values) * h_max <= self.F.max_float]
+        As = self._cached(("output_weights", h_max),
+                          lambda: self.nonzero_values[np.abs(self.nonzero_values) * h_max <= self.F.max_float])
         # the output term absorbed: a function of the blockers (of v_on), the A tried (of h_max) and quarter
         ab = absorbed.get((quarter, h_max))
         if ab is None:
@@ -2633,7 +2634,7 @@ class _SlicedCtx(_Ctx):
         target (earliest preferred) and every other on/L pattern is dead; exact on all 2^k patterns."""
         keys = [k for k, _, _ in inputs]
         ons = tuple(float(u) for _, u, _ in inputs)
-        gains = np.array([g for _, _, g in inputs], float)
+        gains = tuple(float(g) for _, _, g in inputs)
         # the targets by name when they are a fixed list, else by value (a tuple: no array conversion per
         # call; by their bytes when they hold a zero, since a tuple would not tell -0 from +0)
         fixed = self._fixed_targets.get(id(targets))
@@ -2643,15 +2644,19 @@ class _SlicedCtx(_Ctx):
             tk = tuple(targets)
             if 0.0 in tk:
                 tk = np.asarray(targets, float).tobytes()
-        memo = (ons, tuple(gains.tolist()), tk, small_first)
-        hit = self._ands.get(memo)
-        if hit is None:
-            hit = self._ands[memo] = self._and_search(np.array(ons, float), np.asarray(targets, float), small_first)
+        memo = (ons, gains, tk, small_first)
+        hit = self._ands.get(memo, False)
+        if hit is False:        # the search, and the gate's bmax (a function of its betas and the gains)
+            hit = self._and_search(np.array(ons, float), np.asarray(targets, float), small_first)
+            if hit is not None:
+                betas = hit[0]
+                hit += (float(np.max(np.abs(betas) * np.array(gains, float))) if len(betas) else 1.0,)
+            self._ands[memo] = hit
         if hit is None:
             raise ConstructionError(f"point {zi + 1} {self.X[zi].tolist()}: no AND gate of its slice neurons puts it "
                                     f"live and every other point dead")
-        betas, gamma, pz = hit
-        return Gate(keys, betas, gamma, pz, float(np.max(np.abs(betas) * gains)) if len(betas) else 1.0)
+        betas, gamma, pz, bmax = hit
+        return Gate(keys, betas, gamma, pz, bmax)
 
     def _and_search(self, ons, tv, small_first):
         F, st, L = self.F, self.st, self.st.L
