@@ -111,6 +111,8 @@ class Kit:
 
     def __init__(self, activation, fmt: Format, implementation: str):
         self.fmt = fmt
+        self._enumerated = enumerated(fmt)
+        self._fits = fmt.fits_float64        # scalar ops: ops.mul_float/add_float's own float64 path, inlined
         self.R = get_rounded(activation, fmt, implementation)
         self.act = self.R.activation
         self._lookup = None
@@ -127,13 +129,24 @@ class Kit:
             raise ConstructionError(f"{what} overflows {self.fmt.name}")
         return r
 
+    # ``type(x) is float`` first: the searches pass Python floats, and np.ndim costs more than the operation
     def mul(self, a, b, what="a product"):
-        if np.ndim(a) == 0 and np.ndim(b) == 0:
+        if self._fits and type(a) is float and type(b) is float:
+            r = round_float(a * b, self.fmt)          # = ops.mul_float under fits_float64
+            if r is None:
+                raise ConstructionError(f"{what} overflows {self.fmt.name}")
+            return r
+        if (type(a) is float and type(b) is float) or (np.ndim(a) == 0 and np.ndim(b) == 0):
             return self._scalar(mul_float, a, b, what)
         return self._ok(*mul_array(np.asarray(a, float), np.asarray(b, float), self.fmt), what)   # broadcasts
 
     def add(self, a, b, what="a sum"):
-        if np.ndim(a) == 0 and np.ndim(b) == 0:
+        if self._fits and type(a) is float and type(b) is float:
+            r = round_float(a + b, self.fmt)          # = ops.add_float under fits_float64
+            if r is None:
+                raise ConstructionError(f"{what} overflows {self.fmt.name}")
+            return r
+        if (type(a) is float and type(b) is float) or (np.ndim(a) == 0 and np.ndim(b) == 0):
             return self._scalar(add_float, a, b, what)
         return self._ok(*add_array(np.asarray(a, float), np.asarray(b, float), self.fmt), what)   # broadcasts
 
@@ -169,7 +182,7 @@ class Kit:
         return v[i], o[i]
 
     def T(self, z, what="an activation value"):
-        if np.ndim(z) == 0 and enumerated(self.fmt):
+        if self._enumerated and (type(z) is float or np.ndim(z) == 0):
             return self._table_lookup(z, False, what)
         z = np.asarray(z, float)
         r = self._indexed_T(z, False)
@@ -179,7 +192,7 @@ class Kit:
         return self._ok(v, o, what).reshape(z.shape)
 
     def dT(self, z, what="an activation derivative"):
-        if np.ndim(z) == 0 and enumerated(self.fmt):
+        if self._enumerated and (type(z) is float or np.ndim(z) == 0):
             return self._table_lookup(z, True, what)
         z = np.asarray(z, float)
         r = self._indexed_T(z, True)
@@ -251,8 +264,23 @@ class Kit:
         return tb.value(s)
 
 
+#: id(format) -> (format, the set of its values as floats), for ``_in`` on enumerated formats
+_VALUE_SETS: dict = {}
+
+
 def _in(F: Format, v) -> bool:
-    """Is the number v a finite value of F?  (RN_F(v) == v on the scalar fast path; Fractions otherwise.)"""
+    """Is the number v a finite value of F?  (RN_F(v) == v on the scalar fast path; Fractions otherwise.)
+
+    An enumerated format answers by set membership: its values are every finite float v with
+    RN_F(v) == v (-0.0 finds 0.0 as RN_F(-0) = -0 does; NaN and +-Inf are in no set)."""
+    hit = _VALUE_SETS.get(id(F))
+    if hit is None or hit[0] is not F:
+        hit = _VALUE_SETS[id(F)] = (F, frozenset(F.values().tolist()) if F.fits_float64 and enumerated(F) else None)
+    if hit[1] is not None:
+        try:
+            return float(v) in hit[1]
+        except (TypeError, ValueError, OverflowError):
+            return False
     if F.fits_float64:
         try:
             v = float(v)
@@ -1121,9 +1149,12 @@ def _gradient_branches(ctx, zi, j, y, g, h_max, C, max_post, n_min=1):
     branches that can fit come first, then twice as many.
     """
     F, kit = ctx.F, ctx.kit
-    xmax = float(np.max(np.abs(ctx._coord_values(j))))
-    w_max = math.ldexp(1.0, min(math.floor(_lg(F.max_float) - _lg(xmax)), F.e_max)) if xmax else F.max_float
-    gain = w_max * float(np.max(np.abs(ctx.pass_d)))
+
+    def source_gain():
+        xmax = float(np.max(np.abs(ctx._coord_values(j))))
+        w_max = math.ldexp(1.0, min(math.floor(_lg(F.max_float) - _lg(xmax)), F.e_max)) if xmax else F.max_float
+        return w_max * float(np.max(np.abs(ctx.pass_d)))
+    gain = ctx._cached(("source_gain", j), source_gain)       # a function of coordinate j's values only
     first = next((k for k in (1, 2, 4, 8) if abs(g) / k / gain <= F.max_float), 16)
     err = ConstructionError(f"point {zi + 1}: the gradient {g!r} needs more than {2 * first} branches")
 
@@ -1677,9 +1708,13 @@ class _Ctx:
         y_at = y_max if y_at is None else abs(y_at)
         share = self.share if share is None else share
         cand_z, cand_t, cand_d, lt, not_pow2 = self._value_states()
-        with np.errstate(over="ignore", under="ignore"):
-            pows = [P for P in self.pow2_values if _in(F, f / P)]
-        pairs = [(P, f / P) for P in sorted(pows, key=lambda P: (abs(f) > P, abs(_lg(f) - _lg(P))))]
+
+        def pow2_pairs():
+            with np.errstate(over="ignore", under="ignore"):
+                pows = [P for P in self.pow2_values if _in(F, f / P)]
+            return [(P, f / P) for P in sorted(pows, key=lambda P: (abs(f) > P, abs(_lg(f) - _lg(P))))]
+        # a function of f only (f != 0: -0 never keys it); pairs is rebound below, never mutated
+        pairs = self._cached(("pow2_pairs", f), pow2_pairs)
         if any_P:
             pairs = []
             for P in np.unique(np.abs(cand_t[cand_t != 0]))[::-1]:
@@ -1693,15 +1728,14 @@ class _Ctx:
             raise ConstructionError(f"point {zi + 1}: no {what} for f* = {f!r}")
         best = None
         # live states for V: prefer values near each candidate P and small derivatives
-        keys = [np.abs(cand_d), np.abs(lt - _lg(f))]                # |T(q3)| near |f*|: a_v near 1
-        if not self.small_format:   # few weights are tried: a power-of-two T(q3) maps onto P exactly
-            keys.append(not_pow2)
-        order = np.lexsort(keys)
-        if self.small_format:
-            prefs = list(cand_z[order])
-        else:   # 1,024 by that order and 1,024 farthest from L (a gate can not land on a value much finer
-                # than its sum's spacing, e.g. tanh~(q) = q = 2^-587 for a tiny f* on float64; and V' needs
-                # a weight of about |q4 - z0| / |T(q3) - L|, which multiplies the backward value elsewhere)
+        keys = lambda: [np.abs(cand_d), np.abs(lt - _lg(f))]        # |T(q3)| near |f*|: a_v near 1
+        if self.small_format:       # the order is a function of |f|: kept (a new list each time: it is edited)
+            prefs = list(self._cached(("value_prefs", abs(f)), lambda: tuple(cand_z[np.lexsort(keys())])))
+        else:   # few weights are tried: a power-of-two T(q3) maps onto P exactly; 1,024 by that order and
+                # 1,024 farthest from L (a gate can not land on a value much finer than its sum's spacing,
+                # e.g. tanh~(q) = q = 2^-587 for a tiny f* on float64; and V' needs a weight of about
+                # |q4 - z0| / |T(q3) - L|, which multiplies the backward value elsewhere)
+            order = np.lexsort(keys() + [not_pow2])
             far = np.lexsort([np.abs(cand_d), -np.abs(cand_t - st.L), not_pow2])
             prefs = list(dict.fromkeys(np.concatenate([cand_z[order][:1024], cand_z[far][:1024]]).tolist()))
         unit_tried = False
@@ -1752,12 +1786,9 @@ class _Ctx:
                 if i >= 6 and best is not None and not best[0][0]:
                     break
                 fits = False
-                m = self._map_two(st.L, Pv, "zero", P)
+                m = self._cached(("v_prime", Pv, P), lambda: self._v_prime(Pv, P))
                 if m is not None:
-                    a, c = m
-                    q4 = float(kit.add(kit.mul(a, Pv), c))
-                    d4 = abs(float(kit.dT(q4)))
-                    d0 = abs(float(kit.dT(kit.add(kit.mul(a, st.L), c))))
+                    a, c, d4, d0 = m
                     # every prefix of the backward chain y A (relays) T'(q4) a T'(q3) beta at the point,
                     # where y = h*(z), and y A (relays) T'(z0) a elsewhere, where |y| <= y_max, must stay
                     # finite: each gain is the largest prefix product
@@ -1765,12 +1796,10 @@ class _Ctx:
                     g_off = abs(A) * max(1.0, d0, d0 * abs(a))
                     post = [(a, c)]
                     for _ in range(n_post - 1):
-                        r = self._map_two(0.0, P, "zero", P)
+                        r = self._cached(("v_relay", P), lambda: self._v_relay(P))
                         if r is None:
                             break
-                        ra, rc = r
-                        don = abs(float(kit.dT(kit.add(kit.mul(ra, P), rc))))
-                        doff = abs(float(kit.dT(rc)))
+                        ra, rc, don, doff = r
                         g_on *= max(1.0, don, abs(ra) * don)
                         g_off *= max(1.0, doff, abs(ra) * doff)
                         post.append((ra, rc))
@@ -1802,6 +1831,29 @@ class _Ctx:
                 f"point {zi + 1}: the value {f!r} needs a backward gain of {g_on:g} at the point (upstream "
                 f"{y_at:g} there) and {g_off:g} elsewhere (upstream up to {y_max:g}), which overflows {F.name}")
         return best[1]
+
+    # V' and its relays depend on the gate's on value and P only (every value branch asks again): cached
+    # by those; a ConstructionError (an overflow) is raised again on each call, as it is not cached
+    def _v_prime(self, Pv, P):
+        """(a, c, |T'(q4)|, |T'(z0)|) of V' = T(a V + c) mapping Pv to P (q4 = RN(a Pv + c)) and L to a
+        zero of T (z0 = RN(a L + c)), or None."""
+        kit, L = self.kit, self.st.L
+        m = self._map_two(L, Pv, "zero", P)
+        if m is None:
+            return None
+        a, c = m
+        q4 = float(kit.add(kit.mul(a, Pv), c))
+        return a, c, abs(float(kit.dT(q4))), abs(float(kit.dT(kit.add(kit.mul(a, L), c))))
+
+    def _v_relay(self, P):
+        """(a, c, |T'| at P, |T'| at 0) of a relay T(a v + c) after V' keeping 0 -> a zero of T and
+        P -> P, or None."""
+        kit = self.kit
+        r = self._map_two(0.0, P, "zero", P)
+        if r is None:
+            return None
+        ra, rc = r
+        return ra, rc, abs(float(kit.dT(kit.add(kit.mul(ra, P), rc)))), abs(float(kit.dT(rc)))
 
     def _value_blockers(self, v_on, n, n_last=8):
         return self._cached(("value_blockers", v_on, n, n_last), lambda: self._value_blockers_search(v_on, n, n_last))
@@ -1877,10 +1929,15 @@ class _Ctx:
         last_err = "no source state reachable"
         # source weights: a backward value must stay a finite value of the format all the way, so near
         # the input the suffix products |w_g|, |T'(s0) w_g| must reach |g| / Omega; small |w_g| first
-        xmax = float(np.max(np.abs(xs)))
-        powers = [math.ldexp(sg, k) for k in (0, -1, 1, -2, 2, -3, 3) for sg in (1.0, -1.0)]
-        powers = [w for w in powers if _in(F, w) and abs(w) * xmax <= F.max_float]
-        powers.sort(key=lambda w: (abs(w) / 2 < abs(g) / float(F.max_float), abs(math.log2(abs(w)))))
+
+        def source_weights():           # a function of coordinate j's values only (sorted per g below)
+            xmax = float(np.max(np.abs(xs)))
+            powers = [math.ldexp(sg, k) for k in (0, -1, 1, -2, 2, -3, 3) for sg in (1.0, -1.0)]
+            return [w for w in powers if _in(F, w) and abs(w) * xmax <= F.max_float]
+        # the order is a function of (j, |g|): kept (a new list each time, as the sort made one)
+        powers = list(self._cached(("source_order", j, abs(g)), lambda: sorted(
+            self._cached(("source_weights", j), source_weights),
+            key=lambda w: (abs(w) / 2 < abs(g) / float(F.max_float), abs(math.log2(abs(w)))))))
         def source(w_g):
             try:
                 src = self._reach(float(kit.mul(w_g, xz)))
@@ -2118,7 +2175,7 @@ class _Ctx:
         if tb is not None:                      # index lookups, the same values (tests/test_op_tables.py)
             i = tb.index(t)
             for f in factors:
-                i = tb.mul(i, tb.index(np.array([f]))[0])
+                i = tb.mul(i, tb.index_of(float(f)))
             return tb.value(i)
         return _rn_products(F, t, factors)
 
@@ -2221,8 +2278,15 @@ class _Ctx:
         F = self.F
         # S_0, with the gradient entering the gate's inputs (beta (x) delta) below Omega / share
         V = self._candidates_for(np.array([g]), tail_factors)
-        after_gate = self._rn_chain(V, [d3])
-        S = V[(self._rn_chain(V, tail_factors) == g) & (np.abs(after_gate) * bmax * self.share <= F.max_float)]
+        if self.nonzero_values is not None:
+            # V is every nonzero value whatever g: its images under the chains are the same arrays for
+            # every branch with these factors (branches of one slice share them)
+            after_gate = self._cached(("chain", float(d3)), lambda: self._rn_chain(V, [d3]))
+            image = self._cached(("chain",) + tuple(float(f) for f in tail_factors),
+                                 lambda: self._rn_chain(V, tail_factors))
+        else:
+            after_gate, image = self._rn_chain(V, [d3]), self._rn_chain(V, tail_factors)
+        S = V[(image == g) & (np.abs(after_gate) * bmax * self.share <= F.max_float)]
         if len(S) == 0:
             self.transfer_why = "no value reaches the gradient through the factors before the gate"
             return None
@@ -2249,17 +2313,24 @@ class _Ctx:
                 self.transfer_why = f"layer {k + 1} reads the dead value"
                 return None
             share = need / (n_post - k)          # what this layer should carry, A ~ 1 for the rest
-            a, c, p, t, d = self._blockers(v_on, share)
-            keep = (t != L) & (np.abs(t - L) >= self.push_min)
-            a, c, p, t, d = a[keep], c[keep], p[keep], t[keep], d[keep]
+            weights = self._weights_for(share)
+
+            def ranked():
+                a, c, p, t, d = self._blockers(v_on, share)
+                keep = (t != L) & (np.abs(t - L) >= self.push_min)
+                a, c, p, t, d = a[keep], c[keep], p[keep], t[keep], d[keep]
+                gain = np.log2(np.abs(a)) + np.log2(np.abs(d))
+                # a power-of-two gain maps the target set one to one; a small forward value leaves the
+                # next layer the most room for its weight
+                inexact = (np.abs(np.frexp(a * d)[0]) != 0.5).astype(float)
+                return a, c, t, d, gain, inexact, np.abs(t)
+            # a function of the on value where every weight is tried (weights None: enumerated formats)
+            a, c, t, d, gain, inexact, abs_t = (self._cached(("ranked_blockers", v_on), ranked) if weights is None
+                                                else ranked())
             if len(a) == 0:
                 self.transfer_why = f"no blocker for layer {k + 1} (on value {v_on!r}, gain 2^{share:.0f})"
                 return None
-            gain = np.log2(np.abs(a)) + np.log2(np.abs(d))
-            # a power-of-two gain maps the target set one to one; a small forward value leaves the next
-            # layer the most room for its weight
-            inexact = (np.abs(np.frexp(a * d)[0]) != 0.5).astype(float)
-            i = int(np.lexsort((np.abs(t), np.round(np.abs(gain - share)), inexact))[0])
+            i = int(np.lexsort((abs_t, np.round(np.abs(gain - share)), inexact))[0])
             need -= float(gain[i])
             S = self._preimage(S, float(d[i]), float(a[i]))
             if len(S) == 0:
@@ -2389,7 +2460,13 @@ class _Ctx:
     def _last_layer_tables(self, v_on, blockers, order, y, S, quarter, h_max):
         """``_last_layer`` with every A of a tabulated format at once: the map u -> RN(RN(u T'(p)) a) of
         each blocker (every blocker of the on value v_on) is one index table, kept for the next branch
-        with the same on value; the first blocker in ``order`` with a hit, as the chunked scan picks."""
+        with the same on value; the first blocker in ``order`` with a hit, as the chunked scan picks.
+
+        Which blockers have a hit depends on S only through the values it holds: per (v_on, y, quarter,
+        h_max) the set R[s] of blockers k for which some A (absorbed) has RN(RN(RN(y A) T'(p_k)) a_k) = s
+        is computed once (a bit row per value s, the overflow index included as in the mask of S), and a
+        call ORs the rows of S's values, the same columns as "any A with a hit" over the (A x blocker)
+        grid; the A's of the chosen blocker are then read from its column alone."""
         a, c, t, d = blockers
         tb = self.tables
         maps = self._last_maps
@@ -2399,24 +2476,32 @@ class _Ctx:
                 maps.clear()
             M = tb.mul(tb.mul(np.arange(tb.over)[:, None], tb.index(d)[None, :]), tb.index(a)[None, :])
             # a last row for the overflow index, which maps to itself (what a where() on iu did per call)
-            hit_maps = maps[v_on] = (np.vstack([M, np.full((1, M.shape[1]), tb.over, M.dtype)]), {})
-        M, absorbed = hit_maps
-        As = self.nonzero_values[np.abs(self.nonzero_values) * h_max <= self.F.max_float]
-        iu = tb.mul(tb.index(np.array([y]))[0], tb.index(As))
-        in_S = np.zeros(tb.over + 1, bool)
-        in_S[tb.index(S)] = True
-        hit = in_S[M[iu]]
+            hit_maps = maps[v_on] = (np.vstack([M, np.full((1, M.shape[1]), tb.over, M.dtype)]), {}, {})
+        M, absorbed, reach = hit_maps
+        As = self._cached(("output_weights", h_max),
+                          lambda: self.nonzero_values[np.abs(self.nonzero_values) * h_max <= self.F.max_float])
         # the output term absorbed: a function of the blockers (of v_on), the A tried (of h_max) and quarter
         ab = absorbed.get((quarter, h_max))
         if ab is None:
             amp = np.maximum(np.abs(t), abs(self.st.L))
             ab = absorbed[(quarter, h_max)] = (np.abs(As)[:, None] * amp[None, :] < quarter) | (amp[None, :] == 0)
-        hit &= ab
-        cols = hit.any(axis=0)[order]
+        r = reach.get((y, quarter, h_max))
+        if r is None:
+            iu = tb.mul(tb.index(np.array([y]))[0], tb.index(As))
+            hit_u = M[iu]                                     # (A, blocker) -> the index u reaches
+            R = np.zeros((tb.over + 1, M.shape[1]), bool)
+            ia, ik = np.nonzero(ab)
+            R[hit_u[ia, ik], ik] = True
+            r = reach[(y, quarter, h_max)] = (iu, np.packbits(R, axis=1))
+        iu, R = r
+        si = np.unique(tb.index(S))
+        cols = np.unpackbits(np.bitwise_or.reduce(R[si], axis=0), count=M.shape[1]).astype(bool)[order]
         if not cols.any():
             return None
         i = int(order[int(np.argmax(cols))])
-        Ai = As[hit[:, i]]
+        in_S = np.zeros(tb.over + 1, bool)
+        in_S[si] = True
+        Ai = As[in_S[M[iu, i]] & ab[:, i]]
         return (float(a[i]), float(c[i])), float(Ai[np.argmin(np.abs(np.log2(np.abs(Ai))))]), (float(t[i]), self.st.L, 1.0)
 
     def _rn_chain_2d(self, t, d, a):
@@ -2447,8 +2532,11 @@ class _Ctx:
     def _preimage(self, S, d, a):
         """The values t of the format with RN(RN(t d) a) in S (among ``_candidates_for``)."""
         V = self._candidates_for(S, [d, a])
-        if self.tables is None and self.nonzero_values is not None and len(S) <= 8:
-            return _preimage_bisect(self.F, V, S, [d, a])      # 16-bit formats: every value is a candidate
+        if self.nonzero_values is not None:     # V is every nonzero value
+            if self.tables is None and len(S) <= 8:
+                return _preimage_bisect(self.F, V, S, [d, a])
+            if self.tables is not None:         # 8-bit formats: the image of V is kept per (d, a)
+                return V[np.isin(self._cached(("chain", float(d), float(a)), lambda: self._rn_chain(V, [d, a])), S)]
         return V[np.isin(self._rn_chain(V, [d, a]), S)]
 
 
@@ -2493,6 +2581,10 @@ class _SlicedCtx(_Ctx):
             self.slices[j] = _Ctx(kit, st, F, coord_vals[j].reshape(-1, 1), steps, U, gating)
         self._indicators, self._slice_gates, self._ands = {}, {}, {}
         self._live_orders = {}          # _live_states
+        self._indicator_in = {}         # _indicator_inputs: (I, j, v) -> its _input triple
+        # target lists never edited after they are made (gate_targets, _live_states): _and keys its memo by
+        # a name for them instead of their 1,024 values; id -> (the list, its name)
+        self._fixed_targets = {id(self.gate_targets): (self.gate_targets, "gate_targets")}
 
     def _coord_values(self, j):
         return self.coord_vals[j]
@@ -2526,6 +2618,7 @@ class _SlicedCtx(_Ctx):
             if dt_nonzero:
                 ok &= st.dt != 0
             cache[name] = list(st.z[ok][np.lexsort(keys(st.t[ok], st.dt[ok]))][:1024])
+            self._fixed_targets[id(cache[name])] = (cache[name], "live:" + name)
         return cache[name]
 
     def _gate_weight(self, zi, j=None):
@@ -2546,8 +2639,15 @@ class _SlicedCtx(_Ctx):
         return key, float(self.kit.T(gate.pz)), max(1.0, d, d * gate.bmax)
 
     def _indicator_inputs(self, zi, skip=None):
-        return [self._input(("I", j, self._coord_index(zi, j)), self.indicator(j, self._coord_index(zi, j)))
-                for j in self.active if j != skip]
+        out = []
+        for j in self.active:
+            if j != skip:       # an indicator's input triple is a function of (j, value index): kept
+                key = ("I", j, self._coord_index(zi, j))
+                r = self._indicator_in.get(key)
+                if r is None:
+                    r = self._indicator_in[key] = self._input(key, self.indicator(j, key[2]))
+                out.append(r)
+        return out
 
     def point_gate(self, zi, extra, targets, small_first=False) -> Gate:
         if extra is not None:
@@ -2594,18 +2694,30 @@ class _SlicedCtx(_Ctx):
         sign: an input at L lowers the sum), gamma such that the sum with every input on lands on a
         target (earliest preferred) and every other on/L pattern is dead; exact on all 2^k patterns."""
         keys = [k for k, _, _ in inputs]
-        ons = np.array([u for _, u, _ in inputs], float)
-        gains = np.array([g for _, _, g in inputs], float)
-        tv = np.asarray(targets, float)
-        memo = (tuple(ons.tolist()), tuple(gains.tolist()), tv.tobytes(), small_first)
-        hit = self._ands.get(memo)
-        if hit is None:
-            hit = self._ands[memo] = self._and_search(ons, tv, small_first)
+        ons = tuple(float(u) for _, u, _ in inputs)
+        gains = tuple(float(g) for _, _, g in inputs)
+        # the targets by name when they are a fixed list, else by value (a tuple: no array conversion per
+        # call; by their bytes when they hold a zero, since a tuple would not tell -0 from +0)
+        fixed = self._fixed_targets.get(id(targets))
+        if fixed is not None and fixed[0] is targets:
+            tk = fixed[1]
+        else:
+            tk = tuple(targets)
+            if 0.0 in tk:
+                tk = np.asarray(targets, float).tobytes()
+        memo = (ons, gains, tk, small_first)
+        hit = self._ands.get(memo, False)
+        if hit is False:        # the search, and the gate's bmax (a function of its betas and the gains)
+            hit = self._and_search(np.array(ons, float), np.asarray(targets, float), small_first)
+            if hit is not None:
+                betas = hit[0]
+                hit += (float(np.max(np.abs(betas) * np.array(gains, float))) if len(betas) else 1.0,)
+            self._ands[memo] = hit
         if hit is None:
             raise ConstructionError(f"point {zi + 1} {self.X[zi].tolist()}: no AND gate of its slice neurons puts it "
                                     f"live and every other point dead")
-        betas, gamma, pz = hit
-        return Gate(keys, betas, gamma, pz, float(np.max(np.abs(betas) * gains)) if len(betas) else 1.0)
+        betas, gamma, pz, bmax = hit
+        return Gate(keys, betas, gamma, pz, bmax)
 
     def _and_search(self, ons, tv, small_first):
         F, st, L = self.F, self.st, self.st.L

@@ -81,3 +81,112 @@ def test_preimage_by_bisection_equals_the_pass_over_every_value(fmt, seed, n_fac
     expected = V[np.isin(t5._rn_products(F, V, factors), S)]
     got = t5._preimage_bisect(F, V, S, factors)
     assert np.array_equal(got, expected)
+
+
+# ---- caches and whole-array checks of the d = 2 speedups --------------------------------------------------
+@pytest.mark.parametrize("fmt", ["float8_e4m3", "float6_e3m2fn", "float16", "bfloat16"])
+def test_value_membership_by_set_equals_the_rounding_test(fmt):
+    from condcheck.rounding import round_float
+    F = get_format(fmt)
+    V = F.values()
+    probes = np.concatenate([V, V / 2, V * 1.5, V * 3 / 4, [np.nan, np.inf, -np.inf, -0.0, 1e300]])
+
+    def by_rounding(v):
+        r = round_float(v, F) if math.isfinite(v) else None
+        return r is not None and r == v
+    for v in probes.tolist():
+        assert t5._in(F, v) == by_rounding(v), v
+
+
+@pytest.mark.parametrize("fmt", ["float8_e4m3", "float16"])
+def test_kit_scalar_ops_on_floats_equal_ops_including_the_sign_of_zero_and_overflow(fmt):
+    from condcheck.ops import add_float, mul_float
+    F = get_format(fmt)
+    kit = t5.Kit("gelu", F, "exact")
+    V = F.values()
+    rng = np.random.default_rng(1)
+    pairs = [(float(a), float(b)) for a, b in rng.choice(np.append(V, -0.0), (4000, 2))]
+    pairs += [(-0.0, 0.0), (-0.0, -0.0), (1.0, -1.0), (float(V[-1]), float(V[-1]))]
+    for a, b in pairs:
+        for op, ref in ((kit.mul, mul_float), (kit.add, add_float)):
+            want = ref(a, b, F)
+            if want is None:
+                with pytest.raises(t5.ConstructionError):
+                    op(a, b)
+            else:
+                got = op(a, b)
+                assert got == want and math.copysign(1.0, got) == math.copysign(1.0, want)
+
+
+def test_validate_whole_array_check_passes_valid_targets_and_leaves_errors_to_the_loop(monkeypatch):
+    import condcheck.targets as tg
+    from condcheck.errors import CondcheckError
+    F = get_format("float8_e4m3")
+    X = tg.full_box("gelu", F, 2)[::97]
+    f, h, g = tg.random_targets(F, X, 0, 0.25)
+    assert tg._all_valid(F, X, f, h, g, tg.box_bound("gelu", F))
+    bad_cases = []
+    for what in ("value", "upstream", "nan", "box", "zero_h"):
+        f2, h2, g2, X2 = f.copy(), h.copy(), g.copy(), X.copy()
+        if what == "value":
+            f2[5] = 1.0 + 2.0 ** -10
+        elif what == "upstream":
+            h2[7] = 3.0 + 2.0 ** -9
+        elif what == "nan":
+            g2[3, 1] = np.nan
+        elif what == "box":
+            X2[4, 0] = 448.0
+        else:
+            h2[6], g2[6, 0] = 0.0, 1.0
+        bad_cases.append((X2, f2, h2, g2))
+    for X2, f2, h2, g2 in bad_cases:
+        assert not tg._all_valid(F, X2, f2, h2, g2, tg.box_bound("gelu", F))
+        with pytest.raises(CondcheckError) as fast:
+            tg.validate(F, "gelu", X2, f2, h2, g2)
+        with monkeypatch.context() as m:          # the loop alone names the same point and reason
+            m.setattr(tg, "_all_valid", lambda *a: False)
+            with pytest.raises(CondcheckError) as loop:
+                tg.validate(F, "gelu", X2, f2, h2, g2)
+        assert str(fast.value) == str(loop.value)
+
+
+def _last_layer_grid(ctx, v_on, blockers, order, y, S, quarter, h_max):
+    """_Ctx._last_layer_tables as first written: every (A, blocker) pair tested on each call."""
+    a, c, t, d = blockers
+    tb = ctx.tables
+    M = tb.mul(tb.mul(np.arange(tb.over)[:, None], tb.index(d)[None, :]), tb.index(a)[None, :])
+    M = np.vstack([M, np.full((1, M.shape[1]), tb.over, M.dtype)])
+    As = ctx.nonzero_values[np.abs(ctx.nonzero_values) * h_max <= ctx.F.max_float]
+    iu = tb.mul(tb.index(np.array([y]))[0], tb.index(As))
+    in_S = np.zeros(tb.over + 1, bool)
+    in_S[tb.index(S)] = True
+    hit = in_S[M[iu]]
+    amp = np.maximum(np.abs(t), abs(ctx.st.L))
+    hit &= (np.abs(As)[:, None] * amp[None, :] < quarter) | (amp[None, :] == 0)
+    cols = hit.any(axis=0)[order]
+    if not cols.any():
+        return None
+    i = int(order[int(np.argmax(cols))])
+    Ai = As[hit[:, i]]
+    return (float(a[i]), float(c[i])), float(Ai[np.argmin(np.abs(np.log2(np.abs(Ai))))]), (float(t[i]), ctx.st.L, 1.0)
+
+
+@pytest.mark.parametrize("act", ["relu", "gelu"])
+def test_last_layer_by_cached_reach_rows_equals_the_full_grid_test(monkeypatch, act):
+    from condcheck.targets import full_box, random_targets
+    fast = t5._Ctx._last_layer_tables
+    seen = []
+
+    def both(self, v_on, blockers, order, y, S, quarter, h_max):
+        r = fast(self, v_on, blockers, order, y, S, quarter, h_max)
+        assert r == _last_layer_grid(self, v_on, blockers, order, y, S, quarter, h_max)
+        seen.append(r is not None)
+        return r
+    monkeypatch.setattr(t5._Ctx, "_last_layer_tables", both)
+    X = full_box(act, "float8_e4m3", 1)[::3]
+    f, h, g = random_targets("float8_e4m3", X, 2, 240.0)     # large |h*|: several blocker layers, misses too
+    try:
+        t5.construct_theorem5(act, "float8_e4m3", X, f, h, g, verify_result=False)
+    except t5.ConstructionError:
+        pass                                   # the comparison is what is tested, not the construction
+    assert len(seen) > 50 and any(seen) and not all(seen)
