@@ -20,6 +20,12 @@ def case(name, target):
     return deco
 
 
+def select(cases) -> list:
+    """The case names the command line asks for: every case (no arguments), a whole name exactly, else
+    every name the argument prefixes (theorem5-gelu-float8_e4m3-box is not also ...-box2)."""
+    return [n for n in CASES if not cases or any(n == c or (c not in CASES and n.startswith(c)) for c in cases)]
+
+
 def _activation_tables(fmt_name, act):
     from .rounded_activation import get_rounded
     t = get_rounded(act, fmt_name).table()

@@ -430,7 +430,8 @@ def bench(cases, list_only, as_json):
       condcheck bench --list
       condcheck bench interpreter-float16-depth10-width256
       condcheck bench            # every case
-    CASES may be names or prefixes (e.g. tables-float16).
+    CASES may be names or prefixes (e.g. tables-float16); a CASE that is a whole name selects only that
+    case (theorem5-gelu-float8_e4m3-box, not also ...-box2).
     """
     from . import bench as b
 
@@ -438,7 +439,7 @@ def bench(cases, list_only, as_json):
         for name, (_, target) in b.CASES.items():
             click.echo(f"{name:45s} target: {target}")
         return
-    names = [n for n in b.CASES if not cases or any(n.startswith(c) for c in cases)]
+    names = b.select(cases)
     if not names:
         from .errors import UnknownNameError
         raise UnknownNameError("benchmark case", cases[0], b.CASES)

@@ -1,0 +1,22 @@
+"""`condcheck bench CASES`: which benchmark cases a command line selects."""
+from condcheck import bench
+
+
+def test_a_whole_case_name_selects_only_that_case_even_when_it_prefixes_another():
+    assert "theorem5-gelu-float8_e4m3-box2" in bench.CASES
+    assert bench.select(["theorem5-gelu-float8_e4m3-box"]) == ["theorem5-gelu-float8_e4m3-box"]
+
+
+def test_a_prefix_selects_every_case_it_begins():
+    got = bench.select(["theorem5-gelu-float8_e4m3-"])
+    assert {"theorem5-gelu-float8_e4m3-box", "theorem5-gelu-float8_e4m3-box2",
+            "theorem5-gelu-float8_e4m3-grid64"} <= set(got)
+    assert all(n.startswith("theorem5-gelu-float8_e4m3-") for n in got)
+
+
+def test_no_argument_selects_every_case():
+    assert bench.select([]) == list(bench.CASES)
+
+
+def test_an_unknown_name_selects_nothing():
+    assert bench.select(["no-such-benchmark"]) == []
