@@ -866,6 +866,17 @@ def _sharpen_layer(kit: Kit, n, on):
     u, inv = np.unique(n, return_inverse=True)
     u_on = np.zeros(len(u), bool)
     u_on[inv[on]] = True
+    # the score is symmetric in the two sides, and many steps meet the same values (the up and down
+    # steps of a gap; two clusters after a layer or two): remembered per (values, side of each)
+    key = (u.tobytes(), (u_on ^ u_on[0]).tobytes())
+    memo = kit.__dict__.setdefault("_sharpen_memo", {})
+    if key not in memo:
+        memo[key] = _sharpen_search(kit, tb, t_all, u, u_on)
+    return memo[key]
+
+
+def _sharpen_search(kit: Kit, tb, t_all, u, u_on):
+    V, nV = tb.values, tb.over
     iu = tb.index(u)
     best = None
     for wi in range(nV):
@@ -894,22 +905,39 @@ def _sharpen_layer(kit: Kit, n, on):
 MAX_SHARPEN = 6
 
 
-def _sharpened_split(kit: Kit, st: States, n, on, push_need: float):
-    """(layers, n', best): sharpening layers (``_sharpen_layer``, greedily, at most MAX_SHARPEN) after
-    which the step row on their output n' splits (``_step_split``); (None, None, why) otherwise.
+def _sharpened_split(kit: Kit, st: States, n, on, push_need: float, exactly: int = 0):
+    """(layers, n', best): sharpening layers (``_sharpen_layer``, greedily, at most MAX_SHARPEN, or
+    ``exactly`` that many) after which the step row on their output n' splits (``_step_split``);
+    (None, None, why) otherwise.
     Used only where the separator itself does not split (8-bit formats with a narrow range, where
     the format's tables make the exhaustive layer search cheap)."""
     layers, why = [], "no sharpening layer separates the step's sides"
-    for _ in range(MAX_SHARPEN):
+    for _ in range(exactly or MAX_SHARPEN):
         wb = _sharpen_layer(kit, n, on)
         if wb is None:
             break
         layers.append(wb)
         n = kit.T(kit.row([(wb[0], n)], wb[1]))
+        if exactly and len(layers) < exactly:
+            continue
         best, why = _step_split(kit, st, n, *_orient(n, on), push_need)
         if best is not None:
             return layers, n, best
     return None, None, why
+
+
+def _reboosts(kit: Kit, st: States, pre, on, k: int):
+    """k boosts (a, c) applied one after another to a boosted step with pre-activations pre (on side
+    ``on``), or None when one of them finds no boost."""
+    out = []
+    for _ in range(k):
+        try:
+            a, c = _boost(kit, st, kit.T(pre[on]))
+        except ConstructionError:
+            return None
+        out.append((a, c))
+        pre = kit.add(kit.mul(a, kit.T(pre)), c)
+    return out
 
 
 def _gate_push_need(st: States) -> float:
@@ -1052,18 +1080,23 @@ def _construct_theorem5(activation, fmt, points, values, upstream, gradients, im
                 step_pre.append((pre, on))
     # every step spans the same layers: a step with fewer sharpening layers than the deepest is boosted
     # again after its boost (each boost keeps L dead and its on values on one side of L, so the step
-    # stays a step); without sharpening (every format but the narrow 8-bit ones) nothing changes
+    # stays a step), else sharpened to the full depth; without sharpening (every format but the narrow
+    # 8-bit ones) nothing changes
     depth = max([len(s.sharpen) for s in steps] + [0])
     for i, s in enumerate(steps):
         pre, on = step_pre[i]
-        extra = []
-        while len(s.sharpen) + len(extra) < depth:
-            try:
-                a, c = _boost(kit, st, kit.T(pre[on]))
-            except ConstructionError as e:
-                raise ConstructionError(f"step at coordinate {s.coord + 1} gap {s.gap}: padding it to "
-                                        f"{depth} sharpening layers: {e}") from None
-            extra.append((a, c))
+        extra = _reboosts(kit, st, pre, on, depth - len(s.sharpen))
+        if extra is None:
+            vals = coord_vals[s.coord]
+            n = kit.T(kit.row([(s.w, vals)], s.b))
+            layers, _, best = _sharpened_split(kit, st, n, on, push_need, depth)
+            if layers is None:
+                raise ConstructionError(f"step at coordinate {s.coord + 1} gap {s.gap}: neither boosts nor "
+                                        f"sharpening layers pad it to {depth} layers: {best}")
+            _, s.s, s.kappa, on, (pre, s.k0, s.K), s.boost_a, s.boost_c = best
+            s.sharpen, extra = tuple(layers), []
+            pre = kit.add(kit.mul(s.boost_a, kit.T(pre)), s.boost_c)
+        for a, c in extra:
             pre = kit.add(kit.mul(a, kit.T(pre)), c)
         on_t = kit.T(pre[on])
         tv = on_t - L
