@@ -802,16 +802,20 @@ def _boost_search(kit: Kit, st: States, on_vals):
     return best[1], best[2]
 
 
-def _step_split(kit: Kit, st: States, n, s0: float, kappa0: float, push_need: float):
+def _step_split(kit: Kit, st: States, n, s0: float, kappa0: float, push_need: float, up: bool = False):
     """(best, why): the step row s n + kappa (+) chain (+) z_d of a separator's values n and its boost,
     best = (reach, s, kappa, on, (pre, k0, K), boost a, boost c), or (None, why) when no scale works.
 
     The separator as it is, else scaled by 2^-k (large separator values can make every chain long
     enough to leave the dead tail overflow); the split is checked exactly.  The first scale whose
-    boosted step a gate can use (``_gate_reach``) is taken, else the one that comes nearest."""
+    boosted step a gate can use (``_gate_reach``) is taken, else the one that comes nearest.
+    With ``up`` (sharpened separators), scales 2^k > 1 are tried after 1: the chain lifts the on values
+    to at most 2^(e_max - M) (2 on float8_e4m3b11fnuz, while its dead tail starts at -5 to -10), and a
+    sharpened separator, whose sides are a few clusters far apart, can be stretched instead."""
     F = kit.fmt
     why, best = "no quantizer chain fits (every chain overflows)", None
-    for scale in [1.0] + [2.0 ** -k for k in range(2, 17, 2)]:
+    ups = [2.0 ** k for k in range(1, F.e_max + 1)] if up else []
+    for scale in [1.0] + ups + [2.0 ** -k for k in range(2, 17, 2)]:
         s, kappa = s0 * scale, kappa0 * scale
         if not (_in(F, s) and _in(F, kappa)):
             continue
@@ -850,7 +854,11 @@ def _orient(n, on):
 def _sharpen_layer(kit: Kit, n, on):
     """(w, b) of the layer T(w n + b) over all of F x F that best separates a step's on values from its
     dead values, or None: the largest gap between the two sides relative to the whole range of values,
-    then the largest gap (T values on the format's RN index tables; every sum and product exact).
+    then the largest gap relative to the largest |value| (T values on the format's RN index tables;
+    every sum and product exact).  The second key is what the next layer (or the step row) can stretch:
+    a weight w keeps w n finite only for |w| <= Omega / max |n|, and |w| <= Omega, so it lifts the gap
+    to at most Omega gap / max(|n|, 1) (two clusters at 18 and 20 allow w <= 1.5 and a gap of 3; at 0
+    and 2, a gap of 30; at -0.28 and 0.28 only 17).
 
     Why it helps: on float8_e4m3b11fnuz a first-layer separator can move by at most 7.5 x 1/4 between
     neighbouring box inputs, so its gaps are far below |z_d| (gelu: 5) and the step row lands next to
@@ -875,29 +883,34 @@ def _sharpen_layer(kit: Kit, n, on):
     return memo[key]
 
 
-def _sharpen_search(kit: Kit, tb, t_all, u, u_on):
+def _sharpen_search(kit: Kit, tb, t_all, u, u_on, chunk: int = 16):
+    """``_sharpen_layer``'s search: chunks of weights at once, on the (weight, value, bias) grid of table
+    indices; the on values first, so that each side is a slice.  Ties go to the first weight (ascending)
+    and then to the first bias."""
     V, nV = tb.values, tb.over
-    iu = tb.index(u)
+    n_on = int(u_on.sum())
+    iu = np.concatenate([tb.index(u[u_on]), tb.index(u[~u_on])])
+    ws = np.flatnonzero(V != 0)
+    ib = np.arange(nV)
     best = None
-    for wi in range(nV):
-        if V[wi] == 0:
-            continue
-        m = tb.mul_table[wi, iu]
-        if (m == nV).any():
-            continue
-        t = t_all[tb.add_table[m[:, None], np.arange(nV)[None, :]]]          # (values, biases)
-        on_lo, on_hi = t[u_on].min(0), t[u_on].max(0)
-        d_lo, d_hi = t[~u_on].min(0), t[~u_on].max(0)
-        gap = np.maximum(on_lo - d_hi, d_lo - on_hi)
+    for start in range(0, len(ws), chunk):
+        wi = ws[start:start + chunk]
+        m = tb.mul_table[wi[:, None], iu[None, :]]                          # (weights, values)
+        t = t_all[tb.add_table[m[:, :, None], ib[None, None, :]]]           # (weights, values, biases)
+        on_lo, on_hi = t[:, :n_on].min(1), t[:, :n_on].max(1)
+        d_lo, d_hi = t[:, n_on:].min(1), t[:, n_on:].max(1)
+        gap = np.maximum(on_lo - d_hi, d_lo - on_hi)                     # NaN where some value overflows
         width = np.maximum(on_hi, d_hi) - np.minimum(on_lo, d_lo)
-        ok = ~np.isnan(t).any(axis=0) & (gap > 0)
+        ok = gap > 0
         if not ok.any():
             continue
-        rel = np.where(ok, gap / np.where(ok, width, 1.0), -1.0)
-        k = int(np.lexsort((-np.where(ok, gap, -1.0), -rel))[0])
-        key = (float(rel[k]), float(gap[k]))
+        rel = np.where(ok, gap / np.where(ok, width, 1.0), -1.0).ravel()
+        top = np.maximum(np.maximum(np.abs(on_lo), np.abs(on_hi)), np.maximum(np.abs(d_lo), np.abs(d_hi)))
+        g = np.where(ok, gap / np.maximum(top, 1.0), -1.0).ravel()
+        k = int(np.lexsort((-g, -rel))[0])
+        key = (float(rel[k]), float(g[k]))
         if best is None or key > best[0]:
-            best = (key, float(V[wi]), float(V[k]))
+            best = (key, float(V[wi[k // nV]]), float(V[k % nV]))
     return None if best is None else best[1:]
 
 
@@ -905,25 +918,47 @@ def _sharpen_search(kit: Kit, tb, t_all, u, u_on):
 MAX_SHARPEN = 6
 
 
-def _sharpened_split(kit: Kit, st: States, n, on, push_need: float, exactly: int = 0):
-    """(layers, n', best): sharpening layers (``_sharpen_layer``, greedily, at most MAX_SHARPEN, or
-    ``exactly`` that many) after which the step row on their output n' splits (``_step_split``);
-    (None, None, why) otherwise.
+def _sharpened_split(kit: Kit, st: States, n, on, push_need: float):
+    """(layers, n', best): sharpening layers (``_sharpen_layer``, greedily, at most MAX_SHARPEN) after
+    which the step row on their output n' splits (``_step_split``); (None, None, why) otherwise.
     Used only where the separator itself does not split (8-bit formats with a narrow range, where
     the format's tables make the exhaustive layer search cheap)."""
     layers, why = [], "no sharpening layer separates the step's sides"
-    for _ in range(exactly or MAX_SHARPEN):
+    for _ in range(MAX_SHARPEN):
         wb = _sharpen_layer(kit, n, on)
         if wb is None:
             break
         layers.append(wb)
         n = kit.T(kit.row([(wb[0], n)], wb[1]))
-        if exactly and len(layers) < exactly:
-            continue
-        best, why = _step_split(kit, st, n, *_orient(n, on), push_need)
+        best, why = _step_split(kit, st, n, *_orient(n, on), push_need, up=True)
         if best is not None:
             return layers, n, best
     return None, None, why
+
+
+def _padded_split(kit: Kit, st: States, n, on, m: int, depth: int, push_need: float):
+    """(layers, best, reboosts) of a step that must span ``depth`` layers before its row and boosts
+    and splits after m but whose boost can not be boosted again: k = m + 1 .. depth greedy sharpening
+    layers (``_sharpen_layer``), the step row and boost on their output, then depth - k re-boosts; the
+    first k that works.  The reason of the last failure (a str) when none does."""
+    layers, why = [], "no sharpening layer separates the step's sides"
+    for k in range(1, depth + 1):
+        wb = _sharpen_layer(kit, n, on)
+        if wb is None:
+            return why
+        layers.append(wb)
+        n = kit.T(kit.row([(wb[0], n)], wb[1]))
+        if k <= m:
+            continue
+        best, why = _step_split(kit, st, n, *_orient(n, on), push_need, up=True)
+        if best is None:
+            continue
+        pre = kit.add(kit.mul(best[5], kit.T(best[4][0])), best[6])
+        extra = _reboosts(kit, st, pre, on, depth - k)
+        if extra is not None:
+            return list(layers), best, extra
+        why = f"{k} sharpening layers split it, but its boost can not be boosted again"
+    return why
 
 
 def _reboosts(kit: Kit, st: States, pre, on, k: int):
@@ -1080,21 +1115,36 @@ def _construct_theorem5(activation, fmt, points, values, upstream, gradients, im
                 step_pre.append((pre, on))
     # every step spans the same layers: a step with fewer sharpening layers than the deepest is boosted
     # again after its boost (each boost keeps L dead and its on values on one side of L, so the step
-    # stays a step), else sharpened to the full depth; without sharpening (every format but the narrow
-    # 8-bit ones) nothing changes
+    # stays a step), else sharpened to the full depth (one layer deeper for all steps when some step can
+    # not be padded: a longer greedy chain can split where a shorter one did not); without sharpening
+    # (every format but the narrow 8-bit ones) nothing changes
     depth = max([len(s.sharpen) for s in steps] + [0])
+    while True:
+        padded, failure = [], None
+        for i, s in enumerate(steps):
+            pre, on = step_pre[i]
+            extra = _reboosts(kit, st, pre, on, depth - len(s.sharpen))
+            if extra is not None:
+                padded.append((None, extra))
+                continue
+            r = _padded_split(kit, st, kit.T(kit.row([(s.w, coord_vals[s.coord])], s.b)), on,
+                              len(s.sharpen), depth, push_need)
+            if isinstance(r, str):
+                failure = (f"step at coordinate {s.coord + 1} gap {s.gap}: neither boosts nor sharpening "
+                           f"layers pad it to {depth} layers: {r}")
+                break
+            padded.append(r)
+        if failure is None:
+            break
+        if depth >= MAX_SHARPEN:
+            raise ConstructionError(failure)
+        depth += 1
     for i, s in enumerate(steps):
         pre, on = step_pre[i]
-        extra = _reboosts(kit, st, pre, on, depth - len(s.sharpen))
-        if extra is None:
-            vals = coord_vals[s.coord]
-            n = kit.T(kit.row([(s.w, vals)], s.b))
-            layers, _, best = _sharpened_split(kit, st, n, on, push_need, depth)
-            if layers is None:
-                raise ConstructionError(f"step at coordinate {s.coord + 1} gap {s.gap}: neither boosts nor "
-                                        f"sharpening layers pad it to {depth} layers: {best}")
-            _, s.s, s.kappa, on, (pre, s.k0, s.K), s.boost_a, s.boost_c = best
-            s.sharpen, extra = tuple(layers), []
+        layers, extra = padded[i][0], padded[i][-1]
+        if layers is not None:
+            _, s.s, s.kappa, on, (pre, s.k0, s.K), s.boost_a, s.boost_c = padded[i][1]
+            s.sharpen = tuple(layers)
             pre = kit.add(kit.mul(s.boost_a, kit.T(pre)), s.boost_c)
         for a, c in extra:
             pre = kit.add(kit.mul(a, kit.T(pre)), c)
