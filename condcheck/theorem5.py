@@ -51,6 +51,15 @@ no gradient at all, whatever its upstream.  Layers (d = input dimension):
    source cannot (|g*| / (|w_g| |T'(s0)|) > Omega, e.g. sigmoid with T' <= 1/4), two branches carry
    g*/2 each and their contributions meet exactly in x_j's sum.
 
+Sharpened steps (8-bit formats with a narrow range, only where a step fails as above): on
+float8_e4m3b11fnuz (Omega = 30, dead tails from -5 to -13) a separator's gap is far below |z_d| and the
+chain lifts on values to at most 2^(e_max - M) = 2, so the step row stays next to the tail.  Such a step
+reads *sharpening* layers T(w n + b) (``_sharpen_layer``: exhaustive over F x F on the RN tables) that
+pull the two sides into far-apart clusters, and its row may be scaled up.  Every step then spans the
+same layers (the others are boosted again, or sharpened to the same depth), and every gradient branch
+relays its second pass through as many pass layers (weight -1, a pass state at its point), whose
+derivatives join the backward chain.
+
 Domains with d >= 2 and more than EXACT_GATE_POINTS points use *sliced gating* (``_SlicedCtx``): the
 gates of layer 4 are built per coordinate value (an indicator per slice x_j = v, and a slice gate per
 gradient source), and each point gets AND gates of those in a fifth layer.  A point's gates then read d
