@@ -77,11 +77,11 @@ def test_a_sharpened_step_of_float8_e4m3b11fnuz_splits_where_its_separator_does_
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("seed", [0, 1])
-def test_gelu_constructs_the_full_float8_e4m3b11fnuz_box_through_sharpened_steps(seed):
-    # every step but one needs sharpening layers (4 or 5); the other steps are boosted again to the same
-    # depth and the gradient branches relay their passes through as many layers
-    X, (net, claim) = _box_case("gelu", "float8_e4m3b11fnuz", seed)
+@pytest.mark.parametrize("act,seed", [("gelu", 0), ("gelu", 1), ("gelu_tanh", 0)])
+def test_gelu_constructs_the_full_float8_e4m3b11fnuz_box_through_sharpened_steps(act, seed):
+    # nearly every step needs sharpening layers; the other steps are boosted again to the same depth and
+    # the gradient branches relay their passes through as many layers
+    X, (net, claim) = _box_case(act, "float8_e4m3b11fnuz", seed)
     res = verify(net, claim)
     assert res.ok and res.points == len(X), res.summary()
 
