@@ -51,6 +51,15 @@ no gradient at all, whatever its upstream.  Layers (d = input dimension):
    source cannot (|g*| / (|w_g| |T'(s0)|) > Omega, e.g. sigmoid with T' <= 1/4), two branches carry
    g*/2 each and their contributions meet exactly in x_j's sum.
 
+Sharpened steps (8-bit formats with a narrow range, only where a step fails as above): on
+float8_e4m3b11fnuz (Omega = 30, dead tails from -5 to -13) a separator's gap is far below |z_d| and the
+chain lifts on values to at most 2^(e_max - M) = 2, so the step row stays next to the tail.  Such a step
+reads *sharpening* layers T(w n + b) (``_sharpen_layer``: exhaustive over F x F on the RN tables) that
+pull the two sides into far-apart clusters, and its row may be scaled up.  Every step then spans the
+same layers (the others are boosted again, or sharpened to the same depth), and every gradient branch
+relays its second pass through as many pass layers (weight -1, a pass state at its point), whose
+derivatives join the backward chain.
+
 Domains with d >= 2 and more than EXACT_GATE_POINTS points use *sliced gating* (``_SlicedCtx``): the
 gates of layer 4 are built per coordinate value (an indicator per slice x_j = v, and a slice gate per
 gradient source), and each point gets AND gates of those in a fifth layer.  A point's gates then read d
@@ -524,6 +533,8 @@ class Step:
     boost_c: float = 0.0
     on_lo: float = 0.0       # smallest and largest boosted on value (the gates' bound over other points)
     on_hi: float = 0.0
+    sharpen: tuple = ()      # (w, b) of layers T(w n + b) between the separator and the step row
+    reboost: tuple = ()      # (a, c) of boosts after the boost (pad the step to the network's step depth)
 
 
 def _separator_table(kit: Kit, vals: np.ndarray, st: States):
@@ -885,6 +896,179 @@ def _boost_search(kit: Kit, st: States, on_vals):
     return best[1], best[2]
 
 
+def _step_split(kit: Kit, st: States, n, s0: float, kappa0: float, push_need: float, up: bool = False):
+    """(best, why): the step row s n + kappa (+) chain (+) z_d of a separator's values n and its boost,
+    best = (reach, s, kappa, on, (pre, k0, K), boost a, boost c), or (None, why) when no scale works.
+
+    The separator as it is, else scaled by 2^-k (large separator values can make every chain long
+    enough to leave the dead tail overflow); the split is checked exactly.  The first scale whose
+    boosted step a gate can use (``_gate_reach``) is taken, else the one that comes nearest.
+    With ``up`` (sharpened separators), scales 2^k > 1 are tried after 1: the chain lifts the on values
+    to at most 2^(e_max - M) (2 on float8_e4m3b11fnuz, while its dead tail starts at -5 to -10), and a
+    sharpened separator, whose sides are a few clusters far apart, can be stretched instead."""
+    F = kit.fmt
+    why, best = "no quantizer chain fits (every chain overflows)", None
+    ups = [2.0 ** k for k in range(1, F.e_max + 1)] if up else []
+    for scale in [1.0] + ups + [2.0 ** -k for k in range(2, 17, 2)]:
+        s, kappa = s0 * scale, kappa0 * scale
+        if not (_in(F, s) and _in(F, kappa)):
+            continue
+        try:
+            v = kit.add(kit.mul(s, n), kappa)
+        except ConstructionError:
+            continue
+        on = v > 0
+        found = None
+        if on.any():
+            found, why = _quantize(kit, st, v, on, why)
+        if found is None:
+            continue
+        pre, k0, K = found
+        try:
+            ba, bc = _boost(kit, st, kit.T(pre[on]))
+        except ConstructionError as e:
+            why = str(e)
+            continue
+        reach = _gate_reach(F, st, kit.T(kit.add(kit.mul(ba, kit.T(pre[on])), bc)))
+        if best is None or reach > best[0]:
+            best = (reach, s, kappa, on, found, ba, bc)
+        if reach >= push_need:
+            break
+    return best, why
+
+
+def _orient(n, on):
+    """(s, kappa) of a separation: s = +1 when every on value is above every dead value, else -1, and
+    kappa = -(the dead value nearest to the on side) * s (as ``_choose_steps`` gives them)."""
+    if n[on].min() > n[~on].max():
+        return 1.0, -float(n[~on].max())
+    return -1.0, float(n[~on].min())
+
+
+def _sharpen_layer(kit: Kit, n, on):
+    """(w, b) of the layer T(w n + b) over all of F x F that best separates a step's on values from its
+    dead values, or None: the largest gap between the two sides relative to the whole range of values,
+    then the largest gap relative to the largest |value| (T values on the format's RN index tables;
+    every sum and product exact).  The second key is what the next layer (or the step row) can stretch:
+    a weight w keeps w n finite only for |w| <= Omega / max |n|, and |w| <= Omega, so it lifts the gap
+    to at most Omega gap / max(|n|, 1) (two clusters at 18 and 20 allow w <= 1.5 and a gap of 3; at 0
+    and 2, a gap of 30; at -0.28 and 0.28 only 17).
+
+    Why it helps: on float8_e4m3b11fnuz a first-layer separator can move by at most 7.5 x 1/4 between
+    neighbouring box inputs, so its gaps are far below |z_d| (gelu: 5) and the step row lands next to
+    the dead tail where no boost can lift it.  A layer T(w n + b) pushes the far values of one side into
+    the dead tail or a saturated region (collapsing them) and stretches the gap by up to |w T'|; a few
+    such layers leave two well separated clusters, and then the gap itself grows."""
+    tb = op_tables(kit.fmt)
+    V, nV = tb.values, tb.over
+    t_all = kit.__dict__.get("_t_by_index")
+    if t_all is None:
+        v, o = kit.R.value_array(V)
+        t_all = kit._t_by_index = np.append(np.where(o, np.nan, v), np.nan)
+    u, inv = np.unique(n, return_inverse=True)
+    u_on = np.zeros(len(u), bool)
+    u_on[inv[on]] = True
+    # the score is symmetric in the two sides, and many steps meet the same values (the up and down
+    # steps of a gap; two clusters after a layer or two): remembered per (values, side of each)
+    key = (u.tobytes(), (u_on ^ u_on[0]).tobytes())
+    memo = kit.__dict__.setdefault("_sharpen_memo", {})
+    if key not in memo:
+        memo[key] = _sharpen_search(kit, tb, t_all, u, u_on)
+    return memo[key]
+
+
+def _sharpen_search(kit: Kit, tb, t_all, u, u_on, chunk: int = 16):
+    """``_sharpen_layer``'s search: chunks of weights at once, on the (weight, value, bias) grid of table
+    indices; the on values first, so that each side is a slice.  Ties go to the first weight (ascending)
+    and then to the first bias."""
+    V, nV = tb.values, tb.over
+    n_on = int(u_on.sum())
+    iu = np.concatenate([tb.index(u[u_on]), tb.index(u[~u_on])])
+    ws = np.flatnonzero(V != 0)
+    ib = np.arange(nV)
+    best = None
+    for start in range(0, len(ws), chunk):
+        wi = ws[start:start + chunk]
+        m = tb.mul_table[wi[:, None], iu[None, :]]                          # (weights, values)
+        t = t_all[tb.add_table[m[:, :, None], ib[None, None, :]]]           # (weights, values, biases)
+        on_lo, on_hi = t[:, :n_on].min(1), t[:, :n_on].max(1)
+        d_lo, d_hi = t[:, n_on:].min(1), t[:, n_on:].max(1)
+        gap = np.maximum(on_lo - d_hi, d_lo - on_hi)                     # NaN where some value overflows
+        width = np.maximum(on_hi, d_hi) - np.minimum(on_lo, d_lo)
+        ok = gap > 0
+        if not ok.any():
+            continue
+        rel = np.where(ok, gap / np.where(ok, width, 1.0), -1.0).ravel()
+        top = np.maximum(np.maximum(np.abs(on_lo), np.abs(on_hi)), np.maximum(np.abs(d_lo), np.abs(d_hi)))
+        g = np.where(ok, gap / np.maximum(top, 1.0), -1.0).ravel()
+        k = int(np.lexsort((-g, -rel))[0])
+        key = (float(rel[k]), float(g[k]))
+        if best is None or key > best[0]:
+            best = (key, float(V[wi[k // nV]]), float(V[k % nV]))
+    return None if best is None else best[1:]
+
+
+#: the most sharpening layers a step may take before its row
+MAX_SHARPEN = 6
+
+
+def _sharpened_split(kit: Kit, st: States, n, on, push_need: float):
+    """(layers, n', best): sharpening layers (``_sharpen_layer``, greedily, at most MAX_SHARPEN) after
+    which the step row on their output n' splits (``_step_split``); (None, None, why) otherwise.
+    Used only where the separator itself does not split (8-bit formats with a narrow range, where
+    the format's tables make the exhaustive layer search cheap)."""
+    layers, why = [], "no sharpening layer separates the step's sides"
+    for _ in range(MAX_SHARPEN):
+        wb = _sharpen_layer(kit, n, on)
+        if wb is None:
+            break
+        layers.append(wb)
+        n = kit.T(kit.row([(wb[0], n)], wb[1]))
+        best, why = _step_split(kit, st, n, *_orient(n, on), push_need, up=True)
+        if best is not None:
+            return layers, n, best
+    return None, None, why
+
+
+def _padded_split(kit: Kit, st: States, n, on, m: int, depth: int, push_need: float):
+    """(layers, best, reboosts) of a step that must span ``depth`` layers before its row and boosts
+    and splits after m but whose boost can not be boosted again: k = m + 1 .. depth greedy sharpening
+    layers (``_sharpen_layer``), the step row and boost on their output, then depth - k re-boosts; the
+    first k that works.  The reason of the last failure (a str) when none does."""
+    layers, why = [], "no sharpening layer separates the step's sides"
+    for k in range(1, depth + 1):
+        wb = _sharpen_layer(kit, n, on)
+        if wb is None:
+            return why
+        layers.append(wb)
+        n = kit.T(kit.row([(wb[0], n)], wb[1]))
+        if k <= m:
+            continue
+        best, why = _step_split(kit, st, n, *_orient(n, on), push_need, up=True)
+        if best is None:
+            continue
+        pre = kit.add(kit.mul(best[5], kit.T(best[4][0])), best[6])
+        extra = _reboosts(kit, st, pre, on, depth - k)
+        if extra is not None:
+            return list(layers), best, extra
+        why = f"{k} sharpening layers split it, but its boost can not be boosted again"
+    return why
+
+
+def _reboosts(kit: Kit, st: States, pre, on, k: int):
+    """k boosts (a, c) applied one after another to a boosted step with pre-activations pre (on side
+    ``on``), or None when one of them finds no boost."""
+    out = []
+    for _ in range(k):
+        try:
+            a, c = _boost(kit, st, kit.T(pre[on]))
+        except ConstructionError:
+            return None
+        out.append((a, c))
+        pre = kit.add(kit.mul(a, kit.T(pre)), c)
+    return out
+
+
 def _gate_push_need(st: States) -> float:
     """The least push a gradient gate needs from a gating step that is on: from the dead tail z_d up to
     its smallest strong state (|T'| within a factor 4 of the largest; every gradient gate target is one)."""
@@ -1008,48 +1192,61 @@ def _construct_theorem5(activation, fmt, points, values, upstream, gradients, im
                         f"<= {float(vals[gap - 1])!r} from >= {float(vals[gap])!r} monotonically")
                 w, b, s0, kappa0 = ch
                 n = kit.T(kit.row([(w, vals)], b))
-                why, best = "no quantizer chain fits (every chain overflows)", None
-                # the separator as it is, else scaled by 2^-k (large separator values can make every
-                # chain long enough to leave the dead tail overflow); the split is checked exactly.
-                # The first scale whose boosted step a gate can use (``_gate_reach``) is taken, else
-                # the one that comes nearest
-                for scale in [1.0] + [2.0 ** -k for k in range(2, 17, 2)]:
-                    s, kappa = s0 * scale, kappa0 * scale
-                    if not (_in(F, s) and _in(F, kappa)):
-                        continue
-                    try:
-                        v = kit.add(kit.mul(s, n), kappa)
-                    except ConstructionError:
-                        continue
-                    on = v > 0
-                    found = None
-                    if on.any():
-                        found, why = _quantize(kit, st, v, on, why)
-                    if found is None:
-                        continue
-                    pre, k0, K = found
-                    try:
-                        ba, bc = _boost(kit, st, kit.T(pre[on]))
-                    except ConstructionError as e:
-                        why = str(e)
-                        continue
-                    reach = _gate_reach(F, st, kit.T(kit.add(kit.mul(ba, kit.T(pre[on])), bc)))
-                    if best is None or reach > best[0]:
-                        best = (reach, s, kappa, on, found, ba, bc)
-                    if reach >= push_need:
-                        break
+                best, why = _step_split(kit, st, n, s0, kappa0, push_need)
+                sharpen = ()
+                if best is None and op_tables(F) is not None:
+                    # only where the separator does not split: sharpening layers first
+                    on_side = np.arange(len(vals)) >= gap if up else np.arange(len(vals)) < gap
+                    layers, n2, best2 = _sharpened_split(kit, st, n, on_side, push_need)
+                    if layers is not None:
+                        sharpen, n, best = tuple(layers), n2, best2
                 if best is None:
                     raise ConstructionError(f"step at coordinate {j + 1} gap {gap}: {why}")
                 _, s, kappa, on, (pre, k0, K), ba, bc = best
                 pre = kit.add(kit.mul(ba, kit.T(pre)), bc)
-                on_t = kit.T(pre[on])
-                tv = on_t - L
-                sign = np.sign(tv)
-                step = Step(j, gap, up, w, b, s, kappa, k0, K, float(np.abs(tv).min()), float(np.abs(tv).max()),
-                            float(sign[0]), ba, bc, float(on_t.min()), float(on_t.max()))
                 step_of[(j, gap, up)] = len(steps)
-                steps.append(step)
-                step_pre.append(pre)
+                steps.append(Step(j, gap, up, w, b, s, kappa, k0, K, boost_a=ba, boost_c=bc, sharpen=sharpen))
+                step_pre.append((pre, on))
+    # every step spans the same layers: a step with fewer sharpening layers than the deepest is boosted
+    # again after its boost (each boost keeps L dead and its on values on one side of L, so the step
+    # stays a step), else sharpened to the full depth (one layer deeper for all steps when some step can
+    # not be padded: a longer greedy chain can split where a shorter one did not); without sharpening
+    # (every format but the narrow 8-bit ones) nothing changes
+    depth = max([len(s.sharpen) for s in steps] + [0])
+    while True:
+        padded, failure = [], None
+        for i, s in enumerate(steps):
+            pre, on = step_pre[i]
+            extra = _reboosts(kit, st, pre, on, depth - len(s.sharpen))
+            if extra is not None:
+                padded.append((None, extra))
+                continue
+            r = _padded_split(kit, st, kit.T(kit.row([(s.w, coord_vals[s.coord])], s.b)), on,
+                              len(s.sharpen), depth, push_need)
+            if isinstance(r, str):
+                failure = (f"step at coordinate {s.coord + 1} gap {s.gap}: neither boosts nor sharpening "
+                           f"layers pad it to {depth} layers: {r}")
+                break
+            padded.append(r)
+        if failure is None:
+            break
+        if depth >= MAX_SHARPEN:
+            raise ConstructionError(failure)
+        depth += 1
+    for i, s in enumerate(steps):
+        pre, on = step_pre[i]
+        layers, extra = padded[i][0], padded[i][-1]
+        if layers is not None:
+            _, s.s, s.kappa, on, (pre, s.k0, s.K), s.boost_a, s.boost_c = padded[i][1]
+            s.sharpen = tuple(layers)
+            pre = kit.add(kit.mul(s.boost_a, kit.T(pre)), s.boost_c)
+        for a, c in extra:
+            pre = kit.add(kit.mul(a, kit.T(pre)), c)
+        on_t = kit.T(pre[on])
+        tv = on_t - L
+        s.on_min, s.on_max, s.on_sign = float(np.abs(tv).min()), float(np.abs(tv).max()), float(np.sign(tv)[0])
+        s.on_lo, s.on_hi, s.reboost = float(on_t.min()), float(on_t.max()), tuple(extra)
+        step_pre[i] = pre
     step_val = [kit.T(p) for p in step_pre]
     step_pre = None          # (steps x values floats: only step_val is read from here on)
 
@@ -1243,11 +1440,15 @@ class _Branch:
     a3: float = 0.0
     slice_gate: Gate | None = None      # sliced gating: the gate of the pass on its coordinate's slice
     part: int = 0                       # which of the equal branches of a split gradient
+    relays: tuple = ()                  # (a, c) of the relays between the second pass and the gate
 
 
 class _Ctx:
     def __init__(self, kit, st, F, X, steps, U_X, gating):
         self.kit, self.st, self.F, self.X, self.steps, self.U_X, self.gating = kit, st, F, X, steps, U_X, gating
+        # the layers a step spends on sharpening (and the boosts that pad it): each gradient branch
+        # relays its pass through as many layers, so that its gate sits in the same layer as the others
+        self.relays = max([len(s.sharpen) + len(s.reboost) for s in steps] + [0])
         z, t, dt = st.z, st.t, st.dt
         live = z > st.z_dead
         self.zero_states = z[(t == 0)]
@@ -1968,6 +2169,20 @@ class _Ctx:
                     continue
                 c3, p3, P3 = r3
                 d2b = float(kit.dT(p3))
+                # relays after the second pass, one per sharpening layer of the steps (none on most
+                # formats): passes like the second one (weight -1, a pass state at the point), whose
+                # derivatives and weights join the backward chain
+                relays, relay_f = [], []
+                for k in range(self.relays):
+                    r = self._cached(("relay", k, j, vi, w_g, a2), lambda: self._pass(P3, -1.0, vi))
+                    if r is None:
+                        break
+                    relays.append((-1.0, r[0]))
+                    relay_f = [float(kit.dT(r[1])), -1.0] + relay_f
+                    P3 = r[2]
+                if len(relays) < self.relays:
+                    last_err = "no relay of the pass reaches a pass state"
+                    continue
                 for option in self._gradient_gates(zi, j, vi, a3, P3, (j, w_g, b_g, a2, a3)):
                     if isinstance(option, ConstructionError):
                         last_err = str(option)
@@ -1975,7 +2190,7 @@ class _Ctx:
                     gate, slice_gate, front = option
                     Gz = float(kit.T(gate.pz))
                     d3 = float(kit.dT(gate.pz))
-                    factors = [d3] + front + [a3, d2b, a2b, d2, a2, d1, w_g]
+                    factors = [d3] + front + [a3] + relay_f + [d2b, a2b, d2, a2, d1, w_g]
                     for n in range(n_post, (n_top or n_post) + 1):
                         r = self._transfer(y, g, Gz, d3, factors, gate.bmax, h_max, quarter, n)
                         if r is not None:
@@ -1987,7 +2202,7 @@ class _Ctx:
                     post, A, ends = r
                     post = list(post)           # pad_gradient appends to it; r may be shared (cached)
                     br = _Branch(zi, gate, post, A, coord=j, w_g=w_g, b_g=b_g, a2=a2, c2=c2, a2b=a2b, c3=c3,
-                                 a3=a3, slice_gate=slice_gate)
+                                 a3=a3, slice_gate=slice_gate, relays=tuple(relays))
                     br.ends, br.y, br.g = ends, y, g
                     return br
         raise ConstructionError(f"point {zi + 1} {X[zi].tolist()}, coordinate {j + 1}: gradient branch not "
@@ -2799,47 +3014,83 @@ class _Constants:
 
 
 def _branch_keys(br, sliced):
-    """Keys of a gradient branch's source and passes: shared by the branches of a slice (sliced gating:
-    equal rows; a slice gate is live, and gets a backward value, only on its slice), else None."""
+    """Keys of a gradient branch's source and passes (and of its relays, a list): shared by the branches
+    of a slice (sliced gating: equal rows; a slice gate is live, and gets a backward value, only on its
+    slice), else None."""
     if sliced is None:
-        return None, None, None
+        return None, None, None, [None] * len(br.relays)
     k = (br.coord, br.w_g, br.b_g, br.part)
-    return ("s",) + k, ("p2", br.a2, br.c2) + k, ("p3", br.a2, br.c2, br.a2b, br.c3) + k
+    p3 = ("p3", br.a2, br.c2, br.a2b, br.c3)
+    return ("s",) + k, ("p2", br.a2, br.c2) + k, p3 + k, [("r",) + p3 + br.relays[:i + 1] + k
+                                                          for i in range(len(br.relays))]
 
 
 def _assemble(kit, st, F, d, steps, values_part, grad_part, const, C, activation, implementation, sliced=None):
     M = F.M
-    # layer 1: separators, sources, kappa constants (one per constant state used), chain constants
-    l1 = _Cols()
-    sep = [l1.add({s.coord: s.w}, s.b) for s in steps]
     keys = [_branch_keys(br, sliced) for br in grad_part]
-    src = [l1.add({br.coord: br.w_g}, br.b_g, key=keys[i][0]) for i, br in enumerate(grad_part)]
-    kap_col = {}
-    for s in steps:
-        b, _ = const.pick(s.kappa)
-        if b not in kap_col:
-            kap_col[b] = l1.add({}, b)
-    levels = sorted({k for s in steps for k in range(s.k0, s.K + 1)})
-    chain_col = {}
-    for k in levels:
-        b, K = const.pick(math.ldexp(1 + 2.0 ** -M, k))
-        chain_col[k] = (l1.add({}, b), l1.add({}, b), K)
-    # layer 2: steps (separator, kappa, then the chain in increasing k: the row's summation order), passes
-    l2 = _Cols()
-    for i, s in enumerate(steps):
+
+    def constants(cols, group):
+        """The constants the step rows of ``group`` read (they sit in the next layer): kappa constants
+        (one per constant state used), then chain constants."""
+        kap_col = {}
+        for s in group:
+            b, _ = const.pick(s.kappa)
+            if b not in kap_col:
+                kap_col[b] = cols.add({}, b)
+        chain_col = {}
+        for k in sorted({k for s in group for k in range(s.k0, s.K + 1)}):
+            b, K = const.pick(math.ldexp(1 + 2.0 ** -M, k))
+            chain_col[k] = (cols.add({}, b), cols.add({}, b), K)
+        return kap_col, chain_col
+
+    def step_row(s, col, consts):
+        """The step row: separator (or its last sharpening layer), kappa, then the chain in increasing
+        k (the row's summation order), bias z_d."""
+        kap_col, chain_col = consts
         b, K = const.pick(s.kappa)
-        terms = {sep[i]: s.s, kap_col[b]: s.kappa / K}
+        terms = {col: s.s, kap_col[b]: s.kappa / K}
         for k in range(s.k0, s.K + 1):
             c = math.ldexp(1 + 2.0 ** -M, k)
             terms[chain_col[k][0]] = c / chain_col[k][2]
             terms[chain_col[k][1]] = -c / chain_col[k][2]
-        l2.add(terms, st.z_dead)
-    pas2 = [l2.add({src[i]: br.a2}, br.c2, key=keys[i][1]) for i, br in enumerate(grad_part)]
-    # layer 3: boosted steps (the gates read these), second passes
-    lb = _Cols()
-    boosted = [lb.add({i: s.boost_a}, s.boost_c) for i, s in enumerate(steps)]
-    pas3 = [lb.add({pas2[i]: br.a2b}, br.c3, key=keys[i][2]) for i, br in enumerate(grad_part)]
-    layers = [l1.layer(d, F), l2.layer(len(l1.rows), F), lb.layer(len(l2.rows), F)]
+        return terms, st.z_dead
+
+    # layer 1: separators, sources, the constants of the step rows in layer 2
+    l1 = _Cols()
+    cur = [l1.add({s.coord: s.w}, s.b) for s in steps]          # each step's column in the last layer
+    src = [l1.add({br.coord: br.w_g}, br.b_g, key=keys[i][0]) for i, br in enumerate(grad_part)]
+    consts = constants(l1, [s for s in steps if not s.sharpen])
+    layers, n_prev = [l1.layer(d, F)], len(l1.rows)
+    # then, per step, its sharpening layers, the step row, the boost (the gates read the boosts) and its
+    # re-boosts, all steps in step order; beside them each gradient branch's first and second pass and
+    # its relays; last the constants of the step rows of the next layer.  Without sharpening: layer 2
+    # steps and first passes, layer 3 boosts and second passes
+    grad = src
+    n_extra = max([len(s.sharpen) + len(s.reboost) for s in steps] + [0])
+    for k in range(n_extra + 2):
+        lk = _Cols()
+        for i, s in enumerate(steps):
+            m = len(s.sharpen)
+            if k < m:
+                cur[i] = lk.add({cur[i]: s.sharpen[k][0]}, s.sharpen[k][1])
+            elif k == m:
+                cur[i] = lk.add(*step_row(s, cur[i], consts))
+            elif k == m + 1:
+                cur[i] = lk.add({cur[i]: s.boost_a}, s.boost_c)
+            else:
+                a, c = s.reboost[k - m - 2]
+                cur[i] = lk.add({cur[i]: a}, c)
+        if k == 0:
+            grad = [lk.add({grad[i]: br.a2}, br.c2, key=keys[i][1]) for i, br in enumerate(grad_part)]
+        elif k == 1:
+            grad = [lk.add({grad[i]: br.a2b}, br.c3, key=keys[i][2]) for i, br in enumerate(grad_part)]
+        else:
+            grad = [lk.add({grad[i]: br.relays[k - 2][0]}, br.relays[k - 2][1], key=keys[i][3][k - 2])
+                    for i, br in enumerate(grad_part)]
+        consts = constants(lk, [s for s in steps if len(s.sharpen) == k + 1])
+        layers.append(lk.layer(n_prev, F))
+        n_prev = len(lk.rows)
+    boosted, pas3 = cur, grad
     below = boosted        # the columns gates (sliced: slice neurons) read for their step inputs
     if sliced is not None:
         # layer 4 (sliced gating): indicators, ordered by (coordinate, value) so that an AND gate's sum
@@ -2854,11 +3105,11 @@ def _assemble(kit, st, F, d, steps, values_part, grad_part, const, C, activation
             terms = {boosted[k]: b for k, b in zip(sg.inputs, sg.betas)}
             terms[pas3[i]] = br.a3
             col[(br.gate.inputs[-1], br.part)] = ls.add(terms, sg.gamma, key=(br.gate.inputs[-1], br.part))
-        layers.append(ls.layer(len(lb.rows), F))
+        layers.append(ls.layer(n_prev, F))
         below = {k: c for k, c in col.items() if k[0] == "I"}
         n_below = len(ls.rows)
     else:
-        n_below = len(lb.rows)
+        n_below = n_prev
     # gates: values, then gradients
     l3 = _Cols()
     vcol = [l3.add({below[i]: b for i, b in zip(br.gate.inputs, br.gate.betas)}, br.gate.gamma) for br in values_part]

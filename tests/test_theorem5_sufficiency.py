@@ -2,7 +2,8 @@
 (activation, format) of the theorems' branches (E >= 4) must construct, here on the full d = 1 box.
 
 The whole sweep over the built-ins and the formats of at most 8 bits is ``benchmarks/sufficiency.py``;
-the slow test below runs each pair of it.  Known gap: float8_e4m3b11fnuz (see the last tests).
+the slow test below runs each pair of it.  float8_e4m3b11fnuz: gelu constructs through sharpened steps;
+swish and tanh are known gaps (see the last tests).
 """
 import numpy as np
 import pytest
@@ -54,14 +55,53 @@ def test_the_covered_formats_are_those_of_the_theorems_branches():
     assert theorem_branch(get_format("float8_e3m4")).startswith("not covered")
 
 
-def test_float8_e4m3b11fnuz_is_a_known_gap_of_the_step_construction():
-    # Conditions 1-3 hold for gelu there, but Omega = 30 and the dead tail starts at -5 with ulp 1/2: a
-    # first-layer neuron moves its pre-activation by at most 7.5 * 1/4 between neighbouring box inputs,
-    # so every step lands just above the dead tail (gelu~(-4) = -2^-13), and no boost T(a U + c) with c
-    # dead moves it (|a U| < ulp(-5) / 2).  This test records the gap; it fails once the gap is closed.
-    assert check_activation("gelu", "float8_e4m3b11fnuz").holds
-    with pytest.raises(ConstructionError, match=r"step at coordinate 1 gap 1: no boost"):
-        _box_case("gelu", "float8_e4m3b11fnuz")
+def test_a_sharpened_step_of_float8_e4m3b11fnuz_splits_where_its_separator_does_not():
+    # Omega = 30 and gelu's dead tail starts at -5 with ulp 1/2: the best first-layer separator of the
+    # box's first gap leaves the step row just above the tail (gelu~(-4) = -2^-13), where no boost moves
+    # it; a few sharpening layers T(w n + b) (exhaustive over F x F) pull the two sides apart
+    from condcheck.theorem5 import (Kit, _gate_push_need, _require_conditions, _separator_chooser,
+                                    _sharpened_split, _step_split, find_states)
+    F = get_format("float8_e4m3b11fnuz")
+    kit = Kit("gelu", F, "exact")
+    st = find_states(kit, _require_conditions(kit, F, "exact"))
+    vals = np.unique(full_box("gelu", F, 1)[:, 0])
+    w, b, s0, kappa0 = _separator_chooser(kit, vals, st)(1, True)
+    n = kit.T(kit.row([(w, vals)], b))
+    assert _step_split(kit, st, n, s0, kappa0, _gate_push_need(st))[0] is None
+    on = np.arange(len(vals)) >= 1
+    layers, n2, best = _sharpened_split(kit, st, n, on, _gate_push_need(st))
+    assert 1 <= len(layers) <= 6
+    assert n2[on].min() > n2[~on].max() or n2[on].max() < n2[~on].min()
+    boosted = kit.T(kit.add(kit.mul(best[5], kit.T(best[4][0])), best[6]))
+    assert (boosted[~on] == st.L).all() and (boosted[on] != st.L).all()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("act,seed", [("gelu", 0), ("gelu", 1), ("gelu_tanh", 0)])
+def test_gelu_constructs_the_full_float8_e4m3b11fnuz_box_through_sharpened_steps(act, seed):
+    # nearly every step needs sharpening layers; the other steps are boosted again to the same depth and
+    # the gradient branches relay their passes through as many layers
+    X, (net, claim) = _box_case(act, "float8_e4m3b11fnuz", seed)
+    res = verify(net, claim)
+    assert res.ok and res.points == len(X), res.summary()
+
+
+@pytest.mark.slow
+def test_swish_on_float8_e4m3b11fnuz_is_a_known_gap_of_the_gates():
+    # its steps now build (sharpened), but a gradient gate of point 7 finds no weights that keep it live
+    # there and push every other point into the dead tail (the same without the relays of the sharpening)
+    assert check_activation("swish", "float8_e4m3b11fnuz").holds
+    with pytest.raises(ConstructionError, match=r"point 7 \[-2.5\].*no gate puts it live and all other points dead"):
+        _box_case("swish", "float8_e4m3b11fnuz")
+
+
+@pytest.mark.slow
+def test_tanh_on_float8_e4m3b11fnuz_is_a_known_gap_of_the_gradient_transfer():
+    # its steps now build (sharpened), but at point 12 the upstream value is the smallest subnormal
+    # 2^-13 and no blocker chain and output weight carry it exactly to g* (the same without the relays)
+    assert check_activation("tanh", "float8_e4m3b11fnuz").holds
+    with pytest.raises(ConstructionError, match=r"point 12 \[-3.25\].*no transfer pair"):
+        _box_case("tanh", "float8_e4m3b11fnuz")
 
 
 def test_a_failure_outside_the_theorems_branches_says_the_construction_is_an_attempt():
