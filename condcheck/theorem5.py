@@ -1117,8 +1117,8 @@ def _gradient_branches(ctx, zi, j, y, g, h_max, C, max_post, n_min=1):
     if not ctx.small_format and not ctx.join and ctx.nonzero_values is not None:
         # enumerated formats with many values: every greedy chain fell short; once more with a last layer
         # found by joining both ends of the backward chain (``_Ctx._last_join``) and first layers aimed at
-        # it, only here, so that every branch found before stays as it was (float16 sigmoid: h* = -2^-24,
-        # g*/h* = 2^32.6)
+        # it, only here, so that every branch found before stays as it was (sigmoid on 256 float16 box
+        # points, point 162: h* = -2^-24, g* = 777.5, g*/h* = 2^33.6, gates with T' = 1/4)
         ctx.join = True
         try:
             return _gradient_branches(ctx, zi, j, y, g, h_max, C, max_post, n_min)
@@ -2348,8 +2348,8 @@ class _Ctx:
 
         From the upstream end: the output weight A and the layer's state p give w = RN(RN(y A) T'(p)),
         with |A| max(|T(p)|, |L|) < ulp(C)/4 (absorbed) and |A| h_max <= Omega.  With a tiny upstream
-        (float16 sigmoid, y = -2^-24) that bounds |w| by a few multiples of the smallest subnormal
-        (T'/T <= 1), so w takes a handful of values.  From the gradient end: the preimage set S.  The
+        (float16 sigmoid, y = -2^-24) that bounds |w| by 8 times the smallest subnormal
+        (sigmoid's T' <= T), so w takes a handful of values.  From the gradient end: the preimage set S.  The
         join is a with RN(w a) in S, so a must be about s / w: a weight with any significand, where
         ``_last_layer`` tries only short ones (1, 1.5) or those near s / (y T' a) for a sampled A.  Per
         live state p the candidates w are the largest values below the bound and the powers of two
