@@ -1399,6 +1399,18 @@ def _gradient_branches(ctx, zi, j, y, g, h_max, C, max_post, n_min=1):
             pass
         finally:
             ctx.beam = False
+    if not ctx.small_format and not ctx.join and ctx.nonzero_values is not None:
+        # enumerated formats with many values: every greedy chain fell short; once more with a last layer
+        # found by joining both ends of the backward chain (``_Ctx._last_join``) and first layers aimed at
+        # it, only here, so that every branch found before stays as it was (sigmoid on 256 float16 box
+        # points, point 162: h* = -2^-24, g* = 777.5, g*/h* = 2^33.6, gates with T' = 1/4)
+        ctx.join = True
+        try:
+            return _gradient_branches(ctx, zi, j, y, g, h_max, C, max_post, n_min)
+        except ConstructionError:
+            pass
+        finally:
+            ctx.join = False
     raise err
 
 
@@ -1505,6 +1517,7 @@ class _Ctx:
         self._last_maps = {}            # _last_layer_tables: blocker index maps by on value (at most 64)
         self.transfer_why = ""          # why the last _transfer_search found nothing
         self.beam = False               # _transfer_search may try _transfer_beam (set by _gradient_branches)
+        self.join = False               # _last_join and the greedy chain aimed at it (set by _gradient_branches)
 
     def _betas(self, gating, shift_exp):
         out = []
@@ -2485,7 +2498,7 @@ class _Ctx:
             r = self._transfer_search(y, g, Gz, d3, tail_factors, bmax, h_max, quarter, n_post)
             return r, self.transfer_why
         r, self.transfer_why = self._cached(("transfer", y, g, Gz, d3, tuple(tail_factors), bmax, h_max, quarter,
-                                             n_post, self.beam), search)
+                                             n_post, self.beam, self.join), search)
         return r
 
     def _transfer_search(self, y, g, Gz, d3, tail_factors, bmax, h_max, quarter, n_post):
@@ -2523,6 +2536,14 @@ class _Ctx:
         fixed = all(tail_factors)
         need = (_lg(g) - _lg(y) - sum(_lg(f) for f in tail_factors)) if y and fixed else 0.0
         r = self._transfer_greedy(y, S, Gz, need, h_max, quarter, n_post)
+        if r is None and self.join and n_post >= 2:
+            # the first layers aimed at what the joined last layer can carry
+            reach = self._join_reach(y, h_max, quarter)
+            if reach is not None:
+                why = self.transfer_why
+                r = self._transfer_greedy(y, S, Gz, need, h_max, quarter, n_post, last_cap=reach[-1] - 1)
+                if r is None:
+                    self.transfer_why = why
         if r is None and self.beam and n_post >= 2:
             # the greedy chain (an even share of the gain per layer) can fall short: each layer's forward
             # value grows with its gain and limits the next one (gelu on float8_e4m3 with |h*| up to 240,
@@ -2533,16 +2554,25 @@ class _Ctx:
                 self.transfer_why = why
         return r
 
-    def _transfer_greedy(self, y, S, Gz, need, h_max, quarter, n_post):
+    def _transfer_greedy(self, y, S, Gz, need, h_max, quarter, n_post, last_cap=None):
         """The first n_post - 1 blocker layers, each carrying an even share of the gain still needed, then
-        ``_transfer_last``."""
+        ``_transfer_last``.
+
+        With last_cap (log2 of the gain ``_last_join`` can give the last layer): the first layers share
+        what is needed beyond it, and each takes the first blocker in the ranking whose preimage set is
+        not empty (a tiny upstream leaves the last layer a gain of about |w| Omega / |y|, not the even
+        share; an even share would drive the preimages into the subnormal range, where a power-of-two
+        layer has no exact preimage of a single value)."""
         L = self.st.L
         post, v_on = [], Gz
         for k in range(n_post - 1):
             if v_on == L:
                 self.transfer_why = f"layer {k + 1} reads the dead value"
                 return None
-            share = need / (n_post - k)          # what this layer should carry, A ~ 1 for the rest
+            if last_cap is None:
+                share = need / (n_post - k)          # what this layer should carry, A ~ 1 for the rest
+            else:
+                share = (need - last_cap) / (n_post - 1 - k)
             weights = self._weights_for(share)
 
             def ranked():
@@ -2560,9 +2590,14 @@ class _Ctx:
             if len(a) == 0:
                 self.transfer_why = f"no blocker for layer {k + 1} (on value {v_on!r}, gain 2^{share:.0f})"
                 return None
-            i = int(np.lexsort((abs_t, np.round(np.abs(gain - share)), inexact))[0])
+            order = np.lexsort((abs_t, np.round(np.abs(gain - share)), inexact))
+            for i in order[:1 if last_cap is None else 32]:
+                i = int(i)
+                S_i = self._preimage(S, float(d[i]), float(a[i]))
+                if len(S_i):
+                    break
             need -= float(gain[i])
-            S = self._preimage(S, float(d[i]), float(a[i]))
+            S = S_i
             if len(S) == 0:
                 self.transfer_why = f"empty preimage set after layer {k + 1}"
                 return None
@@ -2662,7 +2697,105 @@ class _Ctx:
             want = _sample(S, 8)[:, None, None] / (cand_A[None, :, None] * strong[None, None, :])
         a, c, p, t, d = self._blockers(v_on, weights=np.union1d(_near(F, want, 2), -_near(F, want, 2)))
         r = self._last_layer((a, c, t, d), np.arange(len(a)), lambda chunk: (As_all, cand_A), S, quarter)
+        if r is None and self.join:
+            r = self._last_join(y, S, v_on, h_max, quarter)
         return None if r is None else (post + [r[0]], r[1], r[2])
+
+    def _last_join(self, y, S, v_on, h_max, quarter):
+        """((a, c), A, ends) of a last blocker layer found by meeting the two ends of the backward chain at
+        its weight a, or None (enumerated formats; tried only where ``_last_layer`` found nothing).
+
+        From the upstream end: the output weight A and the layer's state p give w = RN(RN(y A) T'(p)),
+        with |A| max(|T(p)|, |L|) < ulp(C)/4 (absorbed) and |A| h_max <= Omega.  With a tiny upstream
+        (float16 sigmoid, y = -2^-24) that bounds |w| by 8 times the smallest subnormal
+        (sigmoid's T' <= T), so w takes a handful of values.  From the gradient end: the preimage set S.  The
+        join is a with RN(w a) in S, so a must be about s / w: a weight with any significand, where
+        ``_last_layer`` tries only short ones (1, 1.5) or those near s / (y T' a) for a sampled A.  Per
+        live state p the candidates w are the largest values below the bound and the powers of two
+        under it (a power-of-two w makes a = s / w exact); (a, p) must then be a blocker from v_on
+        (RN(RN(a v_on) + c) = p with c, and RN(a L) + c, dead).  Every step is checked exactly.
+        """
+        F, st = self.F, self.st
+        L = st.L
+        if self.nonzero_values is None or v_on == L or y == 0:
+            return None
+        reach = self._join_reach(y, h_max, quarter)
+        if reach is None:
+            return None
+        p, tp, dp, Aw, ww, _ = reach
+        for s in _sample(S, 8):
+            s = float(s)
+            ag = _near_grid(F, abs(s) / ww, 2)          # |a| with RN(|w| |a|) = |s|
+            ag = np.where(np.isfinite(ag), ag, 0.0)
+            prod, o5 = mul_array(np.broadcast_to(ww[:, None], ag.shape), ag, F)
+            hit = ~o5 & (ag > 0) & (prod == abs(s))
+            r_, c_ = np.nonzero(hit)
+            if len(r_) == 0:
+                continue
+            for sa in (1.0, -1.0):
+                a = sa * ag[r_, c_]
+                q = p[r_]
+                m_on, o6 = mul_array(a, np.full(len(a), v_on), F)
+                m_off, o7 = mul_array(a, np.full(len(a), L), F)
+                c, o8 = add_array(q, -np.where(o6, 0.0, m_on), F)
+                p_on, o9 = add_array(np.where(o6, 0.0, m_on), np.where(o8, 0.0, c), F)
+                p_off, o10 = add_array(np.where(o7, 0.0, m_off), np.where(o8, 0.0, c), F)
+                fine = ~(o6 | o7 | o8 | o9 | o10) & (p_on == q) & st.dead(p_off)
+                for h in np.nonzero(fine)[0]:
+                    n = int(r_[h])
+                    # the sign of A that makes RN(RN(RN(y A) T'(p)) a) = s; the whole chain checked once more
+                    A = float(Aw[n]) * float(np.sign(s) * sa * np.sign(y) * np.sign(dp[n]))
+                    if float(self.kit.mul(self.kit.mul(self.kit.mul(y, A), float(dp[n])), float(a[h]))) == s:
+                        return (float(a[h]), float(c[h])), A, (float(tp[n]), L, 1.0)
+        return None
+
+    def _join_reach(self, y, h_max, quarter):
+        """The upstream end of ``_last_join``, once per (y, h_max, quarter): arrays (p, T(p), T'(p), |A|, |w|)
+        of the (state, w) pairs that an absorbed output weight reaches, and log2 of the largest gain
+        |w| Omega / |y| the last layer can carry (what the layers before it leave to it), or None."""
+        return self._cached(("join_reach", y, h_max, quarter), lambda: self._join_reach_search(y, h_max, quarter))
+
+    def _join_reach_search(self, y, h_max, quarter):
+        F, st = self.F, self.st
+        L = st.L
+        V = self.nonzero_values
+        V = V[V > 0]
+        live = (st.z > st.z_dead) & (st.dt != 0)
+        p, tp, dp = st.z[live], st.t[live], st.dt[live]
+        amp = np.maximum(np.abs(tp), abs(L))
+        with np.errstate(divide="ignore"):
+            lim = np.minimum(float(F.max_float) / h_max if h_max else np.inf,
+                             np.where(amp > 0, quarter / np.where(amp > 0, amp, 1.0), np.inf))
+        k = np.searchsorted(V, lim, "left") - 1          # the largest |A| strictly below the bound
+        ok = k >= 0
+        p, tp, dp, A_top = p[ok], tp[ok], dp[ok], V[np.maximum(k[ok], 0)]
+        ay, ad = abs(y), np.abs(dp)
+        u, o1 = mul_array(np.full(len(A_top), ay), A_top, F)
+        w_top, o2 = mul_array(u, ad, F)
+        w_top = np.where(o1 | o2, 0.0, w_top)
+        # |w| targets per state: the 8 largest values <= w_top and 4 powers of two below it
+        i = np.searchsorted(V, w_top, "right") - 1
+        tops = np.stack([np.where(i - j >= 0, V[np.maximum(i - j, 0)], 0.0) for j in range(8)], axis=1)
+        with np.errstate(divide="ignore"):
+            e = np.floor(np.log2(np.where(w_top > 0, w_top, 1.0)))
+        pows = np.ldexp(1.0, (e[:, None] - np.arange(4)[None, :]).astype(int))
+        pows = np.where((w_top[:, None] > 0) & (pows >= V[0]), pows, 0.0)
+        W = np.concatenate([tops, pows], axis=1)
+        W = np.where(W <= w_top[:, None], W, 0.0)
+        # the output weights |A| that give each |w|: values near w / (|y| |T'|), checked exactly
+        Ac = _near_grid(F, W / ay / ad[:, None], 1)
+        Ac = np.where(np.isfinite(Ac) & (Ac > 0) & (Ac <= A_top[:, None, None]) & (W[:, :, None] > 0), Ac, np.nan)
+        ui, o3 = mul_array(np.full(Ac.shape, ay), np.where(np.isnan(Ac), 0.0, Ac), F)
+        wi, o4 = mul_array(ui, np.broadcast_to(ad[:, None, None], ui.shape), F)
+        good = ~np.isnan(Ac) & ~o3 & ~o4 & (wi == W[:, :, None])
+        si, wj, ak = np.nonzero(good)
+        if len(si) == 0:
+            return None
+        _, first = np.unique(si * W.shape[1] + wj, return_index=True)      # one A per (state, w)
+        si, wj, ak = si[first], wj[first], ak[first]
+        ww = W[si, wj]
+        cap = _lg(float(ww.max())) + _lg(F.max_float) - _lg(y)
+        return p[si], tp[si], dp[si], Ac[si, wj, ak], ww, cap
 
     def _last_layer(self, blockers, order, candidates, S, quarter):
         """((a, c), A, ends) of the first blocker (in ``order``, 512 at a time) and output weight A from
