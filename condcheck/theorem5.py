@@ -1389,28 +1389,20 @@ def _gradient_branches(ctx, zi, j, y, g, h_max, C, max_post, n_min=1):
                 return _parts([ctx.gradient_branch(zi, j, y, part, h_max, C, n_post) for _ in range(parts)])
             except ConstructionError as e:
                 err = e
-    if ctx.small_format and not ctx.beam:
-        # every chain the greedy transfer found fell short: once more with the beam over the blocker
-        # layers (only here, so that every branch the greedy search finds stays as it was)
-        ctx.beam = True
+    # every chain the greedy transfer found fell short: once more with a wider search, only here, so that
+    # every branch found before stays as it was.  8-bit formats: the beam over the blocker layers.
+    # Enumerated formats with many values: first layers aimed at what the last layer can carry, with a
+    # last layer joined from both ends of the backward chain (``_Ctx._last_join``; sigmoid on 256 float16
+    # box points, point 162: h* = -2^-24, g* = 777.5, g*/h* = 2^33.6, gates with T' = 1/4)
+    retry = "beam" if ctx.small_format else "join" if ctx.nonzero_values is not None else None
+    if retry and not getattr(ctx, retry):
+        setattr(ctx, retry, True)
         try:
             return _gradient_branches(ctx, zi, j, y, g, h_max, C, max_post, n_min)
         except ConstructionError:
             pass
         finally:
-            ctx.beam = False
-    if not ctx.small_format and not ctx.join and ctx.nonzero_values is not None:
-        # enumerated formats with many values: every greedy chain fell short; once more with a last layer
-        # found by joining both ends of the backward chain (``_Ctx._last_join``) and first layers aimed at
-        # it, only here, so that every branch found before stays as it was (sigmoid on 256 float16 box
-        # points, point 162: h* = -2^-24, g* = 777.5, g*/h* = 2^33.6, gates with T' = 1/4)
-        ctx.join = True
-        try:
-            return _gradient_branches(ctx, zi, j, y, g, h_max, C, max_post, n_min)
-        except ConstructionError:
-            pass
-        finally:
-            ctx.join = False
+            setattr(ctx, retry, False)
     raise err
 
 
@@ -3011,18 +3003,6 @@ class _SlicedCtx(_Ctx):
                     r = self._indicator_in[key] = self._input(key, self.indicator(j, key[2]))
                 out.append(r)
         return out
-
-    def _sorted_targets(self, targets):
-        """(targets as an array, their stable sort order, the sorted array): made once for the fixed
-        list gate_targets (47,446 states on bfloat16, asked for by every gradient gate), else per call."""
-        if targets is self.gate_targets and getattr(self, "_gate_targets_sorted", None) is not None:
-            return self._gate_targets_sorted
-        tv = np.asarray(targets, float)
-        order = np.argsort(tv, kind="stable")
-        r = (tv, order, tv[order])
-        if targets is self.gate_targets:
-            self._gate_targets_sorted = r
-        return r
 
     def point_gate(self, zi, extra, targets, small_first=False) -> Gate:
         if extra is not None:
