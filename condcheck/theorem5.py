@@ -1586,7 +1586,7 @@ class _Ctx:
             gi = int(np.argmin(ranks[si]))
             betas, gamma = [float(b) for b in B[si]], float(Gb[si, gi])
             pre = self._gate_row(zi, gating, betas, extra, gamma)
-            if np.isin(pre[zi], tv) and st.dead(np.delete(pre, zi)).all():
+            if (tv == pre[zi]).any() and st.dead(np.delete(pre, zi)).all():      # (isin would sort tv)
                 return betas, gamma, pre
         raise ConstructionError(f"point {zi + 1} {self.X[zi].tolist()}: no gate puts it live and all other points dead")
 
