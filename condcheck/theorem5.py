@@ -183,12 +183,17 @@ class Kit:
         i = self.index(z)
         if i is None or (i == self.tables.over).any():        # NaN: the array path refuses it
             return None
+        v, o = self.by_index(derivative)
+        return v[i], o[i]
+
+    def by_index(self, derivative=False):
+        """(values, overflow) of T (or T') at every table index of a tabulated format, the overflow
+        index last (NaN, overflowing); made once per Kit."""
         cache = self.__dict__.setdefault("_T_by_index", {})
         if derivative not in cache:
             v, o = (self.R.derivative_array if derivative else self.R.value_array)(self.tables.values)
             cache[derivative] = (np.append(v, np.nan), np.append(o, True))
-        v, o = cache[derivative]
-        return v[i], o[i]
+        return cache[derivative]
 
     def T(self, z, what="an activation value"):
         if self._enumerated and (type(z) is float or np.ndim(z) == 0):
@@ -580,9 +585,7 @@ def _separator_rows_indexed(kit: Kit, tb, vals: np.ndarray):
     V = tb.values
     n = tb.over
     iv = tb.index(vals)
-    t_all, t_over = kit.R.value_array(V)
-    t_all = np.append(t_all, np.nan)
-    t_bad = np.append(t_over, True)                 # the overflow index: never a finite row
+    t_all, t_bad = kit.by_index()                   # the overflow index: never a finite row
     iV = np.arange(n)[:, None]
     cands = []
     for k in range(n):
@@ -959,12 +962,6 @@ def _sharpen_layer(kit: Kit, n, on):
     the dead tail where no boost can lift it.  A layer T(w n + b) pushes the far values of one side into
     the dead tail or a saturated region (collapsing them) and stretches the gap by up to |w T'|; a few
     such layers leave two well separated clusters, and then the gap itself grows."""
-    tb = op_tables(kit.fmt)
-    V, nV = tb.values, tb.over
-    t_all = kit.__dict__.get("_t_by_index")
-    if t_all is None:
-        v, o = kit.R.value_array(V)
-        t_all = kit._t_by_index = np.append(np.where(o, np.nan, v), np.nan)
     u, inv = np.unique(n, return_inverse=True)
     u_on = np.zeros(len(u), bool)
     u_on[inv[on]] = True
@@ -973,7 +970,8 @@ def _sharpen_layer(kit: Kit, n, on):
     key = (u.tobytes(), (u_on ^ u_on[0]).tobytes())
     memo = kit.__dict__.setdefault("_sharpen_memo", {})
     if key not in memo:
-        memo[key] = _sharpen_search(kit, tb, t_all, u, u_on)
+        v, o = kit.by_index()
+        memo[key] = _sharpen_search(kit, kit.tables, np.where(o, np.nan, v), u, u_on)
     return memo[key]
 
 
