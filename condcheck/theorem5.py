@@ -105,6 +105,10 @@ class ConstructionError(CondcheckError):
     """The constructor could not build the network; the message names the requirement that failed."""
 
 
+class ValueGainOverflow(ConstructionError):
+    """A value gate's backward gain overflows (large |h*| |f*|): construct_theorem5 retries with wide boosts."""
+
+
 class ConditionFailure(ConstructionError):
     """The activation fails one of Conditions 1-3 on the format (a refusal, not a construction attempt)."""
 
@@ -126,6 +130,7 @@ class Kit:
         self.act = self.R.activation
         self._lookup = None
         self.boosts = {}            # step on values -> (a, c) of their boost (see _boost)
+        self.wide_boosts = False    # boost weights beyond the powers of two (see _boost_weights)
 
     def _ok(self, r, over, what):
         if over.any():
@@ -867,8 +872,7 @@ def _boost_search(kit: Kit, st: States, on_vals):
     sg = float(np.sign(on[0] - L))
     G = F.values() if enumerated(F) else None
     best = None
-    for k, a_sign in ((k, a_sign) for k in range(F.e_max, F.e_min - 1, -1) for a_sign in (sg, -sg)):
-        a = math.ldexp(a_sign, k)
+    for a in _boost_weights(F, sg, kit.wide_boosts):
         m_on, o1 = mul_array(np.full_like(on, a), on, F)
         m_dead, o2 = mul_array(np.array([a]), np.array([L]), F)
         if o1.any() or o2.any():
@@ -897,6 +901,27 @@ def _boost_search(kit: Kit, st: States, on_vals):
         raise ConstructionError(f"no boost T(a U + c) keeps the dead value {L!r} dead and moves the step's on "
                                 f"values {on.tolist()} away from it")
     return best[1], best[2]
+
+
+def _boost_weights(F: Format, sg: float, wide: bool):
+    """The weights a a boost tries, in order: powers of two, largest first, each sign.
+
+    wide (``Kit.wide_boosts``, a retry after a value gate's backward gain overflowed): then every value
+    of an enumerated format of at most 8 bits (else the powers of two times 1 + k/8), so that a step's on
+    value can be mapped next to Omega rather than to the largest power of two below it.  A value gate
+    must be dead wherever one of its gating steps is on, so its weights are at least about its on value
+    over the boosts' smallest on value, and at its point the backward value y A a_v reaches the steps
+    through them: y f* / on_min, which overflows for |h*| |f*| near Omega^2 / on_min (relu on
+    float8_e4m3 at H_sigma: f* = 160 with h* = 208 needs on_min > 139, the powers of two give 128).
+    """
+    if wide and F.enumerable and F.count_finite() <= 256:
+        mags = np.unique(np.abs(F.values()))
+        mags = mags[(mags > 0) & np.isfinite(mags)][::-1]
+    else:
+        ks = range(F.e_max, F.e_min - 1, -1)
+        sig = [1 + j / 8 for j in range(8)] if wide else [1.0]
+        mags = [x for x in (math.ldexp(m, k) for k in ks for m in sig[::-1]) if _in(F, x)]
+    return [float(sgn * m) for m in mags for sgn in (sg, -sg)]
 
 
 def _step_split(kit: Kit, st: States, n, s0: float, kappa0: float, push_need: float, up: bool = False):
@@ -1129,9 +1154,15 @@ def construct_theorem5(activation, fmt, points, values, upstream, gradients, imp
     its errors say so."""
     from .check import theorem_branch
 
+    args = (activation, fmt, points, values, upstream, gradients, implementation, verify_result, max_post,
+            progress, gating)
     try:
-        return _construct_theorem5(activation, fmt, points, values, upstream, gradients, implementation,
-                                   verify_result, max_post, progress, gating)
+        try:
+            return _construct_theorem5(*args)
+        except ValueGainOverflow:
+            # boosts with any weight put the steps' on values next to Omega (``_boost_weights``); tried
+            # only here, so every network the powers of two build stays as it was
+            return _construct_theorem5(*args, wide_boosts=True)
     except ConditionFailure:
         raise
     except ConstructionError as e:
@@ -1145,7 +1176,7 @@ def construct_theorem5(activation, fmt, points, values, upstream, gradients, imp
 
 
 def _construct_theorem5(activation, fmt, points, values, upstream, gradients, implementation, verify_result,
-                        max_post, progress, gating):
+                        max_post, progress, gating, wide_boosts=False):
     from .netfile import Claim
     from .verify import verify as _verify
 
@@ -1155,6 +1186,7 @@ def _construct_theorem5(activation, fmt, points, values, upstream, gradients, im
         raise CondcheckError(f"gating must be 'auto', 'points' or 'slices', not {gating!r}")
     F = get_format(fmt)
     kit = Kit(activation, F, implementation)
+    kit.wide_boosts = wide_boosts
     X = np.asarray(points, float)
     if X.ndim == 1:
         X = X.reshape(-1, 1)
@@ -2041,7 +2073,7 @@ class _Ctx:
             raise ConstructionError(f"point {zi + 1}: no output scaling realizes the value {f!r}")
         if best[0][0]:
             _, _, g_on, g_off = best
-            raise ConstructionError(
+            raise ValueGainOverflow(
                 f"point {zi + 1}: the value {f!r} needs a backward gain of {g_on:g} at the point (upstream "
                 f"{y_at:g} there) and {g_off:g} elsewhere (upstream up to {y_max:g}), which overflows {F.name}")
         return best[1]
@@ -3136,18 +3168,18 @@ class _Constants:
 
     def absorber(self, h_max: float) -> float:
         """C of the output row: the largest power of two C <= Omega with C = K w exact and w h_max finite
-        (the backward value at the constant neuron)."""
+        (the backward value at the constant neuron).  Every constant state K is tried, nearest to 1 first
+        (``pick``'s order): with upstream values up to Omega only K >= C leaves |w| h_max finite, and a
+        larger C absorbs larger gradient terms (a quarter ulp of C)."""
         F = self.F
         for e in range(F.e_max, F.e_min - 1, -1):
             C = math.ldexp(1.0, e)
             if C > F.max_float:
                 continue
-            try:
-                _, K = self.pick(C)
-            except ConstructionError:
-                continue
-            if (C / K) * h_max <= F.max_float:
-                return C
+            for b, K in self.states:
+                if _in(F, C / K) and (C / K) * h_max <= F.max_float:
+                    self.absorbing = (b, K)
+                    return C
         raise ConstructionError(f"no absorbing constant C fits upstream values up to {h_max!r} in {F.name}")
 
 
@@ -3268,7 +3300,7 @@ def _assemble(kit, st, F, d, steps, values_part, grad_part, const, C, activation
     for k in range(n_post):
         lk = _Cols()
         last = k == n_post - 1
-        b_C, K_C = const.pick(C)
+        b_C, K_C = const.absorbing
         cpos = lk.add({}, b_C) if last else None
         g_k = [lk.add({prev_g[i]: br.post[k][0]}, br.post[k][1]) for i, br in enumerate(grad_part)]
         cneg = lk.add({}, b_C) if last else None
@@ -3298,6 +3330,7 @@ def distinguishability(activation, fmt, points, implementation="exact"):
     """
     F = get_format(fmt)
     kit = Kit(activation, F, implementation)
+    kit.wide_boosts = wide_boosts
     X = np.asarray(points, float)
     if X.ndim == 1:
         X = X.reshape(-1, 1)
