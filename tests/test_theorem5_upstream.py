@@ -1,0 +1,70 @@
+"""Theorem 5 with upstream values up to the paper's H_sigma (= Omega for relu and gelu on float8_e4m3).
+
+Two mechanisms only matter there: the absorbing constant C of the output row (its weight C/K multiplies
+every upstream value) and the boosts' on values (a value gate's backward gain is about |f*| / on_min).
+"""
+import math
+
+import numpy as np
+import pytest
+
+import condcheck.theorem5 as t5
+from condcheck.formats import get_format
+from condcheck.targets import full_box, random_targets
+from condcheck.verify import verify
+
+
+def _constants(act, F):
+    kit = t5.Kit(act, F, "exact")
+    st = t5.find_states(kit, t5._require_conditions(kit, F, "exact"))
+    return t5._Constants(F, *st.constants)
+
+
+def test_absorber_finds_a_constant_state_that_keeps_the_largest_upstream_finite():
+    F = get_format("float8_e4m3")
+    consts = _constants("gelu", F)
+    C = consts.absorber(float(F.max_float))
+    b, K = consts.absorbing
+    assert (C / K) * float(F.max_float) <= float(F.max_float)
+    assert C >= 64          # the constant state nearest 1 alone would have left C = 1 (ulp(C) / 4 = 1/32)
+
+
+def test_absorber_keeps_the_state_nearest_one_for_small_upstream():
+    F = get_format("float8_e4m3")
+    consts = _constants("relu", F)
+    C = consts.absorber(0.25)
+    assert consts.absorbing == consts.pick(C)
+
+
+def test_boost_weights_are_the_powers_of_two_unless_widened():
+    F = get_format("float8_e4m3")
+    narrow = t5._boost_weights(F, 1.0, False)
+    assert narrow[:2] == [math.ldexp(1.0, F.e_max), -math.ldexp(1.0, F.e_max)]
+    assert all(math.frexp(abs(a))[0] == 0.5 for a in narrow)
+    wide = t5._boost_weights(F, -1.0, True)
+    assert set(narrow) < set(wide) and wide[0] == -float(F.max_float)
+
+
+@pytest.mark.parametrize("act, seed", [("relu", 6)])
+def test_value_that_overflows_with_power_of_two_boosts_builds_with_wide_boosts(act, seed):
+    # relu, random:6 with |h*| <= 240: f* = 192 with h* = 176 at point 186 needs boosts' on values above
+    # 128, the largest a power-of-two boost gives
+    F = get_format("float8_e4m3")
+    X = full_box(act, F, 1)
+    f, h, g = random_targets(F, X, seed, float(F.max_float))
+    args = (act, F, X, f, h, g, "exact", False, None, None, "auto")
+    with pytest.raises(t5.ValueGainOverflow):
+        t5._construct_theorem5(*args)
+    net, claim = t5.construct_theorem5(act, F, X, f, h, g)
+    assert verify(net, claim).ok
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("act, seed", [(a, s) for a in ("relu", "gelu") for s in range(8)])
+def test_relu_and_gelu_realize_every_upstream_up_to_h_sigma_on_the_float8_box(act, seed):
+    F = get_format("float8_e4m3")
+    X = full_box(act, F, 1)
+    f, h, g = random_targets(F, X, seed, float(F.max_float))
+    assert np.max(np.abs(h)) > 128
+    net, claim = t5.construct_theorem5(act, F, X, f, h, g)
+    assert verify(net, claim).ok
