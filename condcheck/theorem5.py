@@ -1241,8 +1241,11 @@ def _construct_theorem5(activation, fmt, points, values, upstream, gradients, im
     # again after its boost (each boost keeps L dead and its on values on one side of L, so the step
     # stays a step), else sharpened to the full depth (one layer deeper for all steps when some step can
     # not be padded: a longer greedy chain can split where a shorter one did not); without sharpening
-    # (every format but the narrow 8-bit ones) nothing changes
-    depth = max([len(s.sharpen) for s in steps] + [0])
+    # (every format but the narrow 8-bit ones) nothing changes.  With wide boosts (a retry for large
+    # upstream values, see _boost_weights) every step is boosted twice: one boost can leave an on value
+    # near L far from Omega (swish~ on float8_e4m3: the step's on value -0.23 boosts to at most 48, the
+    # second boost takes it to 224)
+    depth = max([len(s.sharpen) for s in steps] + [1 if kit.wide_boosts else 0])
     while True:
         padded, failure = [], None
         for i, s in enumerate(steps):
@@ -1304,7 +1307,7 @@ def _construct_theorem5(activation, fmt, points, values, upstream, gradients, im
     step_val = None          # the gates read the steps' values from ctx now
     h_max = float(np.max(np.abs(hv))) if N else 0.0
     consts = _Constants(F, cz, ct)
-    C = consts.absorber(h_max)
+    C = consts.absorber(h_max, kit.dT)
     # the number of layers after the gates: each extra pass layer lets a gradient branch carry a larger
     # ratio g*/h* (its forward value at z is re-centred once more); every branch gets the same depth
     quarter = math.ldexp(1.0, math.frexp(C)[1] - 1 - F.M - 2)
@@ -3166,10 +3169,11 @@ class _Constants:
         raise ConstructionError(f"no constant state K = sigma~(b) of {self.F.name} makes the constant {c!r} an exact "
                                 f"multiple K * w with w in the format")
 
-    def absorber(self, h_max: float) -> float:
-        """C of the output row: the largest power of two C <= Omega with C = K w exact and w h_max finite
-        (the backward value at the constant neuron).  Every constant state K is tried, nearest to 1 first
-        (``pick``'s order): with upstream values up to Omega only K >= C leaves |w| h_max finite, and a
+    def absorber(self, h_max: float, slope) -> float:
+        """C of the output row: the largest power of two C <= Omega with C = K w exact and the backward
+        values at the constant neuron T(b) = K finite, |w| h_max |T'(b)| <= Omega (slope(b) = T'(b):
+        gelu~'(b) > 1 where gelu~(b) = 1).  Every constant state K is tried, nearest to 1 first
+        (``pick``'s order): with upstream values up to Omega only K >= C leaves them finite, and a
         larger C absorbs larger gradient terms (a quarter ulp of C)."""
         F = self.F
         for e in range(F.e_max, F.e_min - 1, -1):
@@ -3177,7 +3181,7 @@ class _Constants:
             if C > F.max_float:
                 continue
             for b, K in self.states:
-                if _in(F, C / K) and (C / K) * h_max <= F.max_float:
+                if _in(F, C / K) and (C / K) * h_max * abs(float(slope(b))) <= F.max_float:
                     self.absorbing = (b, K)
                     return C
         raise ConstructionError(f"no absorbing constant C fits upstream values up to {h_max!r} in {F.name}")
@@ -3330,7 +3334,6 @@ def distinguishability(activation, fmt, points, implementation="exact"):
     """
     F = get_format(fmt)
     kit = Kit(activation, F, implementation)
-    kit.wide_boosts = wide_boosts
     X = np.asarray(points, float)
     if X.ndim == 1:
         X = X.reshape(-1, 1)
