@@ -21,7 +21,10 @@ no gradient at all, whatever its upstream.  Layers (d = input dimension):
 3. boosts.  B = T(a U + c) of each step U keeps L dead and moves the on value as far from L as a
    power-of-two weight allows (the chain ends at 2^(K-M), which can leave the on value near L, e.g.
    swish~(-2) = -0.23 on float8_e4m3; a gate would then need large weights, and a gate's weights
-   multiply its backward value).  A second pass beside them relays each gradient branch.
+   multiply its backward value).  A second pass beside them relays each gradient branch.  Boost
+   weights are powers of two; where a value gate's backward gain overflows (upstream values near
+   Omega) the construction is retried with *wide boosts*: any weight, every step boosted twice, on
+   values next to Omega (``_boost_weights``).
 4. gates.  For point z the gating steps are the down-step of the gap below z_j and the up-step of the
    gap above z_j, for each j: all of them are dead exactly at x = z, and at any other point of the
    domain at least one is on.  The value neuron V_z = T(beta * sum(boosts) + gamma) and the gradient
@@ -42,7 +45,8 @@ no gradient at all, whatever its upstream.  Layers (d = input dimension):
    and the a_k carry the ratio g*/h* (up to about Omega per layer) where only z sees them.
 6. output: C (+) A_1 B_1 (+) ... (-C) (+) f_1 V'_1 (+) ...  Every gradient-branch term is 0 or below a
    quarter ulp of C, so it is absorbed: the partial sum stays C, then C - C = 0, and the value terms
-   (exactly one nonzero at each domain point) give f*(x).  AD still sees the weights A: the backward
+   (exactly one nonzero at each domain point) give f*(x).  C is the largest power of two whose constant
+   neurons keep every upstream value finite (``_Constants.absorber``).  AD still sees the weights A: the backward
    chain y (x) A (x) T'(b_n) (x) a_n ... (x) T'(b_1) (x) a_1 (x) T'(gate) (x) a3 (x) T'(p2) (x) a2 (x)
    T'(s0) (x) w_g equals g*_j(z) exactly.  Exactness is decided on sets (every value of the format
    tried): the values the fixed factors map to g*, their preimages through each blocker layer, and an
