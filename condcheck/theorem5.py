@@ -3175,8 +3175,8 @@ class _Constants:
 
     def absorber(self, h_max: float, slope) -> float:
         """C of the output row: the largest power of two C <= Omega with C = K w exact and the backward
-        values at the constant neuron T(b) = K finite, |w| h_max |T'(b)| <= Omega (slope(b) = T'(b):
-        gelu~'(b) > 1 where gelu~(b) = 1).  Every constant state K is tried, nearest to 1 first
+        values at the constant neuron T(b) = K finite: |w| h_max and |w| h_max |T'(b)| at most Omega
+        (slope(b) = T'(b): gelu~'(b) > 1 where gelu~(b) = 1).  Every constant state K is tried, nearest to 1 first
         (``pick``'s order): with upstream values up to Omega only K >= C leaves them finite, and a
         larger C absorbs larger gradient terms (a quarter ulp of C)."""
         F = self.F
@@ -3185,7 +3185,7 @@ class _Constants:
             if C > F.max_float:
                 continue
             for b, K in self.states:
-                if _in(F, C / K) and (C / K) * h_max * abs(float(slope(b))) <= F.max_float:
+                if _in(F, C / K) and (C / K) * h_max * max(1.0, abs(float(slope(b)))) <= F.max_float:
                     self.absorbing = (b, K)
                     return C
         raise ConstructionError(f"no absorbing constant C fits upstream values up to {h_max!r} in {F.name}")

@@ -26,8 +26,17 @@ def test_absorber_finds_a_constant_state_that_keeps_the_largest_upstream_finite(
     consts, kit = _constants("gelu", F)
     C = consts.absorber(float(F.max_float), kit.dT)
     b, K = consts.absorbing
-    assert (C / K) * float(F.max_float) * abs(kit.dT(b)) <= float(F.max_float)
+    assert (C / K) * float(F.max_float) * max(1.0, abs(kit.dT(b))) <= float(F.max_float)
     assert C >= 64          # the constant state nearest 1 alone would have left C = 1 (ulp(C) / 4 = 1/32)
+
+
+def test_absorber_keeps_the_weight_times_upstream_finite_where_the_constant_state_is_flat():
+    # tanh~(b) = 1 is saturated (T'(b) = 0): the product y w itself must still be finite
+    F = get_format("float8_e4m3")
+    consts, kit = _constants("tanh", F)
+    C = consts.absorber(2.0, kit.dT)
+    b, K = consts.absorbing
+    assert (C / K) * 2.0 <= float(F.max_float)
 
 
 def test_absorber_keeps_the_state_nearest_one_for_small_upstream():
