@@ -80,3 +80,17 @@ def test_activations_with_h_sigma_omega_realize_every_upstream_up_to_it_on_the_f
     assert np.max(np.abs(h)) > 128
     net, claim = t5.construct_theorem5(act, F, X, f, h, g)
     assert verify(net, claim).ok
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("act, seed", [(a, s) for a in ("relu", "elu", "gelu", "swish", "tanh") for s in range(3)])
+def test_every_upstream_up_to_h_sigma_on_the_float8_e5m2_box(act, seed):
+    # H_sigma = Omega = 57,344 for relu, elu, gelu and swish, 1 for tanh (sigmoid's e5m2 box is not
+    # distinguishable)
+    F = get_format("float8_e5m2")
+    H = float(check_activation(act, F).constants["H_sigma"])
+    X = full_box(act, F, 1)
+    f, h, g = random_targets(F, X, seed, H)
+    assert np.max(np.abs(h)) > H / 2
+    net, claim = t5.construct_theorem5(act, F, X, f, h, g)
+    assert verify(net, claim).ok
