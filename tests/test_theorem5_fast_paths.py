@@ -190,3 +190,29 @@ def test_last_layer_by_cached_reach_rows_equals_the_full_grid_test(monkeypatch, 
     except t5.ConstructionError:
         pass                                   # the comparison is what is tested, not the construction
     assert len(seen) > 50 and any(seen) and not all(seen)
+
+
+@pytest.mark.parametrize("fmt", ["bfloat16", "float16"])
+def test_chain_maps_give_the_rounded_chains_bit_for_bit(fmt, monkeypatch):
+    """``_ChainMaps`` (a looked-up step per k) returns the same chains as the rounded sums, down to the
+    sign of zero, including where a chain overflows and stops."""
+    F = get_format(fmt)
+    kit = t5.Kit("relu", F, "exact")
+    V = F.values()
+    rng = np.random.default_rng(3)
+    rows = [rng.choice(V, 300), rng.choice(V[np.abs(V) < 1], 300), np.concatenate([rng.choice(V, 296), [-0.0, 0.0, V[0], V[-1]]])]
+    for v in rows:
+        for k0 in (F.e_min - F.M, F.e_min, -3, 0, 9, F.e_max - 1, F.e_max):
+            monkeypatch.setattr(t5, "CHAIN_MAP_MIN", 10**9)
+            want = t5._chains(kit, v, k0)
+            monkeypatch.setattr(t5, "CHAIN_MAP_MIN", 1)
+            got = t5._chains(kit, v, k0)
+            assert list(got) == list(want)
+            for k in want:
+                assert np.array_equal(got[k].view(np.int64), want[k].view(np.int64))
+
+
+def test_chain_maps_refuse_a_row_with_a_number_outside_the_format():
+    maps = t5._ChainMaps.of(get_format("bfloat16"))
+    assert maps.index(np.array([1.0, 1.0 + 2.0 ** -20])) is None
+    assert maps.index(np.array([1.0, np.nan])) is None
