@@ -713,12 +713,66 @@ def _choose_steps(ext, n_vals: int, chunk: int = 16) -> dict:
     return out
 
 
+def _choose_steps_compiled(kit: Kit, vals):
+    """``_choose_steps(_separator_extremes(kit, vals), len(vals))`` by the compiled one-pass search
+    (``kernels.best_separators``), or None where that does not apply (no numba, no index tables, or
+    a -0 among the T values, whose sign the numpy extremes would pass on to kappa).
+
+    Why it is the same choice: the kernel sees the same candidates in the same order with the same
+    values (float32 exactly where ``_separator_extremes`` uses it) and keeps, per gap, side and sign,
+    what np.argmin keeps in ``_choose_steps`` (its first NaN, else its first minimum); the two signs
+    are then combined as there (s = -1 only when strictly smaller), and the rows whose spreads all
+    overflowed to inf take candidate 0, as ``_choose_steps``' argmin over all candidates does.  kappa
+    is -(the chosen candidate's dead-side extreme), computed as there."""
+    from . import kernels
+
+    tb = op_tables(kit.fmt)
+    if tb is None or not kernels.HAVE_NUMBA:
+        return None
+    W, B, I, t_all = _separator_rows_indexed(kit, tb, vals)
+    used = np.zeros(len(t_all), bool)
+    used[I] = True
+    tv = t_all[used]
+    if ((tv == 0) & np.signbit(tv)).any():
+        return None
+    src = t_all.astype(np.float32) if np.array_equal(tv.astype(np.float32), tv) else t_all
+    return _choose_from_rows(W, B, I, src, len(vals))
+
+
+def _choose_from_rows(W, B, I, src, n_vals: int) -> dict:
+    """``_choose_steps``' dict from candidate rows (candidate c: weight W[c], bias B[c], values
+    src[I[c, :]] on the sorted coordinate values) by ``kernels.best_separators``."""
+    from . import kernels
+
+    best_i, best_sp = kernels.best_separators(I, src)
+    out = {}
+    for gap in range(1, n_vals):
+        for up, cases in ((True, ((0, 1.0), (1, -1.0))), (False, ((2, 1.0), (3, -1.0)))):
+            best = None
+            for q, s in cases:
+                i = int(best_i[gap, q])
+                if i < 0:
+                    continue
+                sp = best_sp[gap, q]
+                if sp == np.inf:
+                    i = 0
+                col = src[I[i]]
+                dead = col[:gap] if up else col[gap:]
+                edge = float(dead.max()) if s > 0 else float(-dead.min())
+                if best is None or sp < best[0]:
+                    best = (sp, s, i, edge)
+            out[(gap, up)] = None if best is None else (float(W[best[2]]), float(B[best[2]]), best[1], -best[3])
+    return out
+
+
 def _separator_chooser(kit: Kit, vals, states=None):
     """choose(gap, up) -> (w, b, s, kappa) or None.  Every (w, b) in F x F when that is small (8-bit
     formats: the smallest spread), else the restricted search of condcheck.separators (16-bit formats;
     its "not found" is not a proof of inseparability, and the error says distinguishability fails)."""
     if kit.fmt.count_finite() ** 2 * len(vals) <= 2e8:
-        chosen = _choose_steps(_separator_extremes(kit, vals), len(vals))
+        chosen = _choose_steps_compiled(kit, vals)
+        if chosen is None:
+            chosen = _choose_steps(_separator_extremes(kit, vals), len(vals))
         return lambda gap, up: chosen[(gap, up)]
     from .separators import find_separators
     found = find_separators(kit, vals, states=None if enumerated(kit.fmt) else states)

@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import condcheck.theorem5 as t5
+from condcheck import kernels
 from condcheck.formats import get_format
 
 
@@ -190,3 +191,46 @@ def test_last_layer_by_cached_reach_rows_equals_the_full_grid_test(monkeypatch, 
     except t5.ConstructionError:
         pass                                   # the comparison is what is tested, not the construction
     assert len(seen) > 50 and any(seen) and not all(seen)
+
+
+def _extremes_of_rows(W, B, I, src):
+    """The extremes ``_separator_extremes`` passes to ``_choose_steps``, from candidate rows."""
+    T = src[I.T]
+    acc = t5._accumulate
+    return (W, B, None, acc(np.minimum, T, False), acc(np.maximum, T, False), acc(np.minimum, T, True),
+            acc(np.maximum, T, True))
+
+
+def _same_choice(got, want):
+    assert set(got) == set(want)
+    for key, w in want.items():
+        assert (got[key] is None) == (w is None)
+        if w is not None:
+            assert got[key] == w and np.signbit(got[key][3]) == np.signbit(w[3])
+
+
+@pytest.mark.skipif(not kernels.HAVE_NUMBA, reason="needs numba")
+@given(st.integers(2, 40), st.integers(1, 300), st.integers(0, 2**32 - 1), st.booleans())
+@settings(max_examples=150, deadline=None)
+def test_compiled_separator_choice_equals_choose_steps_on_random_rows_with_ties_and_overflowing_spreads(
+        n_vals, n_cand, seed, huge):
+    rng = np.random.default_rng(seed)
+    # few distinct values: equal spreads (ties) are common; huge values make float32 spreads inf or NaN
+    pool = np.array([-2.0, -0.5, 0.0, 0.25, 1.0, 3.0] + ([-3e38, 3e38, 1e-38] if huge else []), np.float32)
+    src = rng.choice(pool, 50).astype(np.float32)
+    I = rng.integers(0, 50, (n_cand, n_vals)).astype(np.int16)
+    W, B = rng.standard_normal(n_cand), rng.standard_normal(n_cand)
+    with np.errstate(over="ignore", invalid="ignore"):
+        want = t5._choose_steps(_extremes_of_rows(W, B, I, src), n_vals)
+    _same_choice(t5._choose_from_rows(W, B, I, src, n_vals), want)
+
+
+@pytest.mark.skipif(not kernels.HAVE_NUMBA, reason="needs numba")
+@pytest.mark.parametrize("fmt", ["float6_e3m2fn", "float8_e4m3", "float8_e5m2"])
+@pytest.mark.parametrize("act", ["relu", "gelu", "sigmoid", "tanh"])
+def test_compiled_separator_choice_equals_choose_steps_on_format_values(fmt, act):
+    F = get_format(fmt)
+    kit = t5.Kit(act, F, "exact")
+    vals = F.values()[::4] if F.count_finite() > 100 else F.values()
+    want = t5._choose_steps(t5._separator_extremes(kit, vals), len(vals))
+    _same_choice(t5._choose_steps_compiled(kit, vals), want)
