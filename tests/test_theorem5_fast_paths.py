@@ -173,14 +173,21 @@ def _last_layer_grid(ctx, v_on, blockers, order, y, S, quarter, h_max):
 
 
 @pytest.mark.parametrize("act", ["relu", "gelu"])
-def test_last_layer_by_cached_reach_rows_equals_the_full_grid_test(monkeypatch, act):
+@pytest.mark.parametrize("rows_after", [0, 10**9])
+def test_last_layer_by_reach_rows_or_by_runs_equals_the_full_grid_test(monkeypatch, act, rows_after):
+    """rows_after 0: every call reads reach rows; 10**9: every call finds the columns by runs (and, with a
+    NaN in S, whose overflow index is no run, by the grid)."""
     from condcheck.targets import full_box, random_targets
     fast = t5._Ctx._last_layer_tables
+    monkeypatch.setattr(t5, "REACH_ROWS_AFTER", rows_after)
     seen = []
 
     def both(self, v_on, blockers, order, y, S, quarter, h_max):
         r = fast(self, v_on, blockers, order, y, S, quarter, h_max)
         assert r == _last_layer_grid(self, v_on, blockers, order, y, S, quarter, h_max)
+        S_nan = np.append(S, np.nan)
+        assert fast(self, v_on, blockers, order, y, S_nan, quarter, h_max) == \
+            _last_layer_grid(self, v_on, blockers, order, y, S_nan, quarter, h_max)
         seen.append(r is not None)
         return r
     monkeypatch.setattr(t5._Ctx, "_last_layer_tables", both)
