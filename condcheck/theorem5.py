@@ -3442,7 +3442,9 @@ def distinguishability(activation, fmt, points, implementation="exact"):
         vals = np.unique(X[:, j])
         if len(vals) < 2:
             continue
-        chosen = _choose_steps(_extremes(_separator_table(kit, vals, None)), len(vals))
+        chosen = _choose_steps_compiled(kit, vals)          # the same choices (8-bit formats), else:
+        if chosen is None:
+            chosen = _choose_steps(_extremes(_separator_table(kit, vals, None)), len(vals))
         for gap in range(1, len(vals)):
             if chosen[(gap, True)] is None or chosen[(gap, False)] is None:
                 bad.append((j + 1, float(vals[gap - 1]), float(vals[gap])))
