@@ -2957,8 +2957,8 @@ class _Ctx:
                 hi[MP[u], ar] = u
             cnt = np.bincount((MP.astype(np.int64) * nk + ar).ravel(), minlength=(n_u + 1) * nk).reshape(n_u + 1, nk)
             whole = ((cnt == 0) | (cnt == hi.astype(np.int64) - lo + 1)).all(axis=1)
-            runs += [P, lo, hi, whole]
-        P, lo, hi, whole = runs
+            runs += [P, lo, hi, whole, *np.unique(amp[P], return_counts=True)]
+        P, lo, hi, whole, au, ac = runs
         if not whole[si].all():                        # the overflow index in S: the whole grid
             in_S = np.zeros(n_u + 1, bool)
             in_S[si] = True
@@ -2967,7 +2967,6 @@ class _Ctx:
             minA = np.full(n_u + 1, np.inf)
             np.minimum.at(minA, r["iu"], np.abs(As))
             minA = minA[:n_u]
-            au, ac = np.unique(amp[P], return_counts=True)
             reached = np.isfinite(minA)
             m = np.zeros(n_u, np.int64)
             ok = (minA[reached, None] * au[None, :] < quarter) | (au[None, :] == 0)
