@@ -95,3 +95,70 @@ def table_lookup(z: np.ndarray, points: np.ndarray, table: np.ndarray, fmt) -> n
     out = np.empty_like(flat)
     _lookup(flat, table, int(np.searchsorted(points, 0.0)), fmt.M, fmt.e_min, out)
     return out.reshape(z.shape)
+
+
+def _best_separators_py(I, t, best_i, best_sp):
+    """The separator choice of ``theorem5._choose_steps`` in one pass over the candidates.
+
+    Candidate c's values on the sorted coordinate values are t[I[c, :]].  For every gap g and each of
+    its four (side, sign) cases q (0: on = [g:], s = +1; 1: on = [g:], s = -1; 2: on = [:g], s = +1;
+    3: on = [:g], s = -1), ``best_i[g, q]`` and ``best_sp[g, q]`` end as what np.argmin picks over the
+    row of spreads (hi - edge) / (lo - edge) of the separating candidates (inf elsewhere): the first
+    NaN, else the first minimum (-1: no candidate separates).  The four extremes of each side are
+    prefix and suffix minima and maxima, and every spread is computed in t's dtype with the same
+    operations as the numpy path, so the same candidate wins.  (Signed zeros are the caller's
+    concern: min and max here need not pick the sign np.minimum does.)"""
+    n_c, n = I.shape
+    pmin = np.empty(n, t.dtype)
+    pmax = np.empty(n, t.dtype)
+    smin = np.empty(n, t.dtype)
+    smax = np.empty(n, t.dtype)
+    for c in range(n_c):
+        x = t[I[c, 0]]
+        pmin[0] = x
+        pmax[0] = x
+        for v in range(1, n):
+            x = t[I[c, v]]
+            pmin[v] = min(pmin[v - 1], x)
+            pmax[v] = max(pmax[v - 1], x)
+        x = t[I[c, n - 1]]
+        smin[n - 1] = x
+        smax[n - 1] = x
+        for v in range(n - 2, -1, -1):
+            x = t[I[c, v]]
+            smin[v] = min(smin[v + 1], x)
+            smax[v] = max(smax[v + 1], x)
+        for g in range(1, n):
+            for q in range(4):
+                if q == 0:
+                    lo, hi, edge = smin[g], smax[g], pmax[g - 1]
+                elif q == 1:
+                    lo, hi, edge = -smax[g], -smin[g], -pmin[g - 1]
+                elif q == 2:
+                    lo, hi, edge = pmin[g - 1], pmax[g - 1], smax[g]
+                else:
+                    lo, hi, edge = -pmax[g - 1], -pmin[g - 1], -smin[g]
+                if not lo > edge:
+                    continue
+                sp = (hi - edge) / (lo - edge)
+                if best_i[g, q] < 0:
+                    best_i[g, q] = c
+                    best_sp[g, q] = sp
+                else:
+                    b = best_sp[g, q]
+                    if b == b and (sp != sp or sp < b):        # a NaN best stays; a NaN spread wins
+                        best_i[g, q] = c
+                        best_sp[g, q] = sp
+
+
+if HAVE_NUMBA:
+    _best_separators = numba.njit(cache=True)(_best_separators_py)
+
+
+def best_separators(I: np.ndarray, t: np.ndarray):
+    """(best_i, best_sp), arrays of shape (n_values, 4): ``_best_separators_py`` compiled (numba)."""
+    n = I.shape[1]
+    best_i = np.full((n, 4), -1, dtype=np.int64)
+    best_sp = np.zeros((n, 4), dtype=t.dtype)
+    _best_separators(np.ascontiguousarray(I), np.ascontiguousarray(t), best_i, best_sp)
+    return best_i, best_sp

@@ -104,6 +104,9 @@ from .targets import enumerated
 #: domains with at most this many points evaluate each gate's sum on every point; larger ones bound it
 EXACT_GATE_POINTS = 512
 
+#: the last-layer search (``_Ctx._last_layer_tables``) builds an upstream value's reach rows after this many calls
+REACH_ROWS_AFTER = 32
+
 
 class ConstructionError(CondcheckError):
     """The constructor could not build the network; the message names the requirement that failed."""
@@ -722,12 +725,66 @@ def _choose_steps(ext, n_vals: int, chunk: int = 16) -> dict:
     return out
 
 
+def _choose_steps_compiled(kit: Kit, vals):
+    """``_choose_steps(_separator_extremes(kit, vals), len(vals))`` by the compiled one-pass search
+    (``kernels.best_separators``), or None where that does not apply (no numba, no index tables, or
+    a -0 among the T values, whose sign the numpy extremes would pass on to kappa).
+
+    Why it is the same choice: the kernel sees the same candidates in the same order with the same
+    values (float32 exactly where ``_separator_extremes`` uses it) and keeps, per gap, side and sign,
+    what np.argmin keeps in ``_choose_steps`` (its first NaN, else its first minimum); the two signs
+    are then combined as there (s = -1 only when strictly smaller), and the rows whose spreads all
+    overflowed to inf take candidate 0, as ``_choose_steps``' argmin over all candidates does.  kappa
+    is -(the chosen candidate's dead-side extreme), computed as there."""
+    from . import kernels
+
+    tb = op_tables(kit.fmt)
+    if tb is None or not kernels.HAVE_NUMBA:
+        return None
+    W, B, I, t_all = _separator_rows_indexed(kit, tb, vals)
+    used = np.zeros(len(t_all), bool)
+    used[I] = True
+    tv = t_all[used]
+    if ((tv == 0) & np.signbit(tv)).any():
+        return None
+    src = t_all.astype(np.float32) if np.array_equal(tv.astype(np.float32), tv) else t_all
+    return _choose_from_rows(W, B, I, src, len(vals))
+
+
+def _choose_from_rows(W, B, I, src, n_vals: int) -> dict:
+    """``_choose_steps``' dict from candidate rows (candidate c: weight W[c], bias B[c], values
+    src[I[c, :]] on the sorted coordinate values) by ``kernels.best_separators``."""
+    from . import kernels
+
+    best_i, best_sp = kernels.best_separators(I, src)
+    out = {}
+    for gap in range(1, n_vals):
+        for up, cases in ((True, ((0, 1.0), (1, -1.0))), (False, ((2, 1.0), (3, -1.0)))):
+            best = None
+            for q, s in cases:
+                i = int(best_i[gap, q])
+                if i < 0:
+                    continue
+                sp = best_sp[gap, q]
+                if sp == np.inf:
+                    i = 0
+                col = src[I[i]]
+                dead = col[:gap] if up else col[gap:]
+                edge = float(dead.max()) if s > 0 else float(-dead.min())
+                if best is None or sp < best[0]:
+                    best = (sp, s, i, edge)
+            out[(gap, up)] = None if best is None else (float(W[best[2]]), float(B[best[2]]), best[1], -best[3])
+    return out
+
+
 def _separator_chooser(kit: Kit, vals, states=None):
     """choose(gap, up) -> (w, b, s, kappa) or None.  Every (w, b) in F x F when that is small (8-bit
     formats: the smallest spread), else the restricted search of condcheck.separators (16-bit formats;
     its "not found" is not a proof of inseparability, and the error says distinguishability fails)."""
     if kit.fmt.count_finite() ** 2 * len(vals) <= 2e8:
-        chosen = _choose_steps(_separator_extremes(kit, vals), len(vals))
+        chosen = _choose_steps_compiled(kit, vals)
+        if chosen is None:
+            chosen = _choose_steps(_separator_extremes(kit, vals), len(vals))
         return lambda gap, up: chosen[(gap, up)]
     from .separators import find_separators
     found = find_separators(kit, vals, states=None if enumerated(kit.fmt) else states)
@@ -2926,11 +2983,14 @@ class _Ctx:
         each blocker (every blocker of the on value v_on) is one index table, kept for the next branch
         with the same on value; the first blocker in ``order`` with a hit, as the chunked scan picks.
 
-        Which blockers have a hit depends on S only through the values it holds: per (v_on, y, quarter,
-        h_max) the set R[s] of blockers k for which some A (absorbed) has RN(RN(RN(y A) T'(p_k)) a_k) = s
+        Which blockers have a hit depends on S only through the values it holds.  Per (v_on, y, quarter,
+        h_max) seen more than REACH_ROWS_AFTER times (d = 2 boxes: thousands of calls per upstream
+        value) the set R[s] of blockers k for which some A (absorbed) has RN(RN(RN(y A) T'(p_k)) a_k) = s
         is computed once (a bit row per value s, the overflow index included as in the mask of S), and a
         call ORs the rows of S's values, the same columns as "any A with a hit" over the (A x blocker)
-        grid; the A's of the chosen blocker are then read from its column alone."""
+        grid.  Before that (d = 1 boxes: a few calls per upstream value, where building R cost more than
+        the calls) ``_last_cols_by_runs`` finds the same columns.  The A's of the chosen blocker are then
+        read from its column alone."""
         a, c, t, d = blockers
         tb = self.tables
         maps = self._last_maps
@@ -2940,33 +3000,108 @@ class _Ctx:
                 maps.clear()
             M = tb.mul(tb.mul(np.arange(tb.over)[:, None], tb.index(d)[None, :]), tb.index(a)[None, :])
             # a last row for the overflow index, which maps to itself (what a where() on iu did per call)
-            hit_maps = maps[v_on] = (np.vstack([M, np.full((1, M.shape[1]), tb.over, M.dtype)]), {}, {})
-        M, absorbed, reach = hit_maps
+            hit_maps = maps[v_on] = (np.vstack([M, np.full((1, M.shape[1]), tb.over, M.dtype)]), {}, {}, [])
+        M, absorbed, reach, runs = hit_maps
         As = self._cached(("output_weights", h_max),
                           lambda: self.nonzero_values[np.abs(self.nonzero_values) * h_max <= self.F.max_float])
-        # the output term absorbed: a function of the blockers (of v_on), the A tried (of h_max) and quarter
-        ab = absorbed.get((quarter, h_max))
-        if ab is None:
-            amp = np.maximum(np.abs(t), abs(self.st.L))
-            ab = absorbed[(quarter, h_max)] = (np.abs(As)[:, None] * amp[None, :] < quarter) | (amp[None, :] == 0)
+        amp = np.maximum(np.abs(t), abs(self.st.L))
+
+        def absorbed_grid():
+            """(A, blocker): the output term absorbed; a function of the blockers (of v_on), the A tried
+            (of h_max) and quarter"""
+            ab = absorbed.get((quarter, h_max))
+            if ab is None:
+                ab = absorbed[(quarter, h_max)] = (np.abs(As)[:, None] * amp[None, :] < quarter) | (amp[None, :] == 0)
+            return ab
         r = reach.get((y, quarter, h_max))
         if r is None:
-            iu = tb.mul(tb.index(np.array([y]))[0], tb.index(As))
+            r = reach[(y, quarter, h_max)] = {"iu": tb.mul(tb.index(np.array([y]))[0], tb.index(As)), "calls": 0}
+        iu = r["iu"]
+        r["calls"] += 1
+        if "R" not in r and r["calls"] > REACH_ROWS_AFTER:
             hit_u = M[iu]                                     # (A, blocker) -> the index u reaches
             R = np.zeros((tb.over + 1, M.shape[1]), bool)
-            ia, ik = np.nonzero(ab)
+            ia, ik = np.nonzero(absorbed_grid())
             R[hit_u[ia, ik], ik] = True
-            r = reach[(y, quarter, h_max)] = (iu, np.packbits(R, axis=1))
-        iu, R = r
+            r["R"] = np.packbits(R, axis=1)
         si = np.unique(tb.index(S))
-        cols = np.unpackbits(np.bitwise_or.reduce(R[si], axis=0), count=M.shape[1]).astype(bool)[order]
+        if "R" in r:
+            cols = np.unpackbits(np.bitwise_or.reduce(r["R"][si], axis=0), count=M.shape[1]).astype(bool)
+        else:
+            cols = self._last_cols_by_runs(M, runs, r, amp, As, si, quarter, absorbed_grid)
+        cols = cols[order]
         if not cols.any():
             return None
         i = int(order[int(np.argmax(cols))])
         in_S = np.zeros(tb.over + 1, bool)
         in_S[si] = True
-        Ai = As[in_S[M[iu, i]] & ab[:, i]]
+        # column i of the absorbed grid, by the same elementwise test
+        Ai = As[in_S[M[iu, i]] & ((np.abs(As) * amp[i] < quarter) | (amp[i] == 0))]
         return (float(a[i]), float(c[i])), float(Ai[np.argmin(np.abs(np.log2(np.abs(Ai))))]), (float(t[i]), self.st.L, 1.0)
+
+    def _last_cols_by_runs(self, M, runs, r, amp, As, si, quarter, absorbed_grid):
+        """Per blocker k: is there an A with the output term absorbed and M[RN(y A), k] in si?  (The
+        columns of ``_last_layer_tables``' R rows of si, without building R for this y.)
+
+        Why it is the same answer, found from two monotone structures instead of the (A x blocker) grid:
+        - the absorbed test |A| amp_k < quarter (or amp_k = 0; float64 products, monotone) holds for the
+          A's with |A| below a threshold, and with the blockers sorted by amp (P) for a prefix of them.
+          So with m(u) = the length of that prefix for the smallest |A| with RN(y A) = u (0 when no A
+          reaches u), blocker P[j] accepts u iff j < m(u);
+        - u -> M[u, k] = RN(RN(u d_k) a_k) is monotone in u (indices are in value order), so the u with
+          M[u, k] = s form a run [lo, hi] of indices (overflow maps to its own index from both ends,
+          so its set may not be a run: such an s takes the grid instead).
+        Blocker P[j] has a hit for s iff max of m over its run exceeds j: a range maximum (sparse
+        table over u, once per y), for every blocker at once."""
+        tb = self.tables
+        n_u = tb.over
+        if not runs:                                   # once per on value: P and the runs of every (s, k)
+            P = np.argsort(amp, kind="stable")
+            MP = M[:n_u][:, P]
+            nk = MP.shape[1]
+            ar = np.arange(nk)
+            lo = np.full((n_u + 1, nk), n_u, np.int16)
+            hi = np.full((n_u + 1, nk), -1, np.int16)
+            for u in range(n_u - 1, -1, -1):
+                lo[MP[u], ar] = u
+            for u in range(n_u):
+                hi[MP[u], ar] = u
+            cnt = np.bincount((MP.astype(np.int64) * nk + ar).ravel(), minlength=(n_u + 1) * nk).reshape(n_u + 1, nk)
+            whole = ((cnt == 0) | (cnt == hi.astype(np.int64) - lo + 1)).all(axis=1)
+            runs += [P, lo, hi, whole, *np.unique(amp[P], return_counts=True)]
+        P, lo, hi, whole, au, ac = runs
+        if not whole[si].all():                        # the overflow index in S: the whole grid
+            in_S = np.zeros(n_u + 1, bool)
+            in_S[si] = True
+            return (in_S[M[r["iu"]]] & absorbed_grid()).any(axis=0)
+        if "table" not in r:                           # once per y: m(u) and its sparse table of maxima
+            minA = np.full(n_u + 1, np.inf)
+            np.minimum.at(minA, r["iu"], np.abs(As))
+            minA = minA[:n_u]
+            reached = np.isfinite(minA)
+            m = np.zeros(n_u, np.int64)
+            ok = (minA[reached, None] * au[None, :] < quarter) | (au[None, :] == 0)
+            m[reached] = ok.astype(np.int64) @ ac
+            levels, w = [m], 1
+            while 2 * w <= n_u:
+                levels.append(np.maximum(levels[-1][:-w], levels[-1][w:]))
+                w *= 2
+            table = np.zeros((len(levels), n_u), np.int64)
+            for k, lv in enumerate(levels):
+                table[k, :len(lv)] = lv
+            r["table"] = table
+        table = r["table"]
+        jr = np.arange(lo.shape[1])
+        hit = np.zeros(lo.shape[1], bool)
+        for s in si:
+            l, h = lo[s].astype(np.int64), hi[s].astype(np.int64)
+            ne = l <= h
+            p = np.frexp(np.where(ne, h - l + 1, 1))[1] - 1      # floor(log2(run length))
+            top = np.maximum(table[p, np.where(ne, l, 0)], table[p, np.where(ne, h - (1 << p) + 1, 0)])
+            hit |= ne & (top > jr)
+        cols = np.empty(len(hit), bool)
+        cols[P] = hit
+        return cols
 
     def _rn_chain_2d(self, t, d, a):
         """RN(RN(t_i d_k) a_k) for every (i, k), NaN on overflow."""
@@ -3418,7 +3553,9 @@ def distinguishability(activation, fmt, points, implementation="exact"):
         vals = np.unique(X[:, j])
         if len(vals) < 2:
             continue
-        chosen = _choose_steps(_extremes(_separator_table(kit, vals, None)), len(vals))
+        chosen = _choose_steps_compiled(kit, vals)          # the same choices (8-bit formats), else:
+        if chosen is None:
+            chosen = _choose_steps(_extremes(_separator_table(kit, vals, None)), len(vals))
         for gap in range(1, len(vals)):
             if chosen[(gap, True)] is None or chosen[(gap, False)] is None:
                 bad.append((j + 1, float(vals[gap - 1]), float(vals[gap])))

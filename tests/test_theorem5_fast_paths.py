@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import condcheck.theorem5 as t5
+from condcheck import kernels
 from condcheck.formats import get_format
 
 
@@ -172,14 +173,21 @@ def _last_layer_grid(ctx, v_on, blockers, order, y, S, quarter, h_max):
 
 
 @pytest.mark.parametrize("act", ["relu", "gelu"])
-def test_last_layer_by_cached_reach_rows_equals_the_full_grid_test(monkeypatch, act):
+@pytest.mark.parametrize("rows_after", [0, 10**9])
+def test_last_layer_by_reach_rows_or_by_runs_equals_the_full_grid_test(monkeypatch, act, rows_after):
+    """rows_after 0: every call reads reach rows; 10**9: every call finds the columns by runs (and, with a
+    NaN in S, whose overflow index is no run, by the grid)."""
     from condcheck.targets import full_box, random_targets
     fast = t5._Ctx._last_layer_tables
+    monkeypatch.setattr(t5, "REACH_ROWS_AFTER", rows_after)
     seen = []
 
     def both(self, v_on, blockers, order, y, S, quarter, h_max):
         r = fast(self, v_on, blockers, order, y, S, quarter, h_max)
         assert r == _last_layer_grid(self, v_on, blockers, order, y, S, quarter, h_max)
+        S_nan = np.append(S, np.nan)
+        assert fast(self, v_on, blockers, order, y, S_nan, quarter, h_max) == \
+            _last_layer_grid(self, v_on, blockers, order, y, S_nan, quarter, h_max)
         seen.append(r is not None)
         return r
     monkeypatch.setattr(t5._Ctx, "_last_layer_tables", both)
@@ -216,3 +224,46 @@ def test_chain_maps_refuse_a_row_with_a_number_outside_the_format():
     maps = t5._ChainMaps.of(get_format("bfloat16"))
     assert maps.index(np.array([1.0, 1.0 + 2.0 ** -20])) is None
     assert maps.index(np.array([1.0, np.nan])) is None
+
+
+def _extremes_of_rows(W, B, I, src):
+    """The extremes ``_separator_extremes`` passes to ``_choose_steps``, from candidate rows."""
+    T = src[I.T]
+    acc = t5._accumulate
+    return (W, B, None, acc(np.minimum, T, False), acc(np.maximum, T, False), acc(np.minimum, T, True),
+            acc(np.maximum, T, True))
+
+
+def _same_choice(got, want):
+    assert set(got) == set(want)
+    for key, w in want.items():
+        assert (got[key] is None) == (w is None)
+        if w is not None:
+            assert got[key] == w and np.signbit(got[key][3]) == np.signbit(w[3])
+
+
+@pytest.mark.skipif(not kernels.HAVE_NUMBA, reason="needs numba")
+@given(st.integers(2, 40), st.integers(1, 300), st.integers(0, 2**32 - 1), st.booleans())
+@settings(max_examples=150, deadline=None)
+def test_compiled_separator_choice_equals_choose_steps_on_random_rows_with_ties_and_overflowing_spreads(
+        n_vals, n_cand, seed, huge):
+    rng = np.random.default_rng(seed)
+    # few distinct values: equal spreads (ties) are common; huge values make float32 spreads inf or NaN
+    pool = np.array([-2.0, -0.5, 0.0, 0.25, 1.0, 3.0] + ([-3e38, 3e38, 1e-38] if huge else []), np.float32)
+    src = rng.choice(pool, 50).astype(np.float32)
+    I = rng.integers(0, 50, (n_cand, n_vals)).astype(np.int16)
+    W, B = rng.standard_normal(n_cand), rng.standard_normal(n_cand)
+    with np.errstate(over="ignore", invalid="ignore"):
+        want = t5._choose_steps(_extremes_of_rows(W, B, I, src), n_vals)
+    _same_choice(t5._choose_from_rows(W, B, I, src, n_vals), want)
+
+
+@pytest.mark.skipif(not kernels.HAVE_NUMBA, reason="needs numba")
+@pytest.mark.parametrize("fmt", ["float6_e3m2fn", "float8_e4m3", "float8_e5m2"])
+@pytest.mark.parametrize("act", ["relu", "gelu", "sigmoid", "tanh"])
+def test_compiled_separator_choice_equals_choose_steps_on_format_values(fmt, act):
+    F = get_format(fmt)
+    kit = t5.Kit(act, F, "exact")
+    vals = F.values()[::4] if F.count_finite() > 100 else F.values()
+    want = t5._choose_steps(t5._separator_extremes(kit, vals), len(vals))
+    _same_choice(t5._choose_steps_compiled(kit, vals), want)
