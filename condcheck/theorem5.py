@@ -1569,6 +1569,16 @@ def _gradient_branches(ctx, zi, j, y, g, h_max, C, max_post, n_min=1):
             pass
         finally:
             setattr(ctx, retry, False)
+    # tabulated formats whose dead value L is not 0, where even the beam failed: the zero end (see
+    # ``_Ctx._zero_end``), greedy then beam, only here, so every branch found before stays as it was
+    if ctx.tables is not None and ctx.small_format and ctx.st.L != 0 and not (ctx.zero_end or ctx.beam):
+        ctx.zero_end = True
+        try:
+            return _gradient_branches(ctx, zi, j, y, g, h_max, C, max_post, n_min)
+        except ConstructionError:
+            pass
+        finally:
+            ctx.zero_end = False
     raise err
 
 
@@ -1676,6 +1686,7 @@ class _Ctx:
         self.transfer_why = ""          # why the last _transfer_search found nothing
         self.beam = False               # _transfer_search may try _transfer_beam (set by _gradient_branches)
         self.join = False               # _last_join and the greedy chain aimed at it (set by _gradient_branches)
+        self.zero_end = False           # the transfer ends in an L-state layer and a zero layer (_zero_end)
 
     def _betas(self, gating, shift_exp):
         out = []
@@ -2656,7 +2667,7 @@ class _Ctx:
             r = self._transfer_search(y, g, Gz, d3, tail_factors, bmax, h_max, quarter, n_post)
             return r, self.transfer_why
         r, self.transfer_why = self._cached(("transfer", y, g, Gz, d3, tuple(tail_factors), bmax, h_max, quarter,
-                                             n_post, self.beam, self.join), search)
+                                             n_post, self.beam, self.join, self.zero_end), search)
         return r
 
     def _transfer_search(self, y, g, Gz, d3, tail_factors, bmax, h_max, quarter, n_post):
@@ -2693,6 +2704,12 @@ class _Ctx:
             return None
         fixed = all(tail_factors)
         need = (_lg(g) - _lg(y) - sum(_lg(f) for f in tail_factors)) if y and fixed else 0.0
+        if self.zero_end:
+            # the zero end spans two layers where ``_transfer_last`` places one
+            if n_post < 2:
+                self.transfer_why = "a zero end needs two layers after the gate"
+                return None
+            n_post -= 1
         r = self._transfer_greedy(y, S, Gz, need, h_max, quarter, n_post)
         if r is None and self.join and n_post >= 2:
             # the first layers aimed at what the joined last layer can carry
@@ -2812,6 +2829,8 @@ class _Ctx:
         self.transfer_why = f"no last layer (need 2^{need:.0f}, {len(S)} targets)"
         if v_on == L:
             return None
+        if self.zero_end:
+            return self._zero_end(y, post, S, v_on, h_max)
         # the last layer's weights: every one on enumerated formats, else the window around the gain it
         # should carry (all of float64's 8,400 short weights against every target cost ~2 s per layer)
         a, c, p, t, d = self._blockers(v_on, need)
@@ -2858,6 +2877,69 @@ class _Ctx:
         if r is None and self.join:
             r = self._last_join(y, S, v_on, h_max, quarter)
         return None if r is None else (post + [r[0]], r[1], r[2])
+
+    def _zero_end(self, y, post, S, v_on, h_max):
+        """(post + [L layer, zero layer], A, ends), or None: the end of a transfer whose output term needs
+        no absorption (tabulated formats; tried only where every other transfer failed).
+
+        Why: with a dead value L != 0 the last blocker outputs L at every other point, so its output term
+        A L must be absorbed by C <= Omega: |A| < ulp(C) / 4 / |L|.  On float8_e4m3b11fnuz (C = 16,
+        ulp(C) / 4 = 1/2, tanh L = -1) that is |A| < 1/2, and with the smallest subnormal upstream
+        y = 2^-13, RN(y A) = 0: no gradient at all (tanh, elu, selu on the box).
+
+        The end: an *L layer*, a blocker from v_on onto a state p with T(p) = L and T'(p) != 0 (tanh:
+        -2.5 with T' = 0.027; the rounded T saturates before T' does), so its value is L at every point
+        and its derivative is nonzero only at the branch's point; then a *zero layer* T(a0 L + c0) at a
+        state q with T(q) = 0 and T'(q) != 0 (tanh, elu, selu: q = 0), whose value is 0 at every point,
+        so the output term A 0 vanishes whatever A.  At the other points the zero layer is live, but the
+        L layer below it is dead (T' = 0): the backward value stops there, and only
+        RN(RN(RN(h A) T'(q)) a0) must stay finite (checked at h = h_max; RN is monotone).  At the point
+        the chain is RN(RN(RN(RN(RN(y A) T'(q)) a0) T'(p)) a1), which must land in S: every A, zero
+        layer and L layer of the format is tried on the RN tables."""
+        tb, st, L = self.tables, self.st, self.st.L
+        a1, c1, p1, t1, d1 = self._blockers(v_on)
+        m = (t1 == L) & (d1 != 0)
+        a1, c1, d1 = a1[m], c1[m], d1[m]
+        zq = (st.z > st.z_dead) & (st.t == 0) & (st.dt != 0)
+        if len(a1) == 0 or not zq.any():
+            self.transfer_why = "no zero end (no L layer or no zero state)"
+            return None
+        # zero layers: every weight a0 and zero state q with RN(RN(a0 L) + c0) = q for c0 = RN(q - RN(a0 L))
+        W0 = self.nonzero_values
+        ia0 = np.repeat(tb.index(W0), zq.sum())
+        iq = np.tile(tb.index(st.z[zq]), len(W0))
+        dq = np.tile(st.dt[zq], len(W0))
+        im = tb.mul(ia0, tb.index_of(float(L)))
+        ic0 = tb.add(iq, tb.neg(im))
+        ok = (im != tb.over) & (ic0 != tb.over) & (tb.add(im, ic0) == iq)
+        ia0, ic0, iq, dq = ia0[ok], ic0[ok], iq[ok], dq[ok]
+        # output weights, and the backward value after the zero layer at the point (u) and its bound
+        # elsewhere (|h| <= h_max), both per (A, zero layer)
+        As = self.nonzero_values[np.abs(self.nonzero_values) * h_max <= self.F.max_float]
+        iA = tb.index(As)
+        idq = tb.index(dq)
+        u = tb.mul(tb.mul(tb.mul(tb.index_of(float(y)), iA)[:, None], idq[None, :]), ia0[None, :])
+        iabs = lambda i: tb.index(np.abs(tb.value(i)))
+        far = tb.mul(tb.mul(tb.mul(tb.index_of(float(h_max)), iabs(iA))[:, None], iabs(idq)[None, :]),
+                     iabs(ia0)[None, :])
+        u = np.where(far == tb.over, tb.over, u)
+        in_S = np.zeros(tb.over + 1, bool)
+        in_S[np.unique(tb.index(S))] = True
+        # the L layers: the first with some reachable u landing in S, then the smallest |A|, |a0|
+        uw = np.unique(u[u != tb.over])
+        hit = in_S[tb.mul(tb.mul(uw[:, None], tb.index(d1)[None, :]), tb.index(a1)[None, :])]
+        ks = np.flatnonzero(hit.any(axis=0))
+        if len(ks) == 0:
+            self.transfer_why = f"no zero end maps upstream {y!r} into the {len(S)} targets"
+            return None
+        k = int(ks[0])
+        good = np.isin(u, uw[hit[:, k]])
+        gi, gz = np.nonzero(good)
+        o = np.lexsort((np.abs(tb.value(ia0[gz])), np.abs(As[gi])))[0]
+        i, z = int(gi[o]), int(gz[o])
+        a0, c0 = float(tb.value(ia0[z])), float(tb.value(ic0[z]))
+        gain = abs(float(dq[z]) * a0)
+        return post + [(float(a1[k]), float(c1[k])), (a0, c0)], float(As[i]), (0.0, 0.0, gain)
 
     def _last_join(self, y, S, v_on, h_max, quarter):
         """((a, c), A, ends) of a last blocker layer found by meeting the two ends of the backward chain at

@@ -2,8 +2,8 @@
 (activation, format) of the theorems' branches (E >= 4) must construct, here on the full d = 1 box.
 
 The whole sweep over the built-ins and the formats of at most 8 bits is ``benchmarks/sufficiency.py``;
-the slow test below runs each pair of it.  float8_e4m3b11fnuz: gelu constructs through sharpened steps;
-swish and tanh are known gaps (see the last tests).
+the slow test below runs each pair of it.  float8_e4m3b11fnuz: gelu constructs through sharpened steps,
+tanh, elu and selu through zero ends; swish is a known gap (see the last tests).
 """
 import numpy as np
 import pytest
@@ -96,12 +96,49 @@ def test_swish_on_float8_e4m3b11fnuz_is_a_known_gap_of_the_gates():
 
 
 @pytest.mark.slow
-def test_tanh_on_float8_e4m3b11fnuz_is_a_known_gap_of_the_gradient_transfer():
-    # its steps now build (sharpened), but at point 12 the upstream value is the smallest subnormal
-    # 2^-13 and no blocker chain and output weight carry it exactly to g* (the same without the relays)
-    assert check_activation("tanh", "float8_e4m3b11fnuz").holds
-    with pytest.raises(ConstructionError, match=r"point 12 \[-3.25\].*no transfer pair"):
-        _box_case("tanh", "float8_e4m3b11fnuz")
+def test_mish_on_float8_e4m3b11fnuz_is_a_known_gap_of_the_gates():
+    # point 2's gating steps have on values 0.875 and 16 and each needs a push of 14 (gate targets >= 1,
+    # z_d = -13): a shift with beta_1 = -16 gives beta_2 = -1/2 (a push of 8)
+    assert check_activation("mish", "float8_e4m3b11fnuz").holds
+    with pytest.raises(ConstructionError, match=r"point 2 \[-3.75\].*no gate puts it live and all other points dead"):
+        _box_case("mish", "float8_e4m3b11fnuz")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("act", ["tanh", "elu", "selu"])
+def test_a_dead_value_below_zero_constructs_the_full_float8_e4m3b11fnuz_box_through_zero_ends(act):
+    # some point has the smallest subnormal upstream 2^-13 (tanh: point 12 [-3.25]), where an absorbed
+    # output weight |A| < 1/2 gives RN(y A) = 0; its gradient branch ends in an L layer and a zero layer
+    X, (net, claim) = _box_case(act, "float8_e4m3b11fnuz")
+    res = verify(net, claim)
+    assert res.ok and res.points == len(X), res.summary()
+
+
+def test_an_absorbed_output_weight_loses_the_smallest_subnormal_upstream_where_l_is_minus_one():
+    # the premise of the zero end: C <= Omega = 30 is at most 16, so |A| |L| < ulp(16) / 4 = 1/2 bounds
+    # |A| below 1/2 for tanh (L = -1), and RN(2^-13 A) is then 0; tanh~ still takes the value L = -1 at
+    # live states (T' != 0), and 0 at the live state 0
+    from condcheck.rounding import round_float
+    from condcheck.theorem5 import Kit, _require_conditions, find_states
+    F = get_format("float8_e4m3b11fnuz")
+    kit = Kit("tanh", F, "exact")
+    st = find_states(kit, _require_conditions(kit, F, "exact"))
+    assert st.L == -1.0 and round_float(2.0 ** -13 * 0.5, F) == 0.0
+    live = st.z > st.z_dead
+    assert ((st.t == st.L) & (st.dt != 0) & live).any()
+    assert ((st.t == 0) & (st.dt != 0) & live).any()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("act", ["tanh", "elu", "selu"])
+def test_the_smallest_subnormal_upstream_reaches_its_gradient_on_a_three_point_domain(act):
+    # h* = +-2^-13 at two of three points: with C = 16 an absorbed output weight loses it (the test
+    # above), so those branches need the zero end; 17-26 CPU s each
+    X = np.array([[-0.5], [0.0], [0.5]])
+    net, claim = construct_theorem5(act, "float8_e4m3b11fnuz", X, [0.25, 0.5, -0.25],
+                                    [2.0 ** -13, 0.5, -2.0 ** -13], [2.0 ** -10, 0.5, 0.0078125])
+    res = verify(net, claim)
+    assert res.ok and res.points == 3, res.summary()
 
 
 def test_a_failure_outside_the_theorems_branches_says_the_construction_is_an_attempt():
