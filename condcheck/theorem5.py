@@ -1560,25 +1560,27 @@ def _gradient_branches(ctx, zi, j, y, g, h_max, C, max_post, n_min=1):
     # Enumerated formats with many values: first layers aimed at what the last layer can carry, with a
     # last layer joined from both ends of the backward chain (``_Ctx._last_join``; sigmoid on 256 float16
     # box points, point 162: h* = -2^-24, g* = 777.5, g*/h* = 2^33.6, gates with T' = 1/4)
-    retry = "beam" if ctx.small_format else "join" if ctx.nonzero_values is not None else None
-    if retry and not getattr(ctx, retry):
-        setattr(ctx, retry, True)
+    def again_with(flag):
+        """This search once more with ctx.<flag> set, or None when it fails too."""
+        setattr(ctx, flag, True)
         try:
             return _gradient_branches(ctx, zi, j, y, g, h_max, C, max_post, n_min)
         except ConstructionError:
-            pass
+            return None
         finally:
-            setattr(ctx, retry, False)
+            setattr(ctx, flag, False)
+
+    retry = "beam" if ctx.small_format else "join" if ctx.nonzero_values is not None else None
+    if retry and not getattr(ctx, retry):
+        r = again_with(retry)
+        if r is not None:
+            return r
     # tabulated formats whose dead value L is not 0, where even the beam failed: the zero end (see
     # ``_Ctx._zero_end``), greedy then beam, only here, so every branch found before stays as it was
     if ctx.tables is not None and ctx.small_format and ctx.st.L != 0 and not (ctx.zero_end or ctx.beam):
-        ctx.zero_end = True
-        try:
-            return _gradient_branches(ctx, zi, j, y, g, h_max, C, max_post, n_min)
-        except ConstructionError:
-            pass
-        finally:
-            ctx.zero_end = False
+        r = again_with("zero_end")
+        if r is not None:
+            return r
     raise err
 
 
