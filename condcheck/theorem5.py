@@ -777,14 +777,19 @@ def _choose_from_rows(W, B, I, src, n_vals: int) -> dict:
     return out
 
 
+def _chosen_steps(kit: Kit, vals) -> dict:
+    """``_choose_steps`` over every (w, b) in F x F for every gap: the compiled pass where it applies
+    (the same choices), else the numpy extremes."""
+    chosen = _choose_steps_compiled(kit, vals)
+    return chosen if chosen is not None else _choose_steps(_separator_extremes(kit, vals), len(vals))
+
+
 def _separator_chooser(kit: Kit, vals, states=None):
     """choose(gap, up) -> (w, b, s, kappa) or None.  Every (w, b) in F x F when that is small (8-bit
     formats: the smallest spread), else the restricted search of condcheck.separators (16-bit formats;
     its "not found" is not a proof of inseparability, and the error says distinguishability fails)."""
     if kit.fmt.count_finite() ** 2 * len(vals) <= 2e8:
-        chosen = _choose_steps_compiled(kit, vals)
-        if chosen is None:
-            chosen = _choose_steps(_separator_extremes(kit, vals), len(vals))
+        chosen = _chosen_steps(kit, vals)
         return lambda gap, up: chosen[(gap, up)]
     from .separators import find_separators
     found = find_separators(kit, vals, states=None if enumerated(kit.fmt) else states)
@@ -2844,11 +2849,11 @@ class _Ctx:
             """(A values, RN(y A)) to try with the blockers of chunk: every value (small formats), else
             the values near s / (y d a) for s in S (the exact test in _last_layer decides)."""
             if small:
-                As = self.nonzero_values
+                As = self._output_weights(h_max)
             else:
                 with np.errstate(over="ignore", under="ignore"):
                     As = _near(F, _sample(S, 16)[:, None] / y / d[chunk][None, :] / a[chunk][None, :], 2)
-            As = As[np.abs(As) * h_max <= F.max_float]
+                As = As[np.abs(As) * h_max <= F.max_float]
             t1, o = mul_array(np.full(len(As), y), As, F)
             return As, np.where(o, np.nan, t1)
 
@@ -2879,6 +2884,12 @@ class _Ctx:
         if r is None and self.join:
             r = self._last_join(y, S, v_on, h_max, quarter)
         return None if r is None else (post + [r[0]], r[1], r[2])
+
+    def _output_weights(self, h_max):
+        """The output weights A of an enumerated format with |A| h_max finite (the backward value y A at
+        every other point), in value order; kept per h_max."""
+        return self._cached(("output_weights", h_max),
+                            lambda: self.nonzero_values[np.abs(self.nonzero_values) * h_max <= self.F.max_float])
 
     def _zero_end(self, y, post, S, v_on, h_max):
         """(post + [L layer, zero layer], A, ends), or None: the end of a transfer whose output term needs
@@ -2917,7 +2928,7 @@ class _Ctx:
         ia0, ic0, iq, dq = ia0[ok], ic0[ok], iq[ok], dq[ok]
         # output weights, and the backward value after the zero layer at the point (u) and its bound
         # elsewhere (|h| <= h_max), both per (A, zero layer)
-        As = self.nonzero_values[np.abs(self.nonzero_values) * h_max <= self.F.max_float]
+        As = self._output_weights(h_max)
         iA = tb.index(As)
         idq = tb.index(dq)
         u = tb.mul(tb.mul(tb.mul(tb.index_of(float(y)), iA)[:, None], idq[None, :]), ia0[None, :])
@@ -3086,8 +3097,7 @@ class _Ctx:
             # a last row for the overflow index, which maps to itself (what a where() on iu did per call)
             hit_maps = maps[v_on] = (np.vstack([M, np.full((1, M.shape[1]), tb.over, M.dtype)]), {}, {}, [])
         M, absorbed, reach, runs = hit_maps
-        As = self._cached(("output_weights", h_max),
-                          lambda: self.nonzero_values[np.abs(self.nonzero_values) * h_max <= self.F.max_float])
+        As = self._output_weights(h_max)
         amp = np.maximum(np.abs(t), abs(self.st.L))
 
         def absorbed_grid():
@@ -3637,9 +3647,7 @@ def distinguishability(activation, fmt, points, implementation="exact"):
         vals = np.unique(X[:, j])
         if len(vals) < 2:
             continue
-        chosen = _choose_steps_compiled(kit, vals)          # the same choices (8-bit formats), else:
-        if chosen is None:
-            chosen = _choose_steps(_extremes(_separator_table(kit, vals, None)), len(vals))
+        chosen = _chosen_steps(kit, vals)
         for gap in range(1, len(vals)):
             if chosen[(gap, True)] is None or chosen[(gap, False)] is None:
                 bad.append((j + 1, float(vals[gap - 1]), float(vals[gap])))
