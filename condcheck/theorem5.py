@@ -552,6 +552,7 @@ class Step:
     on_hi: float = 0.0
     sharpen: tuple = ()      # (w, b) of layers T(w n + b) between the separator and the step row
     reboost: tuple = ()      # (a, c) of boosts after the boost (pad the step to the network's step depth)
+    lift: tuple = ()         # ((a, c),) of the boost after a lift; boost_a, boost_c are then the lift
 
 
 def _separator_table(kit: Kit, vals: np.ndarray, st: States):
@@ -989,30 +990,32 @@ def _require_conditions(kit: Kit, F: Format, implementation: str) -> dict:
     return res.conditions["1"]["witness"]
 
 
-def _boost(kit: Kit, st: States, on_vals):
-    """_boost_search, remembered per set of on values (most steps share theirs)."""
-    key = tuple(np.unique(np.asarray(on_vals, float)).tolist())
+def _boost(kit: Kit, st: States, on_vals, low=None):
+    """_boost_search, remembered per set of on values (most steps share theirs) and dead-side value."""
+    key = (tuple(np.unique(np.asarray(on_vals, float)).tolist()), low)
     if key not in kit.boosts:
-        kit.boosts[key] = _boost_search(kit, st, on_vals)
+        kit.boosts[key] = _boost_search(kit, st, on_vals, low)
     return kit.boosts[key]
 
 
-def _boost_search(kit: Kit, st: States, on_vals):
+def _boost_search(kit: Kit, st: States, on_vals, low=None):
     """(a, c) of the boost B = T(a U + c) of a step U: L -> dead, the on values -> as far from L as possible.
 
     A step's on value can be close to L (the quantizer chain ends at 2^(e_max-1-M) and the dead tail
     must be reached on the other side, e.g. swish~(-2) = -0.23 on float8_e4m3), and a gate then needs
     a large weight on it, which multiplies the gate's backward value.  The boost re-maps the on values
     far from L (every power-of-two weight and the largest bias that keeps L dead are tried).
+    ``low``: U's value on the dead side when it is not L (a boost after a *lift*, ``_lifted_boost``).
     """
     F, L = kit.fmt, st.L
+    low = L if low is None else low
     on = np.unique(np.asarray(on_vals, float))
-    sg = float(np.sign(on[0] - L))
+    sg = float(np.sign(on[0] - low))
     G = F.values() if enumerated(F) else None
     best = None
     for a in _boost_weights(F, sg, kit.wide_boosts):
         m_on, o1 = mul_array(np.full_like(on, a), on, F)
-        m_dead, o2 = mul_array(np.array([a]), np.array([L]), F)
+        m_dead, o2 = mul_array(np.array([a]), np.array([low]), F)
         if o1.any() or o2.any():
             continue
         # the biases tried: every value, or (large formats) the values within a few ulps of z_d - a L,
@@ -1230,6 +1233,61 @@ def _reboosts(kit: Kit, st: States, pre, on, k: int):
     return out
 
 
+def _lifted_boost(kit: Kit, st: States, pre, on, push_need: float, top: int = 64):
+    """(lift, boost, reach) for a step row with pre-activations pre whose plain boost leaves a gate too
+    little push (reach < push_need), or None: a *lift* T(a1 U + c1) between the step row U and its boost,
+    with any (a1, c1) of the format, then the boost T(a2 Y + c2) that maps the lift's dead-side value
+    back into the dead tail.
+
+    Why: the boost keeps L dead, so its bias is at most z_d - a L, and an on value next to L can only be
+    moved by about |a| |on - L| - |z_d|: swish~ on float8_e4m3b11fnuz has on values at its minimum -0.28,
+    L = 0 and z_d = -13, so no boost lifts them and a gate (|beta| <= Omega = 30) pushes by 8.4 where
+    12.5 is needed.  The lift need not keep anything dead (its dead-side input is the dead step row U,
+    whose T' = 0 stops every backward value that reaches it), so T(-30 U + 0) maps -0.28 to 8.4 and 0 to
+    0, and the boost after it has a wide gap to work with.  The boosted step is dead on the dead side as
+    before, so the gates see what they always see.  Only 8-bit formats (exhaustive over F x F on the RN
+    tables); the ``top`` lifts with the widest gap relative to max(|value|, 1) get a boost, the largest
+    gate reach wins."""
+    tb = kit.tables
+    if tb is None:
+        return None
+    F, L = kit.fmt, st.L
+    u_on = np.unique(kit.T(pre[on]))
+    V = tb.values
+    v_all, o_all = kit.by_index()
+    t_all = np.where(o_all, np.nan, v_all)
+    iu = tb.index(np.append(u_on, L))
+    wi = np.flatnonzero(V != 0)
+    m = tb.mul_table[wi[:, None], iu[None, :]]                              # (weights, values)
+    t = t_all[tb.add_table[m[:, :, None], np.arange(tb.over)[None, None, :]]]   # (weights, values, biases)
+    lo = t[:, -1, :]
+    d = t[:, :-1, :] - lo[:, None, :]
+    one_side = (np.sign(d) == np.sign(d[:, :1, :])).all(1) & (d[:, 0, :] != 0)
+    gap = np.abs(d).min(1)
+    big = np.maximum(np.abs(t).max(1), 1.0)
+    score = np.where(one_side & np.isfinite(gap), gap / big, -1.0).ravel()
+    order = np.argsort(-score, kind="stable")[:top]
+    best = None
+    for k in order:
+        if score[k] <= 0:
+            break
+        a1, c1 = float(V[wi[k // tb.over]]), float(V[k % tb.over])
+        y = kit.T(kit.add(kit.mul(a1, kit.T(pre)), c1))
+        try:
+            a2, c2 = _boost(kit, st, y[on], low=float(y[~on][0]))
+        except ConstructionError:
+            continue
+        out = kit.add(kit.mul(a2, y), c2)
+        if not (st.dead(out[~on]).all() and not st.dead(out[on]).any()):
+            continue
+        reach = _gate_reach(F, st, kit.T(out[on]))
+        if best is None or reach > best[2]:
+            best = ((a1, c1), (a2, c2), reach)
+        if reach >= push_need:
+            break
+    return best
+
+
 def _gate_push_need(st: States) -> float:
     """The least push a gradient gate needs from a gating step that is on: from the dead tail z_d up to
     its smallest strong state (|T'| within a factor 4 of the largest; every gradient gate target is one)."""
@@ -1371,9 +1429,16 @@ def _construct_theorem5(activation, fmt, points, values, upstream, gradients, im
                 if best is None:
                     raise ConstructionError(f"step at coordinate {j + 1} gap {gap}: {why}")
                 _, s, kappa, on, (pre, k0, K), ba, bc = best
+                lift = _lifted_boost(kit, st, pre, on, 2 * push_need) if best[0] < 2 * push_need else None
+                lift = lift if lift is not None and lift[2] > best[0] else None
+                if lift is not None:
+                    (ba, bc), lift = lift[0], (lift[1],)
                 pre = kit.add(kit.mul(ba, kit.T(pre)), bc)
+                for a2, c2 in lift or ():
+                    pre = kit.add(kit.mul(a2, kit.T(pre)), c2)
                 step_of[(j, gap, up)] = len(steps)
-                steps.append(Step(j, gap, up, w, b, s, kappa, k0, K, boost_a=ba, boost_c=bc, sharpen=sharpen))
+                steps.append(Step(j, gap, up, w, b, s, kappa, k0, K, boost_a=ba, boost_c=bc, sharpen=sharpen,
+                                  lift=lift or ()))
                 step_pre.append((pre, on))
     # every step spans the same layers: a step with fewer sharpening layers than the deepest is boosted
     # again after its boost (each boost keeps L dead and its on values on one side of L, so the step
@@ -1383,12 +1448,12 @@ def _construct_theorem5(activation, fmt, points, values, upstream, gradients, im
     # upstream values, see _boost_weights) every step is boosted twice: one boost can leave an on value
     # near L far from Omega (swish~ on float8_e4m3: the step's on value -0.23 boosts to at most 48, the
     # second boost takes it to 224)
-    depth = max([len(s.sharpen) for s in steps] + [1 if kit.wide_boosts else 0])
+    depth = max([len(s.sharpen) + len(s.lift) for s in steps] + [1 if kit.wide_boosts else 0])
     while True:
         padded, failure = [], None
         for i, s in enumerate(steps):
             pre, on = step_pre[i]
-            extra = _reboosts(kit, st, pre, on, depth - len(s.sharpen))
+            extra = _reboosts(kit, st, pre, on, depth - len(s.sharpen) - len(s.lift))
             if extra is not None:
                 padded.append((None, extra))
                 continue
@@ -1409,14 +1474,14 @@ def _construct_theorem5(activation, fmt, points, values, upstream, gradients, im
         layers, extra = padded[i][0], padded[i][-1]
         if layers is not None:
             _, s.s, s.kappa, on, (pre, s.k0, s.K), s.boost_a, s.boost_c = padded[i][1]
-            s.sharpen = tuple(layers)
+            s.sharpen, s.lift = tuple(layers), ()
             pre = kit.add(kit.mul(s.boost_a, kit.T(pre)), s.boost_c)
         for a, c in extra:
             pre = kit.add(kit.mul(a, kit.T(pre)), c)
         on_t = kit.T(pre[on])
         tv = on_t - L
         s.on_min, s.on_max, s.on_sign = float(np.abs(tv).min()), float(np.abs(tv).max()), float(np.sign(tv)[0])
-        s.on_lo, s.on_hi, s.reboost = float(on_t.min()), float(on_t.max()), tuple(extra)
+        s.on_lo, s.on_hi, s.reboost = float(on_t.min()), float(on_t.max()), tuple(s.lift) + tuple(extra)
         step_pre[i] = pre
     step_val = [kit.T(p) for p in step_pre]
     step_pre = None          # (steps x values floats: only step_val is read from here on)
@@ -1586,6 +1651,12 @@ def _gradient_branches(ctx, zi, j, y, g, h_max, C, max_post, n_min=1):
         r = again_with("zero_end")
         if r is not None:
             return r
+    # 8-bit formats where all of that failed at the gate: gates with per-step weight sizes
+    # (``_Ctx._offset_rows``; mish on float8_e4m3b11fnuz), only here
+    if ctx.small_format and not (ctx.offset_gates or ctx.beam or ctx.zero_end) and "no gate" in str(err):
+        r = again_with("offset_gates")
+        if r is not None:
+            return r
     raise err
 
 
@@ -1694,6 +1765,7 @@ class _Ctx:
         self.beam = False               # _transfer_search may try _transfer_beam (set by _gradient_branches)
         self.join = False               # _last_join and the greedy chain aimed at it (set by _gradient_branches)
         self.zero_end = False           # the transfer ends in an L-state layer and a zero layer (_zero_end)
+        self.offset_gates = False       # gates may try per-step weight sizes (_offset_rows; set by _gradient_branches)
 
     def _betas(self, gating, shift_exp):
         out = []
@@ -1720,6 +1792,43 @@ class _Ctx:
             terms.append(extra)
         return np.broadcast_to(self.kit.row(terms, gamma), (len(self.X),))     # no terms: the bias alone
 
+    def _offset_rows(self, gating):
+        """Gating weight rows beyond ``_shifts``: each step's weight times 2^-1, 1 or 2, independently
+        (not all 1), at every shift where all of them are values; tried only where the shared rows fail.
+
+        Why: the shared rows normalize each step's weight to its smallest on value, so beta |on - L|
+        lies in [2^e, 2^(e+1)) for all of them at once, and the largest weight the format allows caps
+        e for every step.  mish~ on float8_e4m3b11fnuz: two gating steps with on values 0.875 and 16;
+        the first caps beta at 16 (push 14) and the second then gets 2^-1 (push 8) where 14 is needed,
+        though 1 (push 16) is a value too.  Also each step at its largest weight (any value of F, 1.875
+        for an on value 16 where Omega = 30: push 30), alone and where the powers of two do not fit."""
+        cache = self.__dict__.setdefault("_offset_shift_rows", {})
+        key = tuple(gating)
+        if key not in cache:
+            F = self.F
+            # each step's largest weight (any value of F) that keeps beta times its on values finite
+            mags = np.unique(np.abs(F.values()))
+            mags = mags[(mags > 0) & np.isfinite(mags)]
+            top = []
+            for i in gating:
+                s = self.steps[i]
+                ok = mags * max(abs(s.on_lo), abs(s.on_hi)) <= float(F.max_float)
+                top.append(-s.on_sign * float(mags[ok].max()) if ok.any() else None)
+            rows = [] if None in top else [top]
+            for e in range(-F.M - 3, F.e_max + 2):
+                base = self._betas(gating, e)
+                for offs in itertools.product((0, 1, -1), repeat=len(gating)):
+                    row = [math.ldexp(b, o) for b, o in zip(base, offs)]
+                    if any(offs) and all(_in(F, b) for b in row):
+                        rows.append(row)
+                if None not in top:
+                    # the powers of two where they fit, else the largest weight
+                    row = [b if abs(b) <= abs(t) else t for b, t in zip(base, top)]
+                    if all(_in(F, b) for b in row):
+                        rows.append(row)
+            cache[key] = np.array(rows, float).reshape(len(rows), len(gating))
+        return cache[key]
+
     def _gate(self, zi, extra, targets, small_first=False):
         """(betas, gamma, pre on X) with pre[zi] one of targets (earliest preferred), others dead.
 
@@ -1729,16 +1838,32 @@ class _Ctx:
         term, so the largest sum over the other points decides deadness: computed on every point for
         small domains, else bounded (see ``_gate_sums``).  ``small_first``: take the smallest weights
         that reach any target (a gradient gate's weights multiply its backward value, which must stay
-        finite); otherwise the best-ranked target, then the smallest weights.
+        finite); otherwise the best-ranked target, then the smallest weights.  Where no shared size
+        works and ``offset_gates`` is set, per-step offsets of the sizes are tried (``_offset_rows``).
         """
-        st, F = self.st, self.F
         gating = sorted(self.gating(zi))
         if not gating and len(self.X) > 1:
             raise ConstructionError(f"point {zi + 1} has no gating step")
-        tv, order, tv_sorted = self._sorted_targets(targets)
         shifts, B = self._shifts(gating)
-        if not shifts or not len(tv):
-            raise ConstructionError(f"point {zi + 1} {self.X[zi].tolist()}: no gate puts it live and all other points dead")
+        rows = [B] if shifts else []
+        if self.offset_gates and len(gating) > 1:
+            rows.append(self._offset_rows(gating))
+        err = ConstructionError(f"point {zi + 1} {self.X[zi].tolist()}: no gate puts it live and all other points dead")
+        for Bk in rows:
+            try:
+                r = self._gate_with(zi, gating, Bk, extra, targets, small_first) if len(Bk) else None
+            except ConstructionError as e:          # the indexed search's own verdict
+                r, err = None, e
+            if r is not None:
+                return r
+        raise err
+
+    def _gate_with(self, zi, gating, B, extra, targets, small_first):
+        """``_gate`` for the gating weight rows B: (betas, gamma, pre) or None."""
+        st, F = self.st, self.F
+        tv, order, tv_sorted = self._sorted_targets(targets)
+        if not len(tv):
+            return None
         if (self.small_format and self.tables is not None and len(self.X) <= EXACT_GATE_POINTS
                 and (gating or extra is not None)):
             r = self._gate_indexed(zi, gating, B, extra, targets, tv, small_first)
@@ -1747,13 +1872,13 @@ class _Ctx:
         at_z, hi_o, lo_o, bad = self._gate_sums(zi, gating, B, extra)
         if self.small_format:
             G = F.values()
-            Gb = np.broadcast_to(G[None, :], (len(shifts), len(G)))
+            Gb = np.broadcast_to(G[None, :], (len(B), len(G)))
         else:
             # per row, the 64 best-ranked targets not finer than the sum's spacing (RN(at_z + gamma)
             # cannot land on a value much finer than at_z's ulp unless gamma cancels it exactly)
             fine = np.exp2(np.floor(np.log2(np.where(at_z == 0, 1.0, np.abs(at_z)))) - F.M)
             want = _first_reached(tv, np.where(at_z == 0, -np.inf, fine), min(64, len(tv)))
-            Gb = _near_grid(F, want - at_z[:, None], 2).reshape(len(shifts), -1)
+            Gb = _near_grid(F, want - at_z[:, None], 2).reshape(len(B), -1)
             bad |= np.isnan(Gb).all(axis=1)
             Gb = np.where(np.isnan(Gb), 0.0, Gb)
         shape = Gb.shape
@@ -1772,7 +1897,7 @@ class _Ctx:
             pre = self._gate_row(zi, gating, betas, extra, gamma)
             if (tv == pre[zi]).any() and st.dead(np.delete(pre, zi)).all():      # (isin would sort tv)
                 return betas, gamma, pre
-        raise ConstructionError(f"point {zi + 1} {self.X[zi].tolist()}: no gate puts it live and all other points dead")
+        return None
 
     def _sorted_targets(self, targets):
         """(targets as an array, their stable sort order, the sorted array): made once for the fixed
@@ -1948,7 +2073,7 @@ class _Ctx:
         """The index array of the left-to-right sums of the gating terms (rows of B) on every point, once
         per gating set; None without gating terms, False when a step value is not a value."""
         cache = self.__dict__.setdefault("_gating_acc", {})
-        key = tuple(gating)
+        key = (tuple(gating), B.tobytes())
         if key not in cache:
             tb, acc = self.tables, None
             for k, i in enumerate(gating):
@@ -2525,8 +2650,9 @@ class _Ctx:
         """The gate options of a gradient branch, each (gate, slice gate, factors between them) or the
         ConstructionError saying why there is none: here one gate reading the pass P3 (weight a3)."""
         # remembered per (point, source, passes, a3): the pass P3 is a function of those (``_pass`` results
-        # are cached by them), and the branch search asks again for each number of layers it tries
-        ck = ("gradient_gate", zi, key)
+        # are cached by them), and the branch search asks again for each number of layers it tries; and
+        # per offset_gates, whose retry must search again
+        ck = ("gradient_gate", zi, key, self.offset_gates)
         r = self._memo.get(ck)
         if r is None:
             try:

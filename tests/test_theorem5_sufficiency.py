@@ -3,7 +3,7 @@
 
 The whole sweep over the built-ins and the formats of at most 8 bits is ``benchmarks/sufficiency.py``;
 the slow test below runs each pair of it.  float8_e4m3b11fnuz: gelu constructs through sharpened steps,
-tanh, elu and selu through zero ends; swish is a known gap (see the last tests).
+tanh, elu and selu through zero ends, swish and mish through lifted boosts and per-step gate weights.
 """
 import numpy as np
 import pytest
@@ -86,22 +86,40 @@ def test_gelu_constructs_the_full_float8_e4m3b11fnuz_box_through_sharpened_steps
     assert res.ok and res.points == len(X), res.summary()
 
 
-@pytest.mark.slow
-def test_swish_on_float8_e4m3b11fnuz_is_a_known_gap_of_the_gates():
-    # its steps now build (sharpened), but a gradient gate of point 7 finds no weights that keep it live
-    # there and push every other point into the dead tail (the same without the relays of the sharpening)
-    assert check_activation("swish", "float8_e4m3b11fnuz").holds
-    with pytest.raises(ConstructionError, match=r"point 7 \[-2.5\].*no gate puts it live and all other points dead"):
-        _box_case("swish", "float8_e4m3b11fnuz")
+def test_a_lift_gives_a_step_at_swishs_minimum_the_push_a_gate_needs():
+    # swish~ on float8_e4m3b11fnuz: L = 0, z_d = -13, Omega = 30; a step whose on value is swish~'s minimum
+    # -0.28 keeps, after the best boost (whose bias must keep L dead), almost no push for a gate; a lift
+    # T(a1 U + c1) with any (a1, c1) before the boost moves it far enough
+    from condcheck.theorem5 import (Kit, _boost, _gate_push_need, _gate_reach, _lifted_boost,
+                                    _require_conditions, find_states)
+    F = get_format("float8_e4m3b11fnuz")
+    kit = Kit("swish", F, "exact")
+    st = find_states(kit, _require_conditions(kit, F, "exact"))
+    V = F.values()
+    V = V[np.isfinite(V)]
+    pre = np.array([st.z_dead, float(V[np.argmin(kit.T(V))])])
+    on = np.array([False, True])
+    need = _gate_push_need(st)
+    a, c = _boost(kit, st, kit.T(pre[on]))
+    assert _gate_reach(F, st, kit.T(kit.add(kit.mul(a, kit.T(pre[on])), c))) < need
+    (a1, c1), (a2, c2), reach = _lifted_boost(kit, st, pre, on, need)
+    assert reach >= need
+    out = kit.add(kit.mul(a2, kit.T(kit.add(kit.mul(a1, kit.T(pre)), c1))), c2)
+    assert st.dead(out[~on]).all() and not st.dead(out[on]).any()
+    assert _gate_reach(F, st, kit.T(out[on])) == reach
 
 
 @pytest.mark.slow
-def test_mish_on_float8_e4m3b11fnuz_is_a_known_gap_of_the_gates():
-    # point 2's gating steps have on values 0.875 and 16 and each needs a push of 14 (gate targets >= 1,
-    # z_d = -13): a shift with beta_1 = -16 gives beta_2 = -1/2 (a push of 8)
-    assert check_activation("mish", "float8_e4m3b11fnuz").holds
-    with pytest.raises(ConstructionError, match=r"point 2 \[-3.75\].*no gate puts it live and all other points dead"):
-        _box_case("mish", "float8_e4m3b11fnuz")
+@pytest.mark.parametrize("act,seed", [("swish", 0), ("swish", 1), ("mish", 0), ("mish", 1)])
+def test_swish_and_mish_construct_the_full_float8_e4m3b11fnuz_box_through_lifts_and_gate_offsets(act, seed):
+    # swish: steps at swish~'s minimum are lifted before their boost (the test above); mish: point 2's
+    # gating steps have on values 0.875 and 16, and a shared weight size gives the second a push of 8
+    # where 14 is needed, so the gates of the points where everything else failed try per-step sizes
+    # (``_Ctx._offset_rows``: point 101 needs weight 1.875 on an on value 16)
+    assert check_activation(act, "float8_e4m3b11fnuz").holds
+    X, (net, claim) = _box_case(act, "float8_e4m3b11fnuz", seed)
+    res = verify(net, claim)
+    assert res.ok and res.points == len(X), res.summary()
 
 
 @pytest.mark.slow
