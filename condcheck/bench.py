@@ -125,6 +125,9 @@ for _fmt in ("float16", "bfloat16"):
             case(f"theorem5-{_act}-{_fmt}-sample{_n}", "construct and verify 16-bit box samples (issue 4: 4,096 points)")(
                 lambda f=_fmt, a=_act, n=_n: _construct_sample(a, f, n))
 
+case("theorem5-relu-bfloat16-sample1024", "construct and verify 16-bit box samples: relu's gradient gates near 1 "
+     "(point 466, g*/h* = 2^-79.6)")(lambda: _construct_sample("relu", "bfloat16", 1024))
+
 for _fmt in ("float32", "float64"):
     for _act in ("relu", "elu", "gelu", "swish", "sigmoid", "tanh"):
         for _n in (16, 256):

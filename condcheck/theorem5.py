@@ -104,6 +104,12 @@ from .targets import enumerated
 #: domains with at most this many points evaluate each gate's sum on every point; larger ones bound it
 EXACT_GATE_POINTS = 512
 
+#: transfer searches (``_Ctx._transfer_search``, uncached) one attempt of ``_gradient_branches`` may run
+#: on a format with more than 4,096 values before it gives up (SearchGaveUp); each retry (join, gates near
+#: 1) gets as many again.  relu on 1,024 bfloat16 box points: at most 145 for every point that its first
+#: attempt builds
+TRANSFER_BUDGET = 400
+
 #: the last-layer search (``_Ctx._last_layer_tables``) builds an upstream value's reach rows after this many calls
 REACH_ROWS_AFTER = 32
 
@@ -114,6 +120,12 @@ class ConstructionError(CondcheckError):
 
 class ValueGainOverflow(ConstructionError):
     """A value gate's backward gain overflows (large |h*| |f*|): construct_theorem5 retries with wide boosts."""
+
+
+class SearchGaveUp(ConstructionError):
+    """A gradient branch search used up its transfer budget (``TRANSFER_BUDGET``): ``_gradient_branches``
+    moves on to its next variant (or raises this, naming the point) instead of trying every source weight,
+    scale, gate and depth, which can take hours on a 16-bit format."""
 
 
 class ConditionFailure(ConstructionError):
@@ -1527,11 +1539,16 @@ def _construct_theorem5(activation, fmt, points, values, upstream, gradients, im
                 grad_part += brs
     for i, br in enumerate(grad_part):
         if len(br.post) < n_cur:
+            # with the gate targets the branch was found with, and a budget (SearchGaveUp: padded too)
+            ctx.near_one = getattr(br, "near_one", False)
+            ctx.transfer_budget = None if ctx.small_format else TRANSFER_BUDGET
             try:
                 grad_part[i] = ctx.gradient_branch(br.zi, br.coord, br.y, br.g, h_max, C, n_cur)
                 grad_part[i].part = br.part
             except ConstructionError:
                 pass                                   # pad_gradient below appends exact relays instead
+            finally:
+                ctx.near_one, ctx.transfer_budget = False, None
     n_final = max([len(br.post) for br in grad_part] + [1])
     for br in grad_part:
         ctx.pad_gradient(br, n_final, h_max, quarter)
@@ -1572,6 +1589,20 @@ def _post_limit(F: Format, y: float, g: float, max_post) -> int:
 
 
 def _gradient_branches(ctx, zi, j, y, g, h_max, C, max_post, n_min=1):
+    """The branches that carry g*_j at point zi: one, or k = 2, 4, ... carrying g/k each
+    (``_gradient_branches_search``), with a budget of TRANSFER_BUDGET transfer searches for this attempt
+    (each retry it makes gets its own) on formats with many values, where one transfer search costs up
+    to a second (on the small formats it costs milliseconds, and a search may need thousands: relu on an
+    8 x 8 float8_e5m2 grid, point 3, g*/h* = 2^16.8)."""
+    saved = ctx.transfer_budget
+    ctx.transfer_budget = None if ctx.small_format else TRANSFER_BUDGET
+    try:
+        return _gradient_branches_search(ctx, zi, j, y, g, h_max, C, max_post, n_min)
+    finally:
+        ctx.transfer_budget = saved
+
+
+def _gradient_branches_search(ctx, zi, j, y, g, h_max, C, max_post, n_min=1):
     """The branches that carry g*_j at point zi: one, or k = 2, 4, ... carrying g/k each.
 
     The backward value arriving at the source's output is g / (w_g T'(s0)); with a small |T'| (sigmoid:
@@ -1597,34 +1628,43 @@ def _gradient_branches(ctx, zi, j, y, g, h_max, C, max_post, n_min=1):
             acc = kit.add(acc, part)
         return acc == g
 
-    for parts in ((1, 2) if first == 1 else (first, 2 * first)):
-        part = g / parts
-        if not _in(F, part):
-            break
-        if not sums_to_g(part, parts):
-            continue
-        top = max(n_min, _post_limit(F, y, part, max_post))
-        if not ctx.small_format:
-            # formats with many values: each (source, pass, gate) tries every depth up to the limit
-            # before the next is tried (a full sweep per depth costs ~150 transfers); then the depths
-            # below n_min (the caller pads a shorter branch with exact relays: a branch whose ratio
-            # shrinks can not take many blocker layers, each of which needs a weight that crosses the tail)
-            for lo, hi in ((n_min, top), (1, n_min - 1)):
-                if lo > hi:
-                    continue
+    try:
+        for parts in ((1, 2) if first == 1 else (first, 2 * first)):
+            part = g / parts
+            if not _in(F, part):
+                break
+            if not sums_to_g(part, parts):
+                continue
+            top = max(n_min, _post_limit(F, y, part, max_post))
+            if not ctx.small_format:
+                # formats with many values: each (source, pass, gate) tries every depth up to the limit
+                # before the next is tried (a full sweep per depth costs ~150 transfers); then the depths
+                # below n_min (the caller pads a shorter branch with exact relays: a branch whose ratio
+                # shrinks can not take many blocker layers, each of which needs a weight that crosses the tail)
+                for lo, hi in ((n_min, top), (1, n_min - 1)):
+                    if lo > hi:
+                        continue
+                    try:
+                        return _parts([ctx.gradient_branch(zi, j, y, part, h_max, C, lo, hi) for _ in range(parts)])
+                    except SearchGaveUp:
+                        raise
+                    except ConstructionError as e:
+                        err = e
+                continue
+            # the fewest layers that work from the depth reached so far, then fewer (the caller rebuilds or
+            # pads a shorter branch with exact relays; sigmoid on a 64 x 64 float8_e4m3 grid: a point whose
+            # transfer fits only without the blocker layers the branches before it needed)
+            for n_post in list(range(n_min, top + 1)) + list(range(1, min(n_min, top + 1))):
                 try:
-                    return _parts([ctx.gradient_branch(zi, j, y, part, h_max, C, lo, hi) for _ in range(parts)])
+                    return _parts([ctx.gradient_branch(zi, j, y, part, h_max, C, n_post) for _ in range(parts)])
+                except SearchGaveUp:
+                    raise
                 except ConstructionError as e:
                     err = e
-            continue
-        # the fewest layers that work from the depth reached so far, then fewer (the caller rebuilds or
-        # pads a shorter branch with exact relays; sigmoid on a 64 x 64 float8_e4m3 grid: a point whose
-        # transfer fits only without the blocker layers the branches before it needed)
-        for n_post in list(range(n_min, top + 1)) + list(range(1, min(n_min, top + 1))):
-            try:
-                return _parts([ctx.gradient_branch(zi, j, y, part, h_max, C, n_post) for _ in range(parts)])
-            except ConstructionError as e:
-                err = e
+    except SearchGaveUp as e:
+        # the budget is spent: the retries below (each with a budget of its own), then this error
+        err = SearchGaveUp(f"point {zi + 1} {ctx.X[zi].tolist()}, coordinate {j + 1}: the gradient branch search "
+                           f"gave up after {TRANSFER_BUDGET} transfer searches (h* = {y!r}, g* = {g!r}; {e})")
     # every chain the greedy transfer found fell short: once more with a wider search, only here, so that
     # every branch found before stays as it was.  8-bit formats: the beam over the blocker layers.
     # Enumerated formats with many values: first layers aimed at what the last layer can carry, with a
@@ -1653,8 +1693,17 @@ def _gradient_branches(ctx, zi, j, y, g, h_max, C, max_post, n_min=1):
             return r
     # 8-bit formats where all of that failed at the gate: gates with per-step weight sizes
     # (``_Ctx._offset_rows``; mish on float8_e4m3b11fnuz), only here
-    if ctx.small_format and not (ctx.offset_gates or ctx.beam or ctx.zero_end) and "no gate" in str(err):
+    if (ctx.small_format and not (ctx.offset_gates or ctx.near_one or ctx.beam or ctx.zero_end)
+            and "no gate" in str(err)):
         r = again_with("offset_gates")
+        if r is not None:
+            return r
+    # every search above failed: gradient gates on the targets whose value is nearest 1 (``_gradient_targets``),
+    # only here, so every branch found before stays as it was.  The gates' usual first targets are the
+    # smallest values (relu on bfloat16: the smallest subnormal 2^-133), from which the blocker layers
+    # can not shrink the chain by a ratio g*/h* = 2^-80 without their forward values underflowing
+    if ctx.NEAR_ONE and not (ctx.near_one or ctx.offset_gates or ctx.beam or ctx.join or ctx.zero_end):
+        r = again_with("near_one")
         if r is not None:
             return r
     raise err
@@ -1702,6 +1751,8 @@ class _Branch:
 
 
 class _Ctx:
+    NEAR_ONE = True         # _gradient_gates reads _gradient_targets (the retry on gates near 1 applies)
+
     def __init__(self, kit, st, F, X, steps, U_X, gating):
         self.kit, self.st, self.F, self.X, self.steps, self.U_X, self.gating = kit, st, F, X, steps, U_X, gating
         # the layers a step spends on sharpening (and the boosts that pad it): each gradient branch
@@ -1766,6 +1817,8 @@ class _Ctx:
         self.join = False               # _last_join and the greedy chain aimed at it (set by _gradient_branches)
         self.zero_end = False           # the transfer ends in an L-state layer and a zero layer (_zero_end)
         self.offset_gates = False       # gates may try per-step weight sizes (_offset_rows; set by _gradient_branches)
+        self.near_one = False           # gradient gates on targets with |T - L| nearest 1 first (_gradient_targets)
+        self.transfer_budget = None     # transfer searches left to this gradient search (None: no limit)
 
     def _betas(self, gating, shift_exp):
         out = []
@@ -1902,13 +1955,15 @@ class _Ctx:
     def _sorted_targets(self, targets):
         """(targets as an array, their stable sort order, the sorted array): made once for the fixed
         list gate_targets (47,446 states on bfloat16, asked for by every gradient gate), else per call."""
-        if targets is self.gate_targets and getattr(self, "_gate_targets_sorted", None) is not None:
-            return self._gate_targets_sorted
+        fixed = targets is self.gate_targets or targets is getattr(self, "_near_one_targets", None)
+        cache = self.__dict__.setdefault("_fixed_sorted", {})
+        if fixed and id(targets) in cache:
+            return cache[id(targets)]
         tv = np.asarray(targets, float)
         order = np.argsort(tv, kind="stable")
         r = (tv, order, tv[order])
-        if targets is self.gate_targets:
-            self._gate_targets_sorted = r
+        if fixed:
+            cache[id(targets)] = r
         return r
 
     def point_gate(self, zi, extra, targets, small_first=False) -> Gate:
@@ -2013,10 +2068,11 @@ class _Ctx:
             p = tb.mul_table[iex[0], iex[1]][None, :]
             acc = p if acc is None else tb.add_table[acc, p]
             acc = np.broadcast_to(acc, (len(B), n))
-        if targets is self.gate_targets:
-            rank = getattr(self, "_gate_target_ranks", None)
+        if targets is self.gate_targets or targets is getattr(self, "_near_one_targets", None):
+            ranks = self.__dict__.setdefault("_fixed_ranks", {})
+            rank = ranks.get(id(targets))
             if rank is None:
-                rank = self._gate_target_ranks = self._target_ranks(tv)
+                rank = ranks[id(targets)] = self._target_ranks(tv)
         else:
             rank = self._target_ranks(tv)
         if rank is None:
@@ -2527,7 +2583,7 @@ class _Ctx:
                     post = list(post)           # pad_gradient appends to it; r may be shared (cached)
                     br = _Branch(zi, gate, post, A, coord=j, w_g=w_g, b_g=b_g, a2=a2, c2=c2, a2b=a2b, c3=c3,
                                  a3=a3, slice_gate=slice_gate, relays=tuple(relays))
-                    br.ends, br.y, br.g = ends, y, g
+                    br.ends, br.y, br.g, br.near_one = ends, y, g, self.near_one
                     return br
         raise ConstructionError(f"point {zi + 1} {X[zi].tolist()}, coordinate {j + 1}: gradient branch not "
                                 f"found ({last_err})")
@@ -2651,16 +2707,32 @@ class _Ctx:
         ConstructionError saying why there is none: here one gate reading the pass P3 (weight a3)."""
         # remembered per (point, source, passes, a3): the pass P3 is a function of those (``_pass`` results
         # are cached by them), and the branch search asks again for each number of layers it tries; and
-        # per offset_gates, whose retry must search again
-        ck = ("gradient_gate", zi, key, self.offset_gates)
+        # per retry flag that changes the gate search
+        ck = ("gradient_gate", zi, key, self.offset_gates, self.near_one)
         r = self._memo.get(ck)
         if r is None:
             try:
-                r = self.point_gate(zi, (a3, P3), self.gate_targets, small_first=True)
+                r = self.point_gate(zi, (a3, P3), self._gradient_targets(), small_first=True)
             except ConstructionError as e:
                 r = e
             self._memo[ck] = r
         yield r if isinstance(r, ConstructionError) else (r, None, [])
+
+    def _gradient_targets(self):
+        """The targets of gradient gates: gate_targets, or with ``near_one`` the same states ordered by
+        |log2 |T - L||, nearest 1 first (stable; made once).  A gate's value Gz is the forward value the
+        blocker layers after it start from: near 1 they can shrink it (a ratio g*/h* far below 1) as
+        well as grow it without leaving the format."""
+        if not self.near_one:
+            return self.gate_targets
+        if getattr(self, "_near_one_targets", None) is None:
+            tv = np.asarray(self.gate_targets, float)
+            t, _ = self.kit.R.value_array(tv)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                key = np.abs(np.log2(np.abs(np.asarray(t, float) - self.st.L)))
+            key = np.where(np.isfinite(key), key, np.inf)
+            self._near_one_targets = [self.gate_targets[i] for i in np.argsort(key, kind="stable")]
+        return self._near_one_targets
 
     def _gate_weight(self, zi, j=None):
         """The largest backward gain of a gate of point zi without the pass input (a probe)."""
@@ -2797,6 +2869,10 @@ class _Ctx:
         """``_transfer_search``, once per argument tuple (branches with equal chains and targets); its
         failure reason (``transfer_why``) is kept with it, so a cached failure reports its own."""
         def search():
+            if self.transfer_budget is not None:
+                if self.transfer_budget <= 0:
+                    raise SearchGaveUp(f"last transfer failure: {self.transfer_why}")
+                self.transfer_budget -= 1
             r = self._transfer_search(y, g, Gz, d3, tail_factors, bmax, h_max, quarter, n_post)
             return r, self.transfer_why
         r, self.transfer_why = self._cached(("transfer", y, g, Gz, d3, tuple(tail_factors), bmax, h_max, quarter,
@@ -3380,6 +3456,7 @@ class _SlicedCtx(_Ctx):
     x_j only through its source.  A slice gate shared by the points of its slice gets a backward value at
     z only from z's gate (the others are dead at z).
     """
+    NEAR_ONE = False        # its gradient gates are slice and AND gates on fixed target lists
 
     def __init__(self, kit, st, F, X, steps, step_val, coord_vals, coord_idx, step_of):
         super().__init__(kit, st, F, X, steps, None, None)

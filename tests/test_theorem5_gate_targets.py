@@ -1,0 +1,71 @@
+"""The gate targets of gradient branches and the budget of a gradient search (``_gradient_branches``).
+
+A gradient gate's value Gz is the forward value the blocker layers after it start from.  Its usual first
+target is the smallest value (relu: the smallest subnormal), where the blockers can grow the chain but not
+shrink it: with a ratio g*/h* far below 1 no transfer exists, and trying every source weight, scale, gate
+and depth took hours (relu on 1,024 bfloat16 box points, point 466: g*/h* = 2^-79.6).  The search now gives
+up after TRANSFER_BUDGET transfer searches per attempt, and a last retry puts the gates on the targets whose
+value is nearest 1 (``_Ctx._gradient_targets``)."""
+import numpy as np
+import pytest
+
+import condcheck.theorem5 as t5
+from condcheck.targets import box_sample, random_targets
+from condcheck.verify import verify
+
+
+def _relu_pair():
+    # relu on 1,024 bfloat16 box points (random:0): point 466 has h* = -6.8e-4, g* = 7.4e-28 (g*/h* =
+    # 2^-79.6); the point with the largest |h*| bounds the output weights
+    X = box_sample("relu", "bfloat16", 1, 1024, 0)
+    f, h, g = random_targets("bfloat16", X, 0, 0.25)
+    assert np.log2(abs(g[465, 0] / h[465])) < -79
+    idx = np.sort([465, int(np.argmax(np.abs(h)))])
+    return X[idx], f[idx], h[idx], g[idx]
+
+
+@pytest.fixture
+def small_budget(monkeypatch):
+    monkeypatch.setattr(t5, "TRANSFER_BUDGET", 4)
+
+
+def test_a_ratio_far_below_one_is_carried_by_gradient_gates_near_one(small_budget):
+    X, f, h, g = _relu_pair()
+    net, claim = t5.construct_theorem5("relu", "bfloat16", X, f, h, g)
+    assert verify(net, claim).ok
+
+
+def test_without_gates_near_one_that_gradient_search_gives_up_naming_the_point(small_budget, monkeypatch):
+    X, f, h, g = _relu_pair()
+    monkeypatch.setattr(t5._Ctx, "NEAR_ONE", False)
+    with pytest.raises(t5.SearchGaveUp, match=r"point \d .*gave up after 4 transfer searches"):
+        t5.construct_theorem5("relu", "bfloat16", X, f, h, g)
+
+
+def test_a_search_with_no_budget_gives_up_at_its_first_transfer(monkeypatch):
+    monkeypatch.setattr(t5, "TRANSFER_BUDGET", 0)
+    X = box_sample("relu", "bfloat16", 1, 4, 0)
+    f, h, g = random_targets("bfloat16", X, 0, 0.25)
+    with pytest.raises(t5.SearchGaveUp, match="point 1 .*gave up after 0 transfer searches"):
+        t5.construct_theorem5("relu", "bfloat16", X, f, h, g)
+
+
+def test_gates_near_one_are_the_gate_targets_ordered_by_the_distance_of_their_value_from_one(monkeypatch):
+    seen = {}
+    original = t5._Ctx._gradient_targets
+
+    def spy(self):
+        r = original(self)
+        if self.near_one:
+            seen["near"], seen["all"], seen["ctx"] = r, self.gate_targets, self
+        return r
+    monkeypatch.setattr(t5._Ctx, "_gradient_targets", spy)
+    monkeypatch.setattr(t5, "TRANSFER_BUDGET", 0)
+    X = box_sample("relu", "bfloat16", 1, 4, 0)
+    f, h, g = random_targets("bfloat16", X, 0, 0.25)
+    with pytest.raises(t5.SearchGaveUp):
+        t5.construct_theorem5("relu", "bfloat16", X, f, h, g)
+    near, ctx = np.asarray(seen["near"], float), seen["ctx"]
+    assert sorted(near.tolist()) == sorted(np.asarray(seen["all"], float).tolist())
+    dist = np.abs(np.log2(np.abs(ctx.kit.T(near) - ctx.st.L)))
+    assert (np.diff(dist) >= 0).all() and dist[0] < 1 < dist[-1]
