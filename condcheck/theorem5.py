@@ -91,6 +91,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
+from . import kernels
 from .errors import CondcheckError
 from .formats import Format, get_format
 from .network import Layer, Network
@@ -387,6 +388,14 @@ def _preimage_bisect(F: Format, V: np.ndarray, S, factors) -> np.ndarray:
     sign and never matches, since only finite s are searched."""
     sign = math.prod(math.copysign(1.0, float(f)) for f in factors)
     fs = [float(f) for f in factors]
+    if kernels.HAVE_NUMBA and F.fits_float64 and F.M < 52 and V.dtype == np.float64:
+        # the same bisections compiled (``kernels.preimage_runs``; tests/test_theorem5_preimage.py)
+        Su = np.unique(np.asarray(S, float))
+        Su = Su[np.isfinite(Su)]
+        if not len(Su):
+            return V[:0]
+        lo, hi = kernels.preimage_runs(V, fs, sign * Su, sign, F)
+        return V[np.unique(np.concatenate([np.arange(a, b) for a, b in zip(lo.tolist(), hi.tolist())]))]
 
     def key(t):
         r = float(t)
@@ -402,6 +411,15 @@ def _preimage_bisect(F: Format, V: np.ndarray, S, factors) -> np.ndarray:
             lo = bisect.bisect_left(V, sign * s, key=key)
             runs.append(np.arange(lo, bisect.bisect_right(V, sign * s, lo=lo, key=key)))
     return V[np.unique(np.concatenate(runs))] if runs else V[:0]
+
+
+def _lex_first(*keys) -> int:
+    """The first index of np.lexsort(keys[::-1]) (keys[0] the primary key; ties to the lowest index, as
+    the stable sort keeps them), by successive minima instead of a sort.  Keys hold no NaN."""
+    m = np.ones(len(keys[0]), bool)
+    for k in keys:
+        m &= k == k[m].min()
+    return int(np.argmax(m))
 
 
 def _lg(x) -> float:
@@ -2766,13 +2784,21 @@ class _Ctx:
                 # next layer the most room for its weight
                 inexact = (np.abs(np.frexp(a * d)[0]) != 0.5).astype(float)
                 return a, c, t, d, gain, inexact, np.abs(t)
-            # a function of the on value where every weight is tried (weights None: enumerated formats)
-            a, c, t, d, gain, inexact, abs_t = (self._cached(("ranked_blockers", v_on), ranked) if weights is None
-                                                else ranked())
+            # a function of the on value where every weight is tried (weights None: enumerated formats),
+            # else of the on value and the weight window (the key of ``_blockers``' cache)
+            if weights is None:
+                rkey = ("ranked_blockers", v_on)
+            else:
+                m = np.abs(weights)
+                rkey = ("ranked_blockers", v_on, len(m)) + ((float(m.min()), float(m.max())) if len(m) else ())
+            a, c, t, d, gain, inexact, abs_t = self._cached(rkey, ranked)
             if len(a) == 0:
                 self.transfer_why = f"no blocker for layer {k + 1} (on value {v_on!r}, gain 2^{share:.0f})"
                 return None
-            order = np.lexsort((abs_t, np.round(np.abs(gain - share)), inexact))
+            off = np.round(np.abs(gain - share))
+            # the first of np.lexsort((abs_t, off, inexact)) without sorting (one blocker is tried)
+            order = (np.lexsort((abs_t, off, inexact)) if last_cap is not None
+                     else [_lex_first(inexact, off, abs_t)])
             for i in order[:1 if last_cap is None else 32]:
                 i = int(i)
                 S_i = self._preimage(S, float(d[i]), float(a[i]))
