@@ -118,6 +118,29 @@ def test_lex_first_is_the_first_index_of_a_stable_lexsort_with_ties(n, seed):
     assert t5._lex_first(*keys) == int(np.lexsort(keys[::-1])[0])
 
 
+class _RankProbe:
+    def __init__(self, F):
+        self.F, self.gate_targets = F, []
+
+
+@pytest.mark.parametrize("fmt", ["bfloat16", "float16"])
+def test_target_ranks_by_16_bit_encoding_equal_the_stable_sorted_search(fmt):
+    F = get_format(fmt)
+    V = F.values()
+    rng = np.random.default_rng(1)
+    tv = np.concatenate([rng.choice(V, 3000), [0.0, -0.0, float(V[-1])], rng.choice(V, 50)])    # repeats, signed zeros
+    order = np.argsort(tv, kind="stable")
+    v = np.concatenate([rng.choice(tv, 4000), rng.choice(V, 4000), [-0.0, 0.0, np.inf, -np.inf, 1.0, -1.0, 2.0, 0.5]]).reshape(8, -1)
+    mask = rng.random(v.shape) < 0.8
+    mask[np.isinf(v)] = False
+    probe = _RankProbe(F)
+    assert t5._codes16(F) is not None
+    got = t5._Ctx._ranks_of(probe, [], tv, order, tv[order], v, mask)
+    k = np.clip(np.searchsorted(tv[order], v), 0, len(tv) - 1)
+    expected = np.where(mask & (tv[order][k] == v), order[k], len(tv) + 1)
+    assert np.array_equal(got, expected)
+
+
 # ---- caches and whole-array checks of the d = 2 speedups --------------------------------------------------
 @pytest.mark.parametrize("fmt", ["float8_e4m3", "float6_e3m2fn", "float16", "bfloat16"])
 def test_value_membership_by_set_equals_the_rounding_test(fmt):
