@@ -206,8 +206,11 @@ def test_sigmoid_on_4096_separable_points_of_the_bfloat16_box():
     assert verify(net, claim, method="sparse").ok
 
 
-# gelu and swish on 4,096 bfloat16 box points (construction with its exact sparse verification); see the
-# commit messages for the measured depth, nonzero parameters, CPU time and peak memory
+# gelu and swish on 4,096 bfloat16 box points (construction with its exact sparse verification).  Measured
+# (session 12, 2 shared cores): gelu on 1,024 points depth 16, 825,246 nonzero parameters, 249 CPU s with
+# the verification, peak 0.68 GiB; on 4,096 points the build reached point 2,648 of 4,096 in 1,044 CPU s
+# (steps 74 s) at 0.84 GiB, flat since point 750 (source and pass arrays are kept per point only), and
+# was stopped there: not yet measured to the end
 @pytest.mark.slow
 @pytest.mark.parametrize("act", ["gelu", "swish"])
 def test_values_and_gradients_on_4096_points_of_the_bfloat16_box(act):
