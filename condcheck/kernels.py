@@ -162,3 +162,55 @@ def best_separators(I: np.ndarray, t: np.ndarray):
     best_sp = np.zeros((n, 4), dtype=t.dtype)
     _best_separators(np.ascontiguousarray(I), np.ascontiguousarray(t), best_i, best_sp)
     return best_i, best_sp
+
+
+def _preimage_runs_py(V, fs, S, sign, lo_out, hi_out, shift, half, mask, small_bits, K, omega):
+    """For each s of S: [lo_out, hi_out) is the run of the ascending array V whose images
+    sign * RN(...RN(t f_1)... f_k) equal s: ``theorem5._preimage_bisect``'s two bisections, with the
+    same key (an overflowing product keys as the infinity of t's sign) and ``_rn`` for RN_F."""
+    n = V.shape[0]
+    for j in range(S.shape[0]):
+        s = S[j]
+        for side in range(2):
+            lo = 0 if side == 0 else lo_out[j]
+            hi = n
+            while lo < hi:
+                mid = (lo + hi) // 2
+                t = V[mid]
+                r = t
+                for f in fs:
+                    r = _rn(r * f, shift, half, mask, small_bits, K, omega, False)
+                    if not abs(r) <= omega:
+                        r = math.copysign(math.inf, t) * sign
+                        break
+                k = sign * r
+                if side == 0:
+                    if k < s:
+                        lo = mid + 1
+                    else:
+                        hi = mid
+                else:
+                    if s < k:
+                        hi = mid
+                    else:
+                        lo = mid + 1
+            if side == 0:
+                lo_out[j] = lo
+            else:
+                hi_out[j] = lo
+
+
+if HAVE_NUMBA:
+    _preimage_runs = numba.njit(cache=True)(_preimage_runs_py)
+
+
+def preimage_runs(V: np.ndarray, factors, S: np.ndarray, sign: float, fmt):
+    """(lo, hi) index arrays of ``_preimage_runs_py`` (compiled): the runs of V mapped onto sign * S."""
+    S = np.ascontiguousarray(S, dtype=np.float64)
+    lo = np.zeros(len(S), dtype=np.int64)
+    hi = np.zeros(len(S), dtype=np.int64)
+    shift = 52 - fmt.M
+    _preimage_runs(np.ascontiguousarray(V, dtype=np.float64), np.asarray(factors, dtype=np.float64), S,
+                   float(sign), lo, hi, shift, np.int64((1 << (shift - 1)) - 1), np.int64(~((1 << shift) - 1)),
+                   np.float64(2.0 ** fmt.e_min).view(np.int64), 2.0 ** (fmt.e_min - fmt.M + 52), float(fmt.max))
+    return lo, hi

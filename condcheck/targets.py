@@ -60,6 +60,33 @@ def box_sample(activation: str, fmt, dim: int, n: int, seed: int = 0) -> np.ndar
     return np.sort(rng.choice(out, n, replace=False)).reshape(-1, 1)
 
 
+def separable_box_sample(activation: str, fmt, n: int, seed: int = 0) -> np.ndarray:
+    """n distinct points of the d = 1 box that the Theorem 5 separator search splits (sorted rows).
+
+    Some boxes are not distinguishable: sigmoid on bfloat16 maps neighbouring tiny inputs (-3.1233e-05
+    and -3.0994e-05) to equal sigma~ values under every first-layer neuron the search tries, so a plain
+    ``box_sample`` of 4,096 points is refused.  Here a box sample of m >= n points loses one point of each
+    gap the search cannot split (``theorem5.distinguishability``), repeatedly, and n of the rest are
+    drawn with the seed (m grows until n remain).  A subset of a separable set is separable: each gap of
+    the subset contains a gap of the set, whose separator splits the subset's two sides as well."""
+    from .theorem5 import distinguishability
+    fmt = get_format(fmt)
+    m = n
+    while True:
+        X = box_sample(activation, fmt, 1, min(m, _count_upto(fmt, box_bound(activation, fmt))), seed)
+        while True:
+            bad = distinguishability(activation, fmt, X)
+            if not bad:
+                break
+            X = X[~np.isin(X[:, 0], [b for _, _, b in bad])]
+        if len(X) >= n:
+            rng = np.random.default_rng(seed)
+            return X[np.sort(rng.choice(len(X), n, replace=False))]
+        if m >= _count_upto(fmt, box_bound(activation, fmt)):
+            raise CondcheckError(f"the {activation} box on {fmt.name} has fewer than {n} separable points")
+        m += 2 * (n - len(X)) + 16
+
+
 def enumerated(fmt: Format) -> bool:
     """Formats whose values the constructors list in full (at most 16 bits: the activation's table too);
     larger ones are sampled."""

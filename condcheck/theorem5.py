@@ -91,6 +91,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
+from . import kernels
 from .errors import CondcheckError
 from .formats import Format, get_format
 from .network import Layer, Network
@@ -399,6 +400,14 @@ def _preimage_bisect(F: Format, V: np.ndarray, S, factors) -> np.ndarray:
     sign and never matches, since only finite s are searched."""
     sign = math.prod(math.copysign(1.0, float(f)) for f in factors)
     fs = [float(f) for f in factors]
+    if kernels.HAVE_NUMBA and F.fits_float64 and F.M < 52 and V.dtype == np.float64:
+        # the same bisections compiled (``kernels.preimage_runs``; tests/test_theorem5_preimage.py)
+        Su = np.unique(np.asarray(S, float))
+        Su = Su[np.isfinite(Su)]
+        if not len(Su):
+            return V[:0]
+        lo, hi = kernels.preimage_runs(V, fs, sign * Su, sign, F)
+        return V[np.unique(np.concatenate([np.arange(a, b) for a, b in zip(lo.tolist(), hi.tolist())]))]
 
     def key(t):
         r = float(t)
@@ -414,6 +423,25 @@ def _preimage_bisect(F: Format, V: np.ndarray, S, factors) -> np.ndarray:
             lo = bisect.bisect_left(V, sign * s, key=key)
             runs.append(np.arange(lo, bisect.bisect_right(V, sign * s, lo=lo, key=key)))
     return V[np.unique(np.concatenate(runs))] if runs else V[:0]
+
+
+def _codes16(F: Format):
+    """For bfloat16 and float16: a function from an array of values of F (float64) to their 16-bit
+    encodings (exact conversions: every value of F is a float32, and a float16); None for other formats."""
+    if F.name == "bfloat16":
+        return lambda v: (np.asarray(v, np.float64).astype(np.float32).view(np.uint32) >> 16).astype(np.int64)
+    if F.name == "float16":
+        return lambda v: np.asarray(v, np.float64).astype(np.float16).view(np.uint16).astype(np.int64)
+    return None
+
+
+def _lex_first(*keys) -> int:
+    """The first index of np.lexsort(keys[::-1]) (keys[0] the primary key; ties to the lowest index, as
+    the stable sort keeps them), by successive minima instead of a sort.  Keys hold no NaN."""
+    m = np.ones(len(keys[0]), bool)
+    for k in keys:
+        m &= k == k[m].min()
+    return int(np.argmax(m))
 
 
 def _lg(x) -> float:
@@ -1936,12 +1964,16 @@ class _Ctx:
             Gb = np.where(np.isnan(Gb), 0.0, Gb)
         shape = Gb.shape
         pz, o1 = add_array(np.broadcast_to(at_z[:, None], shape), Gb, F)
-        hi, o2 = add_array(np.broadcast_to(hi_o[:, None], shape), Gb, F)
-        lo, o3 = add_array(np.broadcast_to(lo_o[:, None], shape), Gb, F)
-        ok = ~(o1 | o2 | o3) & st.dead(hi) & ~bad[:, None]
-        k = np.clip(np.searchsorted(tv_sorted, pz), 0, len(tv_sorted) - 1)
-        hit = ok & (tv_sorted[k] == pz)
-        ranks = np.where(hit, order[k], len(tv) + 1)
+        # the rank of each sum at z among the targets; the bounds over the other points are added only
+        # where it hits one (the same test as on the whole grid: ok = no overflow, the upper bound dead)
+        rank_z = self._ranks_of(targets, tv, order, tv_sorted, pz, ~o1 & ~bad[:, None])
+        ri, ci = np.nonzero(rank_z <= len(tv))
+        g = Gb[ri, ci]
+        hi, o2 = add_array(hi_o[ri], g, F)
+        lo, o3 = add_array(lo_o[ri], g, F)
+        good = ~(o2 | o3) & st.dead(hi)
+        ranks = np.full(shape, len(tv) + 1, dtype=np.int64)
+        ranks[ri[good], ci[good]] = rank_z[ri[good], ci[good]]
         best_s = ranks.min(axis=1)
         if (best_s <= len(tv)).any():
             si = int(np.nonzero(best_s <= len(tv))[0][0]) if small_first else int(np.argmin(best_s))
@@ -1951,6 +1983,26 @@ class _Ctx:
             if (tv == pre[zi]).any() and st.dead(np.delete(pre, zi)).all():      # (isin would sort tv)
                 return betas, gamma, pre
         return None
+
+    def _ranks_of(self, targets, tv, order, tv_sorted, v, mask):
+        """rank[i] = the first position in tv of the value v[i] where mask holds and v[i] is a target, else
+        len(tv) + 1: what the stable sorted search finds (``order[k]`` at the first k with
+        tv_sorted[k] == v[i]).  bfloat16 and float16 look the value up by its 16-bit encoding (a
+        table over every encoding, made once for gate_targets; -0 and +0 share a rank)."""
+        none = len(tv) + 1
+        code = _codes16(self.F)
+        if code is not None:
+            table = getattr(self, "_gate_target_codes", None) if targets is self.gate_targets else None
+            if table is None:
+                table = np.full(1 << 16, none, dtype=np.int64)
+                np.minimum.at(table, code(tv), np.arange(len(tv)))
+                z0, z1 = code(np.array([0.0, -0.0]))
+                table[z0] = table[z1] = min(table[z0], table[z1])
+                if targets is self.gate_targets:
+                    self._gate_target_codes = table
+            return np.where(mask, table[code(np.where(mask, v, 0.0))], none)
+        k = np.clip(np.searchsorted(tv_sorted, v), 0, len(tv_sorted) - 1)
+        return np.where(mask & (tv_sorted[k] == v), order[k], none)
 
     def _sorted_targets(self, targets):
         """(targets as an array, their stable sort order, the sorted array): made once for the fixed
@@ -1981,49 +2033,80 @@ class _Ctx:
         (term within beta [on_lo, on_hi]); the extra input (a pass) is bounded by its extremes over the
         other points.  Evaluating the sum at the terms' extremes, for every pattern but "all equal",
         bounds the sum at every other point (no overflow at the extremes means none in between).
+        The extra input is summed last, so the sums of the gating terms alone (at z and per pattern) are
+        the same for every gate of the point: they are kept for the point's next gate (``_gate_base``).
         """
         F, n = self.F, len(self.X)
         R = len(B)
-
-        def rowsum(cols):
-            """The left-to-right rounded sum of the products w v, and the rows where one overflows."""
-            acc, over = None, np.zeros(R, bool)
-            for w, v in cols:
-                shape = np.broadcast_shapes(np.shape(w), np.shape(v))
-                p, o = mul_array(np.broadcast_to(w, shape), np.broadcast_to(v, shape), F)
-                over |= o.any(axis=1)
-                if acc is None:
-                    acc = p
-                else:
-                    acc, o2 = add_array(acc, p, F)
-                    over |= o2.any(axis=1)
-            return (np.zeros((R, 1)) if acc is None else acc), over
+        rowsum = self._rowsum
 
         cols = [(B[:, k:k + 1], self.U_X[i][None, :]) for k, i in enumerate(gating)]
         if extra is not None:
             cols.append((np.full((R, 1), extra[0]), np.asarray(extra[1], float)[None, :]))
         if n <= EXACT_GATE_POINTS:
-            allx, bad = rowsum(cols)
+            allx, bad = rowsum(R, cols)
             allx = np.where(bad[:, None], 0.0, allx)
             others = np.delete(allx, zi, axis=1) if n > 1 else np.full((R, 1), -F.max_float)
             return allx[:, zi], others.max(axis=1), others.min(axis=1), bad
-        at_z, bad = rowsum([(w, v[:, zi:zi + 1]) for w, v in cols])
+        if not gating:
+            return self._gate_sums_bounds(zi, gating, B, extra, cols)
+        acc_z, over_z, bad_g, pats = self._gate_base(zi, gating, B)
+        bad = over_z | bad_g
+        if extra is None:
+            at_z = acc_z
+            ex = None
+        else:
+            at_z, o = rowsum(R, [(w, v[:, zi:zi + 1]) for w, v in cols[-1:]], acc_z, over_z)
+            bad |= o
+            v = np.delete(np.asarray(extra[1], float), zi)
+            pr, o = mul_array(np.broadcast_to(np.full((R, 1), extra[0]), (R, 2)),
+                              np.broadcast_to(np.array([[v.min(), v.max()]]), (R, 2)), F)
+            bad |= o.any(axis=1)
+            ex = (pr.min(axis=1, keepdims=True), pr.max(axis=1, keepdims=True))
         at_z = at_z[:, 0]
-        L = self.st.L
-        steps = [self.steps[i] for i in gating]
-        coords = sorted({s.coord for s in steps})
         hi_o = np.full(R, -np.inf)
         lo_o = np.full(R, np.inf)
-        ex = None
-        if extra is not None:
-            v = np.delete(np.asarray(extra[1], float), zi)
-            ex = (np.full((R, 1), extra[0]), np.array([[v.min(), v.max()]]))
+        for hi_acc, hi_ov, lo_acc, lo_ov in pats:
+            if ex is not None:
+                hi_acc, hi_ov = rowsum(R, [(1.0, ex[1])], hi_acc, hi_ov)
+                lo_acc, lo_ov = rowsum(R, [(1.0, ex[0])], lo_acc, lo_ov)
+            bad |= hi_ov | lo_ov
+            hi_o, lo_o = np.maximum(hi_o, hi_acc[:, 0]), np.minimum(lo_o, lo_acc[:, 0])
+        if n > 1 and not np.isfinite(hi_o).all():
+            raise ConstructionError(f"point {zi + 1}: no other point found for the gate bound")   # pragma: no cover
+        hi_o = np.where(bad | ~np.isfinite(hi_o), 0.0, hi_o)
+        lo_o = np.where(bad | ~np.isfinite(lo_o), 0.0, lo_o)
+        return np.where(bad, 0.0, at_z), hi_o, lo_o, bad
+
+    def _rowsum(self, R, cols, acc=None, over=None):
+        """The left-to-right rounded sum of the products w v (continuing the partial sum acc), and the
+        rows where one overflows (or over already holds)."""
+        F = self.F
+        over = np.zeros(R, bool) if over is None else over.copy()
+        for w, v in cols:
+            shape = np.broadcast_shapes(np.shape(w), np.shape(v))
+            p, o = mul_array(np.broadcast_to(w, shape), np.broadcast_to(v, shape), F)
+            over |= o.any(axis=1)
+            if acc is None:
+                acc = p
+            else:
+                acc, o2 = add_array(acc, p, F)
+                over |= o2.any(axis=1)
+        return (np.zeros((R, 1)) if acc is None else acc), over
+
+    def _pattern_cols(self, zi, gating, B):
+        """Per pattern of sides (see ``_gate_sums``): the gating terms' (lo columns, hi columns) and the rows
+        where a product overflows."""
+        F, R, L = self.F, len(B), self.st.L
+        steps = [self.steps[i] for i in gating]
+        coords = sorted({s.coord for s in steps})
         exists = {(s.coord, 1 if s.up else -1) for s in steps}   # the sides of z_j that hold points
+        out = []
         for pattern in itertools.product((-1, 0, 1), repeat=len(coords)):
             side = dict(zip(coords, pattern))
             if not any(pattern) or any(v and (j, v) not in exists for j, v in side.items()):
                 continue
-            lo_cols, hi_cols = [], []
+            lo_cols, hi_cols, bad = [], [], np.zeros(R, bool)
             for k, s in enumerate(steps):
                 on = side[s.coord] == (1 if s.up else -1)
                 vals = np.array([[s.on_lo, s.on_hi]]) if on else np.array([[L, L]])
@@ -2031,12 +2114,51 @@ class _Ctx:
                 bad |= o.any(axis=1)
                 lo_cols.append((1.0, pr.min(axis=1, keepdims=True)))
                 hi_cols.append((1.0, pr.max(axis=1, keepdims=True)))
+            out.append((lo_cols, hi_cols, bad))
+        return out
+
+    def _gate_base(self, zi, gating, B):
+        """(sum of the gating terms at zi, its overflow rows, the rows where a pattern's product overflows,
+        per pattern (hi sum, its overflow rows, lo sum, its overflow rows)) of the gating terms alone:
+        what every gate of point zi shares, kept for the last point asked."""
+        key = (zi, tuple(gating), id(B), B.shape)
+        last = getattr(self, "_gate_base_last", None)
+        if last is not None and last[0] == key and last[1] is B:
+            return last[2]
+        R = len(B)
+        cols = [(B[:, k:k + 1], self.U_X[i][None, :]) for k, i in enumerate(gating)]
+        acc_z, over_z = self._rowsum(R, [(w, v[:, zi:zi + 1]) for w, v in cols])
+        bad_g = np.zeros(R, bool)
+        pats = []
+        for lo_cols, hi_cols, bad in self._pattern_cols(zi, gating, B):
+            bad_g |= bad
+            hi_acc, hi_ov = self._rowsum(R, hi_cols)
+            lo_acc, lo_ov = self._rowsum(R, lo_cols)
+            pats.append((hi_acc, hi_ov, lo_acc, lo_ov))
+        r = (acc_z, over_z, bad_g, pats)
+        self._gate_base_last = (key, B, r)
+        return r
+
+    def _gate_sums_bounds(self, zi, gating, B, extra, cols):
+        """``_gate_sums`` for a large domain, every term summed per call (the form the shared sums of
+        ``_gate_base`` split; kept for gates without gating terms)."""
+        F, n, R = self.F, len(self.X), len(B)
+        at_z, bad = self._rowsum(R, [(w, v[:, zi:zi + 1]) for w, v in cols])
+        at_z = at_z[:, 0]
+        hi_o = np.full(R, -np.inf)
+        lo_o = np.full(R, np.inf)
+        ex = None
+        if extra is not None:
+            v = np.delete(np.asarray(extra[1], float), zi)
+            ex = (np.full((R, 1), extra[0]), np.array([[v.min(), v.max()]]))
+        for lo_cols, hi_cols, bad_p in self._pattern_cols(zi, gating, B):
+            bad |= bad_p
             if ex is not None:
                 pr, o = mul_array(np.broadcast_to(ex[0], (R, 2)), np.broadcast_to(ex[1], (R, 2)), F)
                 bad |= o.any(axis=1)
-                lo_cols.append((1.0, pr.min(axis=1, keepdims=True)))
-                hi_cols.append((1.0, pr.max(axis=1, keepdims=True)))
-            (hi_s, o1), (lo_s, o2) = rowsum(hi_cols), rowsum(lo_cols)
+                lo_cols = lo_cols + [(1.0, pr.min(axis=1, keepdims=True))]
+                hi_cols = hi_cols + [(1.0, pr.max(axis=1, keepdims=True))]
+            (hi_s, o1), (lo_s, o2) = self._rowsum(R, hi_cols), self._rowsum(R, lo_cols)
             bad |= o1 | o2
             hi_o, lo_o = np.maximum(hi_o, hi_s[:, 0]), np.minimum(lo_o, lo_s[:, 0])
         if n > 1 and not np.isfinite(hi_o).all():
@@ -2532,19 +2654,19 @@ class _Ctx:
         for w_g in powers[:6]:
             # sources and passes are cached by (coordinate, value index, weights): the branches of one
             # slice (sliced gating) or of one point share them
-            src = self._cached(("source", j, vi, w_g), lambda: source(w_g))
+            src = self._cached_at(vi, ("source", j, vi, w_g), lambda: source(w_g))
             if src is None:
                 continue
             b_g, s0, S, d1 = src
             for a2, a3 in self._scales(g, w_g, d1, self._gate_weight(zi, j) * self.share):
-                r2 = self._cached(("pass2", j, vi, w_g, a2), lambda: self._pass(S, a2, vi))
+                r2 = self._cached_at(vi, ("pass2", j, vi, w_g, a2), lambda: self._pass(S, a2, vi))
                 if r2 is None:
                     continue
                 c2, p2, P2 = r2
                 d2 = float(kit.dT(p2))
                 # the second pass (layer 3, beside the boosted steps): weight -1 keeps it small
                 a2b = -1.0
-                r3 = self._cached(("pass3", j, vi, w_g, a2), lambda: self._pass(P2, a2b, vi))
+                r3 = self._cached_at(vi, ("pass3", j, vi, w_g, a2), lambda: self._pass(P2, a2b, vi))
                 if r3 is None:
                     continue
                 c3, p3, P3 = r3
@@ -2554,7 +2676,7 @@ class _Ctx:
                 # derivatives and weights join the backward chain
                 relays, relay_f = [], []
                 for k in range(self.relays):
-                    r = self._cached(("relay", k, j, vi, w_g, a2), lambda: self._pass(P3, -1.0, vi))
+                    r = self._cached_at(vi, ("relay", k, j, vi, w_g, a2), lambda: self._pass(P3, -1.0, vi))
                     if r is None:
                         break
                     relays.append((-1.0, r[0]))
@@ -2692,6 +2814,19 @@ class _Ctx:
             return self._memo[key]
         except KeyError:
             r = self._memo[key] = fn()
+            return r
+
+    def _cached_at(self, vi, key, fn):
+        """``_cached`` for the arrays of one value index vi (a source row and its passes on every point):
+        here vi is a point, whose branches are built one after the other, so only the last point's are
+        kept (4,096 bfloat16 points x ~20 arrays of 4,096 values each would be gigabytes).  A point asked
+        again (a branch rebuilt at the final depth) recomputes them: the same values."""
+        if getattr(self, "_point_memo_at", None) != vi:
+            self._point_memo, self._point_memo_at = {}, vi
+        try:
+            return self._point_memo[key]
+        except KeyError:
+            r = self._point_memo[key] = fn()
             return r
 
     def _coord_values(self, j):
@@ -2968,13 +3103,21 @@ class _Ctx:
                 # next layer the most room for its weight
                 inexact = (np.abs(np.frexp(a * d)[0]) != 0.5).astype(float)
                 return a, c, t, d, gain, inexact, np.abs(t)
-            # a function of the on value where every weight is tried (weights None: enumerated formats)
-            a, c, t, d, gain, inexact, abs_t = (self._cached(("ranked_blockers", v_on), ranked) if weights is None
-                                                else ranked())
+            # a function of the on value where every weight is tried (weights None: enumerated formats),
+            # else of the on value and the weight window (the key of ``_blockers``' cache)
+            if weights is None:
+                rkey = ("ranked_blockers", v_on)
+            else:
+                m = np.abs(weights)
+                rkey = ("ranked_blockers", v_on, len(m)) + ((float(m.min()), float(m.max())) if len(m) else ())
+            a, c, t, d, gain, inexact, abs_t = self._cached(rkey, ranked)
             if len(a) == 0:
                 self.transfer_why = f"no blocker for layer {k + 1} (on value {v_on!r}, gain 2^{share:.0f})"
                 return None
-            order = np.lexsort((abs_t, np.round(np.abs(gain - share)), inexact))
+            off = np.round(np.abs(gain - share))
+            # the first of np.lexsort((abs_t, off, inexact)) without sorting (one blocker is tried)
+            order = (np.lexsort((abs_t, off, inexact)) if last_cap is not None
+                     else [_lex_first(inexact, off, abs_t)])
             for i in order[:1 if last_cap is None else 32]:
                 i = int(i)
                 S_i = self._preimage(S, float(d[i]), float(a[i]))
@@ -3487,6 +3630,11 @@ class _SlicedCtx(_Ctx):
 
     def _coord_index(self, zi, j):
         return int(self.coord_idx[j][zi])
+
+    def _cached_at(self, vi, key, fn):
+        """Sliced gating: vi is a slice shared by the points of one coordinate value, whose branches need
+        not come one after the other: every slice's arrays are kept (``_cached``)."""
+        return self._cached(key, fn)
 
     def indicator(self, j, v) -> Gate:
         """I_(j,v) (cached): live on x_j = v, on the state farthest from L its gate reaches (the AND

@@ -84,6 +84,63 @@ def test_preimage_by_bisection_equals_the_pass_over_every_value(fmt, seed, n_fac
     assert np.array_equal(got, expected)
 
 
+@given(st.sampled_from(["bfloat16", "float16"]), st.integers(0, 2**32 - 1), st.integers(1, 4))
+@settings(max_examples=60, deadline=None)
+def test_compiled_preimage_runs_equal_the_python_bisection_including_overflow_and_signs(fmt, seed, n_factors):
+    if not kernels.HAVE_NUMBA:
+        pytest.skip("numba is not installed")
+    F = get_format(fmt)
+    V = F.values()
+    V = V[V != 0]
+    rng = np.random.default_rng(seed)
+    # large factors make products overflow (keyed as infinities), tiny ones reach the subnormals
+    pool = np.concatenate([rng.choice(V, 8), [F.max_float, -F.max_float, float(V[V > 0][0]), -1.0, 0.5]])
+    factors = [float(f) for f in rng.choice(pool, n_factors)]
+    image = t5._rn_products(F, rng.choice(V, 6), factors)
+    S = np.concatenate([image[np.isfinite(image)], rng.choice(V, 2), [0.0, -0.0, np.inf]])
+    got = t5._preimage_bisect(F, V, S, factors)
+    kernels_flag = kernels.HAVE_NUMBA
+    try:
+        kernels.HAVE_NUMBA = False
+        expected = t5._preimage_bisect(F, V, S, factors)
+    finally:
+        kernels.HAVE_NUMBA = kernels_flag
+    assert np.array_equal(got, expected)
+    assert np.array_equal(got, V[np.isin(t5._rn_products(F, V, factors), S[np.isfinite(S)])])
+
+
+@given(st.integers(1, 400), st.integers(0, 2**32 - 1))
+@settings(max_examples=200, deadline=None)
+def test_lex_first_is_the_first_index_of_a_stable_lexsort_with_ties(n, seed):
+    rng = np.random.default_rng(seed)
+    keys = [rng.integers(0, 2, n).astype(float), np.round(rng.standard_normal(n) * 2),
+            np.abs(rng.integers(-3, 4, n)).astype(float) * rng.choice([1.0, -0.0 + 0.0], n)]
+    assert t5._lex_first(*keys) == int(np.lexsort(keys[::-1])[0])
+
+
+class _RankProbe:
+    def __init__(self, F):
+        self.F, self.gate_targets = F, []
+
+
+@pytest.mark.parametrize("fmt", ["bfloat16", "float16"])
+def test_target_ranks_by_16_bit_encoding_equal_the_stable_sorted_search(fmt):
+    F = get_format(fmt)
+    V = F.values()
+    rng = np.random.default_rng(1)
+    tv = np.concatenate([rng.choice(V, 3000), [0.0, -0.0, float(V[-1])], rng.choice(V, 50)])    # repeats, signed zeros
+    order = np.argsort(tv, kind="stable")
+    v = np.concatenate([rng.choice(tv, 4000), rng.choice(V, 4000), [-0.0, 0.0, np.inf, -np.inf, 1.0, -1.0, 2.0, 0.5]]).reshape(8, -1)
+    mask = rng.random(v.shape) < 0.8
+    mask[np.isinf(v)] = False
+    probe = _RankProbe(F)
+    assert t5._codes16(F) is not None
+    got = t5._Ctx._ranks_of(probe, [], tv, order, tv[order], v, mask)
+    k = np.clip(np.searchsorted(tv[order], v), 0, len(tv) - 1)
+    expected = np.where(mask & (tv[order][k] == v), order[k], len(tv) + 1)
+    assert np.array_equal(got, expected)
+
+
 # ---- caches and whole-array checks of the d = 2 speedups --------------------------------------------------
 @pytest.mark.parametrize("fmt", ["float8_e4m3", "float6_e3m2fn", "float16", "bfloat16"])
 def test_value_membership_by_set_equals_the_rounding_test(fmt):
