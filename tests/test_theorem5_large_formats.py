@@ -6,7 +6,7 @@ import pytest
 from condcheck.formats import get_format
 from condcheck.rounding import round_array, round_down_up
 from condcheck.separators import _step
-from condcheck.targets import box_bound, box_sample, random_targets, random_values
+from condcheck.targets import box_bound, box_sample, distinguishable_sample, random_targets, random_values
 from condcheck.theorem5 import ConstructionError, construct_theorem5
 from condcheck.verify import verify
 
@@ -83,21 +83,19 @@ def test_sigmoid_on_a_float32_sample_is_refused_naming_the_gap_no_separator_was_
         _build("sigmoid", "float32", 16)
 
 
-def _sigmoid_domain(n, seed=0, fmt=None):
-    """n distinct float32 values (values of fmt if given) with |x| in [2^-12, 2^6]: a domain sigmoid
-    distinguishes (the box is not)."""
-    rng = np.random.default_rng(seed)
-    X = rng.choice([-1.0, 1.0], 4 * n) * np.exp2(rng.uniform(-12, 6, 4 * n))
-    if fmt is None:
-        X = np.unique(X.astype(np.float32).astype(np.float64))
-    else:
-        X = np.unique(round_array(X, get_format(fmt))[0])
-    return np.sort(rng.choice(X, n, replace=False)).reshape(-1, 1)
+@pytest.mark.parametrize("fmt", ["float32", "float64", "bfloat16"])
+def test_the_distinguishable_sample_is_sorted_distinct_values_of_the_format_with_magnitudes_in_its_range(fmt):
+    X = distinguishable_sample(fmt, 256, 3).ravel()
+    assert len(np.unique(X)) == 256 and np.all(np.diff(X) > 0)
+    assert np.all(np.abs(X) >= 2.0 ** -12) and np.all(np.abs(X) <= 2.0 ** 6)
+    assert np.array_equal(round_array(X, get_format(fmt))[0], X)
+    assert (X < 0).any() and (X > 0).any()
 
 
 def _sigmoid_case(fmt, n):
-    """Theorem 5 for sigmoid on n points of _sigmoid_domain, random targets over all values of fmt."""
-    X = _sigmoid_domain(n, fmt=None if fmt in ("float32", "float64") else fmt)
+    """Theorem 5 for sigmoid on n points of targets.distinguishable_sample, random targets over all values
+    of fmt."""
+    X = distinguishable_sample(fmt, n)
     f, h, g = random_targets(fmt, X, 0, 0.25)
     net, claim = construct_theorem5("sigmoid", fmt, X, f, h, g)
     res = verify(net, claim)
