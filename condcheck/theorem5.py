@@ -2631,6 +2631,16 @@ class _Ctx:
             good &= (ip_on == iP[None, :]) & dead[ip_off]
             ia, ip = np.nonzero(good)
             return A[ia], tb.value(ic[ia, ip]), P[ip], self.block_t[ip], self.block_d[ip]
+        if not self.small_format and len(A) * len(P) > (1 << 21):
+            # large formats: the weights in chunks (tens of thousands of weights against every target
+            # state held several (weights x targets) arrays at once, 5.2 GiB on tanh float64); the rows
+            # come in the same order and the first of each (a, state) pair is kept as on the whole array
+            step = max(1, (1 << 21) // max(1, len(P)))
+            parts = [self._blockers_search(v_on, A[i:i + step]) for i in range(0, len(A), step)]
+            a_, c_, q_, t_, d_ = (np.concatenate([p_[k] for p_ in parts]) for k in range(5))
+            _, first = np.unique(np.stack([a_, q_]), axis=1, return_index=True)
+            first = np.sort(first)
+            return a_[first], c_[first], q_[first], t_[first], d_[first]
         m_on, o1 = mul_array(A, np.full_like(A, v_on), F)
         m_off, o2 = mul_array(A, np.full_like(A, st.L), F)
         ok = ~(o1 | o2)
@@ -2877,7 +2887,7 @@ class _Ctx:
         t1, o = mul_array(np.full(len(As_all), y), As_all, F)
         cand_A = np.where(o | (t1 == 0), np.nan, t1)
         strong = np.union1d(np.unique(np.abs(self.block_d))[::-1][:4], reached)
-        with np.errstate(over="ignore", under="ignore"):        # _near drops what is not finite
+        with np.errstate(over="ignore", under="ignore", divide="ignore"):   # _near drops what is not finite
             want = _sample(S, 8)[:, None, None] / (cand_A[None, :, None] * strong[None, None, :])
         a, c, p, t, d = self._blockers(v_on, weights=np.union1d(_near(F, want, 2), -_near(F, want, 2)))
         r = self._last_layer((a, c, t, d), np.arange(len(a)), lambda chunk: (As_all, cand_A), S, quarter)
@@ -3058,19 +3068,27 @@ class _Ctx:
         if len(a) == 0:
             return None
         amp = np.maximum(np.abs(t), abs(self.st.L))
+        S = np.unique(np.asarray(S, float))
         for chunk in np.array_split(order, max(1, len(order) // 512)):
             As_all, cand_A = candidates(chunk)
-            u = self._rn_chain_2d(cand_A, d[chunk], a[chunk])
-            hit = np.isin(u, S)
-            with np.errstate(over="ignore"):          # an overflowing |A| |T| is not absorbed (inf < quarter fails)
-                hit &= (np.abs(As_all)[:, None] * amp[chunk][None, :] < quarter) | (amp[chunk][None, :] == 0)
-            cols = np.nonzero(hit.any(axis=0))[0]
-            if len(cols):
-                k = int(cols[0])
-                As = As_all[hit[:, k]]
-                i = int(chunk[k])
-                return (float(a[i]), float(c[i])), float(As[np.argmin(np.abs(np.log2(np.abs(As))))]), \
-                    (float(t[i]), self.st.L, 1.0)
+            absA = np.abs(As_all)[:, None]
+            # the chunk's blockers a few columns at a time (at most about 2^20 products each), in order, so
+            # the first blocker with a hit is found without the whole |As| x 512 table (tens of millions
+            # of products on float64, several GiB in all); the same blocker and A as the whole table
+            step = max(1, (1 << 20) // max(1, len(As_all)))
+            for lo in range(0, len(chunk), step):
+                cols_k = chunk[lo:lo + step]
+                u = self._rn_chain_2d(cand_A, d[cols_k], a[cols_k])
+                hit = np.isin(u, S, assume_unique=False)
+                with np.errstate(over="ignore"):      # an overflowing |A| |T| is not absorbed (inf < quarter fails)
+                    hit &= (absA * amp[cols_k][None, :] < quarter) | (amp[cols_k][None, :] == 0)
+                cols = np.nonzero(hit.any(axis=0))[0]
+                if len(cols):
+                    k = int(cols[0])
+                    As = As_all[hit[:, k]]
+                    i = int(cols_k[k])
+                    return (float(a[i]), float(c[i])), float(As[np.argmin(np.abs(np.log2(np.abs(As))))]), \
+                        (float(t[i]), self.st.L, 1.0)
         return None
 
     def _last_layer_tables(self, v_on, blockers, order, y, S, quarter, h_max):
