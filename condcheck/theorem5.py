@@ -104,6 +104,9 @@ from .targets import enumerated
 #: domains with at most this many points evaluate each gate's sum on every point; larger ones bound it
 EXACT_GATE_POINTS = 512
 
+#: the blocker searches with a window of weights (large formats) kept per on value, most recent first
+BLOCKER_WINDOWS = 16
+
 #: the last-layer search (``_Ctx._last_layer_tables``) builds an upstream value's reach rows after this many calls
 REACH_ROWS_AFTER = 32
 
@@ -2604,7 +2607,18 @@ class _Ctx:
             return self._cached(("blockers", v_on), lambda: self._blockers_search(v_on))
         m = np.abs(weights)
         key = ("blockers", v_on, len(m)) + ((float(m.min()), float(m.max())) if len(m) else ())
-        return self._cached(key, lambda: self._blockers_search(v_on, weights))
+        # a window of a large format's weights against every target state keeps about 36 MB per on value
+        # (tanh on 256 float64 points: about 200 on values, 5.2 GiB in all), and an on value is asked for
+        # by its own point's searches: the most recent BLOCKER_WINDOWS of them are kept (a pure function
+        # of the key, so the results are the same)
+        lru = self.__dict__.setdefault("_blocker_lru", {})
+        if key in lru:
+            lru[key] = lru.pop(key)                  # most recent last
+            return lru[key]
+        r = lru[key] = self._blockers_search(v_on, weights)
+        while len(lru) > BLOCKER_WINDOWS:
+            del lru[next(iter(lru))]
+        return r
 
     def _blockers_search(self, v_on, weights=None):
         """Every layer T(a v + c) after a gate whose input is v_on at the branch's point and L elsewhere:
