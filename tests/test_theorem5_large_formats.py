@@ -113,9 +113,10 @@ def test_sigmoid_on_a_distinguishable_domain_realizes_random_targets(fmt):
     _sigmoid_case(fmt, 16)
 
 
-# measured: float32 depth 7, 127 CPU s (session 12: 174,235 nonzero parameters, 67 CPU s, peak 0.28 GiB); float64 depth 6, 1,398,799 nonzero parameters, 207 CPU s (session
-# 12: 168 CPU s with the exact verification, peak 0.59 GiB, the same network; `condcheck bench
-# theorem5-sigmoid-float64-domain256`); bfloat16 depth 6, 190,483 nonzero parameters, 64 CPU s
+# measured: float32 depth 7, 127 CPU s (session 12: 174,235 nonzero parameters, 67 CPU s, peak 0.28 GiB);
+# float64 depth 6, 1,398,799 nonzero parameters, 207 CPU s (session 12: 168 CPU s with the exact
+# verification, peak 0.59 GiB, the same network; `condcheck bench theorem5-sigmoid-float64-domain256`);
+# bfloat16 depth 6, 190,483 nonzero parameters, 64 CPU s
 @pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["float32", "float64", "bfloat16"])
 def test_sigmoid_on_256_points_of_a_distinguishable_domain(fmt):
