@@ -148,10 +148,10 @@ def test_values_and_gradients_on_float64_samples(act):
 def test_values_and_gradients_on_256_points_of_the_box(act, fmt):
     # random targets over all values: on float64 |g*/h*| reaches 2^1882 (point 10: 2^1821); measured on
     # float64 (session 12, CPU s with the exact verification, 2 shared cores under load 5): relu depth 32,
-    # 1,701,488 nonzero parameters, 118 s, peak 1.38 GiB (before the blocker cache bound); tanh 6, 1,269,579, 230-290 s, peak 1.42 GiB (5.2
-    # GiB before the blocker searches were kept for the last 16 on values only); elu 6, 1,280,387, 273 s,
-    # 1.30 GiB; gelu 15, 1,403,724, 367 s, 0.46 GiB; swish 15, 1,416,139, 448 s, 0.46 GiB (session 7: 849 s).
-    # About 1 minute on float32
+    # 1,701,488 nonzero parameters, 118 s, peak 1.38 GiB (before the blocker cache bound); tanh 6,
+    # 1,269,579, 230-290 s, peak 1.42 GiB (5.2 GiB before the blocker searches were kept for the last 16
+    # on values only); elu 6, 1,280,387, 273 s, 1.30 GiB; gelu 15, 1,403,724, 367 s, 0.46 GiB; swish 15,
+    # 1,416,139, 448 s, 0.46 GiB (session 7: 849 s).  About 1 minute on float32
     net, claim = _build(act, fmt, 256)
     res = verify(net, claim)
     assert res.ok and res.points == 256, res.summary()
