@@ -155,6 +155,26 @@ for _fmt in ("float32", "float64"):
                 lambda f=_fmt, a=_act, n=_n: _construct_sample(a, f, n))
 
 
+def _construct_sigmoid_domain(fmt_name, n, seed=0, h_max=0.25):
+    """sigmoid on n points with |x| in [2^-12, 2^6] (``targets.distinguishable_sample``): its float32 and
+    float64 boxes are not distinguishable (tiny neighbouring inputs share sigma~ and sigma~' under every
+    first-layer neuron, so no network separates them and the box is refused), this part of it is."""
+    from .targets import distinguishable_sample, random_targets
+    from .theorem5 import construct_theorem5
+    X = distinguishable_sample(fmt_name, n, seed)
+    f, h, g = random_targets(fmt_name, X, seed, h_max)
+    net, claim = construct_theorem5("sigmoid", fmt_name, X, f, h, g)
+    return (f"{n} points with |x| in [2^-12, 2^6] (d = 1), random:{seed} values and gradients, |h*| <= {h_max}; "
+            f"depth {net.depth}, {net.nonzero_parameters:,} nonzero parameters; verified")
+
+
+for _fmt in ("float32", "float64"):
+    for _n in (16, 256):
+        case(f"theorem5-sigmoid-{_fmt}-domain{_n}",
+             "sigmoid on a distinguishable part of the box (the box is refused), construct and verify")(
+            lambda f=_fmt, n=_n: _construct_sigmoid_domain(f, n))
+
+
 def _separable_part(act, F, X):
     """The box without the points theorem5's separator search cannot split from a neighbour (sigmoid on
     float8_e5m2: its box is not distinguishable); one point of each failing gap is dropped, repeatedly."""

@@ -87,6 +87,28 @@ def separable_box_sample(activation: str, fmt, n: int, seed: int = 0) -> np.ndar
         m += 2 * (n - len(X)) + 16
 
 
+def distinguishable_sample(fmt, n: int, seed: int = 0, lo: int = -12, hi: int = 6) -> np.ndarray:
+    """n distinct points with |x| in [2^lo, 2^hi] (sorted rows, d = 1): a domain sigmoid distinguishes.
+
+    sigmoid's box on float32, float64 and bfloat16 is not distinguishable: near 0 neighbouring inputs
+    share sigma~ and sigma~' under every first-layer neuron T(w x + b) (w x + b rounds to the same value,
+    or sigma~ of it does, for every w and b of the format), so no network of sigmoid neurons separates
+    them and Theorem 5's construction refuses the box ("distinguishability fails").  Condition 1 still
+    suffices on a domain without such pairs; this is the one the tests and benchmarks use: signs and
+    exponents drawn uniformly (log-uniform magnitudes), values of float32 for float32 and float64 (so
+    float64 reads the same points), else rounded to fmt."""
+    fmt = get_format(fmt)
+    rng = np.random.default_rng(seed)
+    X = rng.choice([-1.0, 1.0], 4 * n) * np.exp2(rng.uniform(lo, hi, 4 * n))
+    if fmt.name in ("float32", "float64"):
+        X = np.unique(X.astype(np.float32).astype(np.float64))
+    else:
+        X = np.unique(round_array(X, fmt)[0])
+    if len(X) < n:
+        raise CondcheckError(f"only {len(X)} distinct values of {fmt.name} drawn in [2^{lo}, 2^{hi}], {n} asked")
+    return np.sort(rng.choice(X, n, replace=False)).reshape(-1, 1)
+
+
 def enumerated(fmt: Format) -> bool:
     """Formats whose values the constructors list in full (at most 16 bits: the activation's table too);
     larger ones are sampled."""

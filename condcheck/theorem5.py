@@ -111,6 +111,9 @@ EXACT_GATE_POINTS = 512
 #: attempt builds
 TRANSFER_BUDGET = 400
 
+#: the blocker searches with a window of weights (large formats) kept per on value, most recent first
+BLOCKER_WINDOWS = 16
+
 #: the last-layer search (``_Ctx._last_layer_tables``) builds an upstream value's reach rows after this many calls
 REACH_ROWS_AFTER = 32
 
@@ -1609,6 +1612,16 @@ def _post_limit(F: Format, y: float, g: float, max_post) -> int:
     separates its backward gain from its forward value by about 2^(M+1) only; a ratio |g/y| = 2^r needs
     about r / (M+1) layers beyond the first (measured: relu on the float8_e5m2 box with g*/h* = 2^28.5
     needs 10).  At least 5, at most 40.
+
+    Why relu needs these layers and the others do not: relu~'(0) = 0, so relu has no live zero, and a
+    blocker's forward value at its point is a nonzero RN(a v + c) of at least about 2^-(M+1) |a v| (the
+    cancellation leaves an ulp of a v): each layer widens the ratio of backward gain to forward value by
+    at most about 2^(M+1).  tanh, elu, gelu and swish have T(0) = 0 with T'(0) = 1 or 1/2: a blocker at
+    p = 0 passes the gain a T'(0) with forward value exactly 0, limited only by Omega, so one or two
+    layers carry any ratio.  Measured on float64 box samples (random targets over all values): max
+    log2 |g*/h*| = 1291 on 16 points gives depth 22, 1882 on 256 points depth 32: about 59 bits per
+    extra layer between the two (M + 1 = 53, and the states a layer can reach), the rest carried by
+    the output weight, the gate and the fixed factors.  The 40-layer cap covers float64's whole range (log2 |g/y| <= 2098).
     """
     if max_post is not None:
         return max_post
@@ -2937,7 +2950,18 @@ class _Ctx:
             return self._cached(("blockers", v_on), lambda: self._blockers_search(v_on))
         m = np.abs(weights)
         key = ("blockers", v_on, len(m)) + ((float(m.min()), float(m.max())) if len(m) else ())
-        return self._cached(key, lambda: self._blockers_search(v_on, weights))
+        # a window of a large format's weights against every target state keeps about 36 MB per on value
+        # (tanh on 256 float64 points: about 200 on values, 5.2 GiB in all), and an on value is asked for
+        # by its own point's searches: the most recent BLOCKER_WINDOWS of them are kept (a pure function
+        # of the key, so the results are the same)
+        lru = self.__dict__.setdefault("_blocker_lru", {})
+        if key in lru:
+            lru[key] = lru.pop(key)                  # most recent last
+            return lru[key]
+        r = lru[key] = self._blockers_search(v_on, weights)
+        while len(lru) > BLOCKER_WINDOWS:
+            del lru[next(iter(lru))]
+        return r
 
     def _blockers_search(self, v_on, weights=None):
         """Every layer T(a v + c) after a gate whose input is v_on at the branch's point and L elsewhere:
@@ -2964,6 +2988,16 @@ class _Ctx:
             good &= (ip_on == iP[None, :]) & dead[ip_off]
             ia, ip = np.nonzero(good)
             return A[ia], tb.value(ic[ia, ip]), P[ip], self.block_t[ip], self.block_d[ip]
+        if not self.small_format and len(A) * len(P) > (1 << 21):
+            # large formats: the weights in chunks (tens of thousands of weights against every target
+            # state held several (weights x targets) arrays at once, 5.2 GiB on tanh float64); the rows
+            # come in the same order and the first of each (a, state) pair is kept as on the whole array
+            step = max(1, (1 << 21) // max(1, len(P)))
+            parts = [self._blockers_search(v_on, A[i:i + step]) for i in range(0, len(A), step)]
+            a_, c_, q_, t_, d_ = (np.concatenate([p_[k] for p_ in parts]) for k in range(5))
+            _, first = np.unique(np.stack([a_, q_]), axis=1, return_index=True)
+            first = np.sort(first)
+            return a_[first], c_[first], q_[first], t_[first], d_[first]
         m_on, o1 = mul_array(A, np.full_like(A, v_on), F)
         m_off, o2 = mul_array(A, np.full_like(A, st.L), F)
         ok = ~(o1 | o2)
@@ -3222,7 +3256,7 @@ class _Ctx:
         t1, o = mul_array(np.full(len(As_all), y), As_all, F)
         cand_A = np.where(o | (t1 == 0), np.nan, t1)
         strong = np.union1d(np.unique(np.abs(self.block_d))[::-1][:4], reached)
-        with np.errstate(over="ignore", under="ignore"):        # _near drops what is not finite
+        with np.errstate(over="ignore", under="ignore", divide="ignore"):   # _near drops what is not finite
             want = _sample(S, 8)[:, None, None] / (cand_A[None, :, None] * strong[None, None, :])
         a, c, p, t, d = self._blockers(v_on, weights=np.union1d(_near(F, want, 2), -_near(F, want, 2)))
         r = self._last_layer((a, c, t, d), np.arange(len(a)), lambda chunk: (As_all, cand_A), S, quarter)
@@ -3403,19 +3437,27 @@ class _Ctx:
         if len(a) == 0:
             return None
         amp = np.maximum(np.abs(t), abs(self.st.L))
+        S = np.unique(np.asarray(S, float))
         for chunk in np.array_split(order, max(1, len(order) // 512)):
             As_all, cand_A = candidates(chunk)
-            u = self._rn_chain_2d(cand_A, d[chunk], a[chunk])
-            hit = np.isin(u, S)
-            with np.errstate(over="ignore"):          # an overflowing |A| |T| is not absorbed (inf < quarter fails)
-                hit &= (np.abs(As_all)[:, None] * amp[chunk][None, :] < quarter) | (amp[chunk][None, :] == 0)
-            cols = np.nonzero(hit.any(axis=0))[0]
-            if len(cols):
-                k = int(cols[0])
-                As = As_all[hit[:, k]]
-                i = int(chunk[k])
-                return (float(a[i]), float(c[i])), float(As[np.argmin(np.abs(np.log2(np.abs(As))))]), \
-                    (float(t[i]), self.st.L, 1.0)
+            absA = np.abs(As_all)[:, None]
+            # the chunk's blockers a few columns at a time (at most about 2^20 products each), in order, so
+            # the first blocker with a hit is found without the whole |As| x 512 table (tens of millions
+            # of products on float64, several GiB in all); the same blocker and A as the whole table
+            step = max(1, (1 << 20) // max(1, len(As_all)))
+            for lo in range(0, len(chunk), step):
+                cols_k = chunk[lo:lo + step]
+                u = self._rn_chain_2d(cand_A, d[cols_k], a[cols_k])
+                hit = np.isin(u, S, assume_unique=False)
+                with np.errstate(over="ignore"):      # an overflowing |A| |T| is not absorbed (inf < quarter fails)
+                    hit &= (absA * amp[cols_k][None, :] < quarter) | (amp[cols_k][None, :] == 0)
+                cols = np.nonzero(hit.any(axis=0))[0]
+                if len(cols):
+                    k = int(cols[0])
+                    As = As_all[hit[:, k]]
+                    i = int(cols_k[k])
+                    return (float(a[i]), float(c[i])), float(As[np.argmin(np.abs(np.log2(np.abs(As))))]), \
+                        (float(t[i]), self.st.L, 1.0)
         return None
 
     def _last_layer_tables(self, v_on, blockers, order, y, S, quarter, h_max):

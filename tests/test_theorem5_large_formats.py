@@ -6,7 +6,8 @@ import pytest
 from condcheck.formats import get_format
 from condcheck.rounding import round_array, round_down_up
 from condcheck.separators import _step
-from condcheck.targets import box_bound, box_sample, random_targets, random_values, separable_box_sample
+from condcheck.targets import (box_bound, box_sample, distinguishable_sample, random_targets, random_values,
+                               separable_box_sample)
 from condcheck.theorem5 import ConstructionError, construct_theorem5, distinguishability
 from condcheck.verify import verify
 
@@ -83,21 +84,19 @@ def test_sigmoid_on_a_float32_sample_is_refused_naming_the_gap_no_separator_was_
         _build("sigmoid", "float32", 16)
 
 
-def _sigmoid_domain(n, seed=0, fmt=None):
-    """n distinct float32 values (values of fmt if given) with |x| in [2^-12, 2^6]: a domain sigmoid
-    distinguishes (the box is not)."""
-    rng = np.random.default_rng(seed)
-    X = rng.choice([-1.0, 1.0], 4 * n) * np.exp2(rng.uniform(-12, 6, 4 * n))
-    if fmt is None:
-        X = np.unique(X.astype(np.float32).astype(np.float64))
-    else:
-        X = np.unique(round_array(X, get_format(fmt))[0])
-    return np.sort(rng.choice(X, n, replace=False)).reshape(-1, 1)
+@pytest.mark.parametrize("fmt", ["float32", "float64", "bfloat16"])
+def test_the_distinguishable_sample_is_sorted_distinct_values_of_the_format_with_magnitudes_in_its_range(fmt):
+    X = distinguishable_sample(fmt, 256, 3).ravel()
+    assert len(np.unique(X)) == 256 and np.all(np.diff(X) > 0)
+    assert np.all(np.abs(X) >= 2.0 ** -12) and np.all(np.abs(X) <= 2.0 ** 6)
+    assert np.array_equal(round_array(X, get_format(fmt))[0], X)
+    assert (X < 0).any() and (X > 0).any()
 
 
 def _sigmoid_case(fmt, n):
-    """Theorem 5 for sigmoid on n points of _sigmoid_domain, random targets over all values of fmt."""
-    X = _sigmoid_domain(n, fmt=None if fmt in ("float32", "float64") else fmt)
+    """Theorem 5 for sigmoid on n points of targets.distinguishable_sample, random targets over all values
+    of fmt."""
+    X = distinguishable_sample(fmt, n)
     f, h, g = random_targets(fmt, X, 0, 0.25)
     net, claim = construct_theorem5("sigmoid", fmt, X, f, h, g)
     res = verify(net, claim)
@@ -115,7 +114,9 @@ def test_sigmoid_on_a_distinguishable_domain_realizes_random_targets(fmt):
     _sigmoid_case(fmt, 16)
 
 
-# measured: float32 depth 7, 127 CPU s; float64 depth 6, 1,398,799 nonzero parameters, 207 CPU s;
+# measured: float32 depth 7, 127 CPU s (session 12: 174,235 nonzero parameters, 67 CPU s, peak 0.28 GiB);
+# float64 depth 6, 1,398,799 nonzero parameters, 207 CPU s (session 12: 168 CPU s with the exact
+# verification, peak 0.59 GiB, the same network; `condcheck bench theorem5-sigmoid-float64-domain256`);
 # bfloat16 depth 6, 190,483 nonzero parameters, 64 CPU s
 @pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["float32", "float64", "bfloat16"])
@@ -146,8 +147,12 @@ def test_values_and_gradients_on_float64_samples(act):
 @pytest.mark.parametrize("fmt", ["float32", "float64"])
 @pytest.mark.parametrize("act", ["relu", "gelu", "elu", "swish", "tanh"])
 def test_values_and_gradients_on_256_points_of_the_box(act, fmt):
-    # random targets over all values: on float64 |g*/h*| reaches 2^1882 (point 10: 2^1821); measured 4-15
-    # minutes each there (depth 6-32, 1.3-1.7 million nonzero parameters), about 1 minute on float32
+    # random targets over all values: on float64 |g*/h*| reaches 2^1882 (point 10: 2^1821); measured on
+    # float64 (session 12, CPU s with the exact verification, 2 shared cores under load 5): relu depth 32,
+    # 1,701,488 nonzero parameters, 118 s, peak 1.38 GiB (before the blocker cache bound); tanh 6,
+    # 1,269,579, 230-290 s, peak 1.42 GiB (5.2 GiB before the blocker searches were kept for the last 16
+    # on values only); elu 6, 1,280,387, 273 s, 1.30 GiB; gelu 15, 1,403,724, 367 s, 0.46 GiB; swish 15,
+    # 1,416,139, 448 s, 0.46 GiB (session 7: 849 s).  About 1 minute on float32
     net, claim = _build(act, fmt, 256)
     res = verify(net, claim)
     assert res.ok and res.points == 256, res.summary()
