@@ -2085,6 +2085,12 @@ class _Ctx:
                 lo_acc, lo_ov = rowsum(R, [(1.0, ex[0])], lo_acc, lo_ov)
             bad |= hi_ov | lo_ov
             hi_o, lo_o = np.maximum(hi_o, hi_acc[:, 0]), np.minimum(lo_o, lo_acc[:, 0])
+        return self._bounded(zi, n, at_z, hi_o, lo_o, bad)
+
+    @staticmethod
+    def _bounded(zi, n, at_z, hi_o, lo_o, bad):
+        """``_gate_sums``' result from the sum at zi and the bounds over the other points: 0 in the rows
+        where something overflowed (``bad``), which the caller skips."""
         if n > 1 and not np.isfinite(hi_o).all():
             raise ConstructionError(f"point {zi + 1}: no other point found for the gate bound")   # pragma: no cover
         hi_o = np.where(bad | ~np.isfinite(hi_o), 0.0, hi_o)
@@ -2174,11 +2180,7 @@ class _Ctx:
             (hi_s, o1), (lo_s, o2) = self._rowsum(R, hi_cols), self._rowsum(R, lo_cols)
             bad |= o1 | o2
             hi_o, lo_o = np.maximum(hi_o, hi_s[:, 0]), np.minimum(lo_o, lo_s[:, 0])
-        if n > 1 and not np.isfinite(hi_o).all():
-            raise ConstructionError(f"point {zi + 1}: no other point found for the gate bound")   # pragma: no cover
-        hi_o = np.where(bad | ~np.isfinite(hi_o), 0.0, hi_o)
-        lo_o = np.where(bad | ~np.isfinite(lo_o), 0.0, lo_o)
-        return np.where(bad, 0.0, at_z), hi_o, lo_o, bad
+        return self._bounded(zi, n, at_z, hi_o, lo_o, bad)
 
     def _gate_indexed(self, zi, gating, B, extra, targets, tv, small_first):
         """``_gate`` on every point (small domains) of a tabulated format, in index space: the same
