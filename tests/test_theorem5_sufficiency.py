@@ -160,7 +160,9 @@ def test_the_smallest_subnormal_upstream_reaches_its_gradient_on_a_three_point_d
 
 
 def test_a_failure_outside_the_theorems_branches_says_the_construction_is_an_attempt():
+    # elu on float6_e3m2fn (E = 3) passes the conditions but its box fails in a gradient transfer (point 1,
+    # session 12); gelu there constructs since the lifted boosts of session 12
     F = get_format("float6_e3m2fn")
-    assert check_activation("gelu", F).holds
+    assert check_activation("elu", F).holds
     with pytest.raises(ConstructionError, match=r"outside both branches .* an attempt"):
-        _box_case("gelu", "float6_e3m2fn")
+        _box_case("elu", "float6_e3m2fn")
