@@ -5,7 +5,8 @@ target is the smallest value (relu: the smallest subnormal), where the blockers 
 shrink it: with a ratio g*/h* far below 1 no transfer exists, and trying every source weight, scale, gate
 and depth took hours (relu on 1,024 bfloat16 box points, point 466: g*/h* = 2^-79.6).  The search now gives
 up after TRANSFER_BUDGET transfer searches per attempt, and a last retry puts the gates on the targets whose
-value is nearest 1 (``_Ctx._gradient_targets``)."""
+value is nearest 1 (``_Ctx._gradient_targets``).  Where every budgeted attempt gives up, one search without
+a budget follows (``UNBUDGETED_LAST``; off in these tests)."""
 import numpy as np
 import pytest
 
@@ -27,6 +28,12 @@ def _relu_pair():
 @pytest.fixture
 def small_budget(monkeypatch):
     monkeypatch.setattr(t5, "TRANSFER_BUDGET", 4)
+
+
+@pytest.fixture(autouse=True)
+def no_unbudgeted_last(monkeypatch):
+    # the last, unlimited search after every budgeted attempt gave up would take hours on these pairs
+    monkeypatch.setattr(t5, "UNBUDGETED_LAST", False)
 
 
 def test_a_ratio_far_below_one_is_carried_by_gradient_gates_near_one(small_budget):
@@ -69,3 +76,14 @@ def test_gates_near_one_are_the_gate_targets_ordered_by_the_distance_of_their_va
     assert sorted(near.tolist()) == sorted(np.asarray(seen["all"], float).tolist())
     dist = np.abs(np.log2(np.abs(ctx.kit.T(near) - ctx.st.L)))
     assert (np.diff(dist) >= 0).all() and dist[0] < 1 < dist[-1]
+
+
+def test_a_search_that_gave_up_everywhere_is_tried_once_more_without_a_budget(monkeypatch):
+    # with a budget of 0 every budgeted attempt gives up at once; the last search has no budget and builds
+    # the four points (as the search did before the budget existed)
+    monkeypatch.setattr(t5, "TRANSFER_BUDGET", 0)
+    monkeypatch.setattr(t5, "UNBUDGETED_LAST", True)
+    X = box_sample("tanh", "bfloat16", 1, 4, 0)
+    f, h, g = random_targets("bfloat16", X, 0, 0.25)
+    net, claim = t5.construct_theorem5("tanh", "bfloat16", X, f, h, g)
+    assert verify(net, claim).ok
