@@ -408,8 +408,11 @@ def _preimage_bisect(F: Format, V: np.ndarray, S, factors) -> np.ndarray:
     sign and never matches, since only finite s are searched."""
     sign = math.prod(math.copysign(1.0, float(f)) for f in factors)
     fs = [float(f) for f in factors]
-    if kernels.HAVE_NUMBA and F.fits_float64 and F.M < 52 and V.dtype == np.float64:
-        # the same bisections compiled (``kernels.preimage_runs``; tests/test_theorem5_preimage.py)
+    # (the compiled kernel multiplies in float64 before rounding to F: exact only while a product of two
+    # values of F, subnormals included, has at most 53 bits and stays inside float64's normal range)
+    exact64 = 2 * (F.M + 1) <= 53 and 2 * (F.e_min - F.M) >= -1022 and 2 * (F.e_max + 1) <= 1023
+    if kernels.HAVE_NUMBA and F.fits_float64 and exact64 and V.dtype == np.float64:
+        # the same bisections compiled (``kernels.preimage_runs``; tests/test_theorem5_fast_paths.py)
         Su = np.unique(np.asarray(S, float))
         Su = Su[np.isfinite(Su)]
         if not len(Su):
