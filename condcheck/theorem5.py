@@ -2081,8 +2081,7 @@ class _Ctx:
             allx = np.where(bad[:, None], 0.0, allx)
             others = np.delete(allx, zi, axis=1) if n > 1 else np.full((R, 1), -F.max_float)
             return allx[:, zi], others.max(axis=1), others.min(axis=1), bad
-        if not gating:
-            return self._gate_sums_bounds(zi, gating, B, extra, cols)
+        # (gating is not empty here: _gate refuses a point without gating steps on a domain of 2 or more)
         acc_z, over_z, bad_g, pats = self._gate_base(zi, gating, B)
         bad = over_z | bad_g
         if extra is None:
@@ -2105,12 +2104,6 @@ class _Ctx:
                 lo_acc, lo_ov = rowsum(R, [(1.0, ex[0])], lo_acc, lo_ov)
             bad |= hi_ov | lo_ov
             hi_o, lo_o = np.maximum(hi_o, hi_acc[:, 0]), np.minimum(lo_o, lo_acc[:, 0])
-        return self._bounded(zi, n, at_z, hi_o, lo_o, bad)
-
-    @staticmethod
-    def _bounded(zi, n, at_z, hi_o, lo_o, bad):
-        """``_gate_sums``' result from the sum at zi and the bounds over the other points: 0 in the rows
-        where something overflowed (``bad``), which the caller skips."""
         if n > 1 and not np.isfinite(hi_o).all():
             raise ConstructionError(f"point {zi + 1}: no other point found for the gate bound")   # pragma: no cover
         hi_o = np.where(bad | ~np.isfinite(hi_o), 0.0, hi_o)
@@ -2177,30 +2170,6 @@ class _Ctx:
         r = (acc_z, over_z, bad_g, pats)
         self._gate_base_last = (key, B, r)
         return r
-
-    def _gate_sums_bounds(self, zi, gating, B, extra, cols):
-        """``_gate_sums`` for a large domain, every term summed per call (the form the shared sums of
-        ``_gate_base`` split; kept for gates without gating terms)."""
-        F, n, R = self.F, len(self.X), len(B)
-        at_z, bad = self._rowsum(R, [(w, v[:, zi:zi + 1]) for w, v in cols])
-        at_z = at_z[:, 0]
-        hi_o = np.full(R, -np.inf)
-        lo_o = np.full(R, np.inf)
-        ex = None
-        if extra is not None:
-            v = np.delete(np.asarray(extra[1], float), zi)
-            ex = (np.full((R, 1), extra[0]), np.array([[v.min(), v.max()]]))
-        for lo_cols, hi_cols, bad_p in self._pattern_cols(zi, gating, B):
-            bad |= bad_p
-            if ex is not None:
-                pr, o = mul_array(np.broadcast_to(ex[0], (R, 2)), np.broadcast_to(ex[1], (R, 2)), F)
-                bad |= o.any(axis=1)
-                lo_cols = lo_cols + [(1.0, pr.min(axis=1, keepdims=True))]
-                hi_cols = hi_cols + [(1.0, pr.max(axis=1, keepdims=True))]
-            (hi_s, o1), (lo_s, o2) = self._rowsum(R, hi_cols), self._rowsum(R, lo_cols)
-            bad |= o1 | o2
-            hi_o, lo_o = np.maximum(hi_o, hi_s[:, 0]), np.minimum(lo_o, lo_s[:, 0])
-        return self._bounded(zi, n, at_z, hi_o, lo_o, bad)
 
     def _gate_indexed(self, zi, gating, B, extra, targets, tv, small_first):
         """``_gate`` on every point (small domains) of a tabulated format, in index space: the same
