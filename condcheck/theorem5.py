@@ -436,12 +436,20 @@ def _preimage_bisect(F: Format, V: np.ndarray, S, factors) -> np.ndarray:
     return V[np.unique(np.concatenate(runs))] if runs else V[:0]
 
 
+def _same_values(F: Format, name: str) -> bool:
+    """Whether F has the finite values of the built-in format ``name`` (by its fields, not its name: a
+    custom b7_8 has bfloat16's values, b10_5 float16's)."""
+    G = get_format(name)
+    return (F.M, F.e_min, F.e_max, F.max) == (G.M, G.e_min, G.e_max, G.max)
+
+
 def _codes16(F: Format):
-    """For bfloat16 and float16: a function from an array of values of F (float64) to their 16-bit
-    encodings (exact conversions: every value of F is a float32, and a float16); None for other formats."""
-    if F.name == "bfloat16":
+    """For formats with the values of bfloat16 or float16: a function from an array of values of F
+    (float64) to their 16-bit encodings (exact conversions: every value of F is a float32, and a float16);
+    None for other formats."""
+    if _same_values(F, "bfloat16"):
         return lambda v: (np.asarray(v, np.float64).astype(np.float32).view(np.uint32) >> 16).astype(np.int64)
-    if F.name == "float16":
+    if _same_values(F, "float16"):
         return lambda v: np.asarray(v, np.float64).astype(np.float16).view(np.uint16).astype(np.int64)
     return None
 

@@ -123,7 +123,7 @@ class _RankProbe:
         self.F, self.gate_targets = F, []
 
 
-@pytest.mark.parametrize("fmt", ["bfloat16", "float16"])
+@pytest.mark.parametrize("fmt", ["bfloat16", "float16", "b7_8", "b10_5"])
 def test_target_ranks_by_16_bit_encoding_equal_the_stable_sorted_search(fmt):
     F = get_format(fmt)
     V = F.values()
@@ -139,6 +139,11 @@ def test_target_ranks_by_16_bit_encoding_equal_the_stable_sorted_search(fmt):
     k = np.clip(np.searchsorted(tv[order], v), 0, len(tv) - 1)
     expected = np.where(mask & (tv[order][k] == v), order[k], len(tv) + 1)
     assert np.array_equal(got, expected)
+
+
+def test_16_bit_encodings_are_chosen_by_the_formats_values_not_its_name():
+    assert t5._codes16(get_format("b7_8")) is not None and t5._codes16(get_format("b10_5")) is not None
+    assert t5._codes16(get_format("b7_6")) is None and t5._codes16(get_format("float8_e4m3")) is None
 
 
 # ---- caches and whole-array checks of the d = 2 speedups --------------------------------------------------
