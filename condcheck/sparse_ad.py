@@ -1596,20 +1596,24 @@ def _dmulti_py(D, cols, out, cp, ci, cw, umap, shift, half, mask, small_bits, Kc
 
 
 def _dT_at(g, p, bkind, ddef, dptr, dpt, dval, tptr, dtab1, xi):
-    """sigma~' of hidden neuron g at point p."""
+    """sigma~' of hidden neuron g at point p: a one-coordinate neuron's table entry, else its default or
+    its exception (keyed by point, or for a one-coordinate neuron without a table by value index)."""
     c = bkind[g]
+    key = p
     if c >= 0:
-        return dtab1[tptr[g] + xi[p, c]]
+        if tptr[g] >= 0:
+            return dtab1[tptr[g] + xi[p, c]]
+        key = xi[p, c]
     lo, hi = dptr[g], dptr[g + 1]
     if lo == hi:
         return ddef[g]
     while lo < hi:
         mid = (lo + hi) // 2
-        if dpt[mid] < p:
+        if dpt[mid] < key:
             lo = mid + 1
         else:
             hi = mid
-    if lo < dptr[g + 1] and dpt[lo] == p:
+    if lo < dptr[g + 1] and dpt[lo] == key:
         return dval[lo]
     return ddef[g]
 
@@ -1788,11 +1792,15 @@ def _row_kinds(w, kind):
 
 class _Backward:
     """What the backward pass needs of the forward one: per hidden neuron (global index) its kind (c >= 0:
-    a function of coordinate c, with its sigma~' on every value of c at dtab1[tptr[g]:]; -2: a default
-    sigma~' and exceptions), its default (most common) sigma~' ddef, and the exceptions (dptr, dpt, dval;
-    points ascending); the coordinates' value indices xi (N, d) and value counts."""
+    a function of coordinate c, with its sigma~' on every value of c at dtab1[tptr[g]:], or, where
+    tptr[g] = -1, as its default and exceptions keyed by value index; -2: a default sigma~' and exceptions
+    keyed by point), its default (most common) sigma~' ddef, and the exceptions (dptr, dpt, dval; keys
+    ascending); the coordinates' value indices xi (N, d) and value counts."""
 
 
+# a one-coordinate neuron's sigma~' is kept as a table over its coordinate's values where that is smaller
+# than its exceptions to its default sigma~' at this many bytes each (an int64 key and a float64 value)
+TABLE_EXCEPTION_BYTES = 16
 # rows of a layer's general part evaluated at once: the bound on their (point, value) entries
 BLOCK_ENTRIES = 1 << 22
 # rows with at most this many terms: ``_narrow_rows`` (merging); longer ones: ``_fold_rows``
@@ -1972,22 +1980,25 @@ def _forward_tables(net, X, zero_index, dtab):
     bw.tptr = np.zeros(n_hidden, np.int64)
     # the sigma~' tables of the one-coordinate neurons, one preallocated array (its size from the row
     # kinds of every hidden layer), float32 where that holds every sigma~' of the format exactly
+    # (a table where it is smaller than the neuron's exceptions: a step is on at half the values, a
+    # gradient branch's neuron differs from its default at its own point only; tables for every neuron
+    # grew as hidden neurons x values, 2.2 GB for 4,096 bfloat16 points)
     rks, k = [], np.arange(d, dtype=np.int64)
     for layer in net.layers:
         k = _row_kinds(layer.weight, k)
         rks.append(k)
-    t_total = sum(int((k == c).sum()) * int(nv[c]) for k in rks[:-1] for c in range(d))
     t_dtype = np.float32 if np.array_equal(dtab.astype(np.float32).astype(np.float64), dtab,
                                            equal_nan=True) else np.float64
-    dtab1, t_at = np.zeros(max(1, t_total), t_dtype), 0
+    t_parts, t_at = [], 0
     gex, gpt, gval = [], [], []
 
     def finish(values):
         g = np.concatenate(gex) if gex else np.zeros(0, np.int64)
+        order = np.argsort(g, kind="stable")          # by neuron; each neuron's keys stay ascending
         bw.dptr = np.concatenate([[0], np.cumsum(np.bincount(g, minlength=n_hidden))]).astype(np.int64)
-        bw.dpt = np.concatenate(gpt).astype(np.int64) if gpt else np.zeros(0, np.int64)
-        bw.dval = np.concatenate(gval) if gval else np.zeros(0)
-        bw.dtab1 = dtab1
+        bw.dpt = np.concatenate(gpt).astype(np.int64)[order] if gpt else np.zeros(0, np.int64)
+        bw.dval = np.concatenate(gval)[order] if gval else np.zeros(0)
+        bw.dtab1 = np.concatenate(t_parts) if t_parts else np.zeros(1, t_dtype)
         return values, bw
 
     # the current layer's outputs: kind, value (constants) or default (general neurons), tables per
@@ -2015,7 +2026,6 @@ def _forward_tables(net, X, zero_index, dtab):
                 n_tabs[c] = np.empty((len(rows_c), m))
                 n_trow[rows_c] = np.arange(len(rows_c))
                 bw.bkind[g0 + rows_c] = c
-                bw.tptr[g0 + rows_c] = t_at + m * np.arange(len(rows_c))
             # blocks of rows (each row is evaluated on its own: the same numbers in any blocking)
             step = max(1, TABLE_BLOCK_ENTRIES // m) if table else len(rows_c)
             for b0 in range(0, len(rows_c), step):
@@ -2056,9 +2066,17 @@ def _forward_tables(net, X, zero_index, dtab):
                     dd = np.empty(len(rows))
                     _wmode(np.ascontiguousarray(dT), counts[c], dd)
                     bw.ddef[g0 + rows] = dd
-                    dtab1[t_at + b0 * m:t_at + (b0 + len(rows)) * m] = dT.ravel()
-            if table:
-                t_at += len(rows_c) * m
+                    exc = dT.view(np.int64) != dd.view(np.int64)[:, None]
+                    ne = exc.sum(axis=1)
+                    dense = ne * TABLE_EXCEPTION_BYTES >= m * np.dtype(t_dtype).itemsize
+                    bw.tptr[g0 + rows[dense]] = t_at + m * np.arange(int(dense.sum()))
+                    t_at += int(dense.sum()) * m
+                    t_parts.append(dT[dense].astype(t_dtype).ravel())
+                    bw.tptr[g0 + rows[~dense]] = -1
+                    gi, t = np.nonzero(exc[~dense])
+                    gex.append(g0 + rows[~dense][gi])
+                    gpt.append(t)
+                    gval.append(dT[~dense][gi, t])
         rows = np.flatnonzero(rk == -2)
         n_eptr = np.zeros(n + 1, np.int64)
         n_ept, n_evl = np.zeros(0, np.int64), np.zeros(0)
@@ -2200,7 +2218,7 @@ def _sigma_lists(bw, vrow_h, N):
     zero: general ones per point (eptr, eidx), one-coordinate ones per coordinate value (fptr over
     cbase[c] + value index, fidx), global indices ascending in each list."""
     g = np.repeat(np.arange(len(bw.dptr) - 1, dtype=np.int64), np.diff(bw.dptr))
-    keep = vrow_h[g] >= 0
+    keep = (vrow_h[g] >= 0) & (bw.bkind[g] == -2)
     g, p = g[keep], bw.dpt[keep]
     order = np.argsort(p, kind="stable")
     eidx = g[order]
@@ -2211,6 +2229,13 @@ def _sigma_lists(bw, vrow_h, N):
         G = np.flatnonzero((bw.bkind == c) & (vrow_h >= 0))
         if not len(G):
             continue
+        Gs, G = G[bw.tptr[G] < 0], G[bw.tptr[G] >= 0]       # exceptions by value index, tables
+        cnt = bw.dptr[Gs + 1] - bw.dptr[Gs]
+        at = np.repeat(bw.dptr[Gs] - (np.cumsum(cnt) - cnt), cnt) + np.arange(int(cnt.sum()), dtype=np.int64)
+        gi = np.repeat(Gs, cnt)
+        hit = bw.dval[at] != bw.ddef[gi]
+        keys.append(cbase[c] + bw.dpt[at][hit])
+        gs.append(gi[hit])
         m = int(bw.nv[c])
         step = max(1, TABLE_BLOCK_ENTRIES // m)
         for b0 in range(0, len(G), step):

@@ -413,6 +413,31 @@ def test_a_theorem5_claim_on_a_two_dimensional_grid_gives_the_dense_numbers():
     assert np.array_equal(sv, claim.values) and np.array_equal(sg[:, 0], claim.gradients.reshape(len(X), -1))
 
 
+@pytest.mark.parametrize("exception_bytes", [0, 10 ** 9])
+def test_one_coordinate_sigma_derivatives_as_tables_or_as_exceptions_give_the_same_numbers(exception_bytes,
+                                                                                           monkeypatch):
+    """sigma~' of every one-coordinate neuron kept as exceptions to its default (0 bytes each), or as a
+    table wherever it has an exception (10^9 bytes each): the dense numbers both ways, on a Theorem 5
+    network (steps on at half the values, branches live at one point) and on random one-coordinate ones."""
+    from condcheck import sparse_ad as sa
+    from condcheck.targets import full_box, random_targets
+    from condcheck.theorem5 import construct_theorem5
+    monkeypatch.setattr(sa, "TABLE_EXCEPTION_BYTES", exception_bytes)
+    X = full_box("tanh", "float8_e5m2", 1)
+    f, h, g = random_targets("float8_e5m2", X, 2, 0.25)
+    net, claim = construct_theorem5("tanh", "float8_e5m2", X, f, h, g, verify_result=False)
+    assert _same_as_dense(net, X, h.reshape(-1, 1))
+    _, bw = sa._forward_tables(net, net._inputs(X), *sa._derivative_table(net)[::-1])
+    tables = (bw.bkind >= 0) & (bw.tptr >= 0)
+    assert tables.any() if exception_bytes else not tables.any()
+    rng = np.random.default_rng(5)
+    vals = get_format("float16").values()
+    vals = np.unique(vals[np.abs(vals) <= 3])
+    net = _sliced_network("float16", "gelu", rng, [2, 12, 10, 30, 1], scale=1.0, zero_fraction=0.4)
+    X = _grid(vals, rng, 8)
+    _same_as_dense(net, X, rng.choice(vals, (len(X), 2)))
+
+
 @pytest.mark.parametrize("narrow, block, dbytes, sliced", [(0, 1 << 22, 1 << 28, True),
                                                            (10 ** 9, 5, 1 << 28, True),
                                                            (16, 64, 1, True), (16, 1 << 22, 1 << 28, False)])
