@@ -119,6 +119,10 @@ UNBUDGETED_LAST = True
 #: the blocker searches with a window of weights (large formats) kept per on value, most recent first
 BLOCKER_WINDOWS = 16
 
+#: 8-bit networks with at most this many (points x nonzero parameters) are verified by the dense numpy
+#: interpreter (no compiled code to load: the full float8 box, d = 1, is at most 233 x 27,000)
+NUMPY_VERIFY_WORK = 10_000_000
+
 #: the last-layer search (``_Ctx._last_layer_tables``) builds an upstream value's reach rows after this many calls
 REACH_ROWS_AFTER = 32
 
@@ -779,8 +783,10 @@ def _choose_steps(ext, n_vals: int, chunk: int = 16) -> dict:
 
 def _choose_steps_compiled(kit: Kit, vals):
     """``_choose_steps(_separator_extremes(kit, vals), len(vals))`` by the compiled one-pass search
-    (``kernels.best_separators``), or None where that does not apply (no numba, no index tables, or
-    a -0 among the T values, whose sign the numpy extremes would pass on to kappa).
+    (``kernels.best_separators``; on formats of at most NUMPY_SEPARATORS_BITS bits its numpy twin
+    ``_best_separators_np``, which needs no compiled code), or None where that does not apply (no
+    numba on a wider format, no index tables, or a -0 among the T values, whose sign the numpy
+    extremes would pass on to kappa).
 
     Why it is the same choice: the kernel sees the same candidates in the same order with the same
     values (float32 exactly where ``_separator_extremes`` uses it) and keeps, per gap, side and sign,
@@ -791,7 +797,8 @@ def _choose_steps_compiled(kit: Kit, vals):
     from . import kernels
 
     tb = op_tables(kit.fmt)
-    if tb is None or not kernels.HAVE_NUMBA:
+    compiled = kernels.HAVE_NUMBA and kit.fmt.bits > NUMPY_SEPARATORS_BITS
+    if tb is None or not (compiled or kit.fmt.bits <= NUMPY_SEPARATORS_BITS):
         return None
     W, B, I, t_all = _separator_rows_indexed(kit, tb, vals)
     used = np.zeros(len(t_all), bool)
@@ -800,15 +807,68 @@ def _choose_steps_compiled(kit: Kit, vals):
     if ((tv == 0) & np.signbit(tv)).any():
         return None
     src = t_all.astype(np.float32) if np.array_equal(tv.astype(np.float32), tv) else t_all
-    return _choose_from_rows(W, B, I, src, len(vals))
+    return _choose_from_rows(W, B, I, src, len(vals), compiled)
 
 
-def _choose_from_rows(W, B, I, src, n_vals: int) -> dict:
+def _best_separators_np(I, src):
+    """``kernels.best_separators(I, src)`` in numpy, on the separating (gap, candidate) pairs only: the same
+    (best_i, best_sp) arrays, without loading numba's compiled code (its first load in a process costs
+    0.4-0.6 CPU s, more than this whole search on an 8-bit format: 0.1-0.2 s).
+
+    Why the same: the extremes are the kernel's prefix and suffix minima and maxima (``_accumulate``
+    rows, in src's dtype; no NaN reaches them from finite rows, and signed zeros are the caller's
+    concern as for the kernel); a pair (gap g, candidate c) of case q separates exactly where the
+    kernel's ``lo > edge`` holds, and its spread is the kernel's (hi - edge) / (lo - edge) in src's
+    dtype.  Per gap, the kernel keeps the first separating candidate and replaces it only by a later
+    NaN spread (while its own is not NaN) or a strictly smaller one: that is the first NaN if there
+    is one, else the first minimum, which is what the segment minimum (NaN-propagating) and the first
+    position equal to it pick here.  A gap without a separating candidate keeps (-1, 0).
+    tests/test_theorem5_fast_paths.py compares the arrays with the kernel's."""
+    n = I.shape[1]
+    dt = src.dtype
+    best_i = np.full((n, 4), -1, dtype=np.int64)
+    best_sp = np.zeros((n, 4), dtype=dt)
+    if n < 2 or I.shape[0] == 0:
+        return best_i, best_sp
+    T = src[np.ascontiguousarray(I.T)]                                # (values, candidates)
+    pmin, pmax = _accumulate(np.minimum, T, False), _accumulate(np.maximum, T, False)
+    smin, smax = _accumulate(np.minimum, T, True), _accumulate(np.maximum, T, True)
+    pmin, pmax, smin, smax = pmin[:-1], pmax[:-1], smin[1:], smax[1:]   # row g - 1: the gap g
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        # q = 0 (on [g:], s = +1) and q = 3 (on [:g], s = -1) separate where smin[g] > pmax[g-1];
+        # q = 1 (on [g:], s = -1) and q = 2 (on [:g], s = +1) where pmin[g-1] > smax[g]
+        for mask, cases in ((smin > pmax, ((0, smin, smax, pmax, False), (3, pmax, pmin, smin, True))),
+                            (pmin > smax, ((1, smax, smin, pmin, True), (2, pmin, pmax, smax, False)))):
+            r, c = np.nonzero(mask)
+            if not len(r):
+                continue
+            starts = np.flatnonzero(np.concatenate(([True], r[1:] != r[:-1])))
+            seg = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, len(r))))
+            for q, lo_a, hi_a, edge_a, neg in cases:
+                lo, hi, edge = lo_a[r, c], hi_a[r, c], edge_a[r, c]
+                if neg:
+                    lo, hi, edge = -lo, -hi, -edge
+                sp = (hi - edge) / (lo - edge)
+                m = np.minimum.reduceat(sp, starts)[seg]
+                first = np.flatnonzero((sp == m) | (np.isnan(sp) & np.isnan(m)))
+                _, k = np.unique(seg[first], return_index=True)
+                pick = first[k]
+                best_i[r[pick] + 1, q] = c[pick]
+                best_sp[r[pick] + 1, q] = sp[pick]
+    return best_i, best_sp
+
+
+#: formats of at most this many bits choose separators by ``_best_separators_np`` (no compiled code)
+NUMPY_SEPARATORS_BITS = 8
+
+
+def _choose_from_rows(W, B, I, src, n_vals: int, compiled: bool = True) -> dict:
     """``_choose_steps``' dict from candidate rows (candidate c: weight W[c], bias B[c], values
-    src[I[c, :]] on the sorted coordinate values) by ``kernels.best_separators``."""
+    src[I[c, :]] on the sorted coordinate values) by ``kernels.best_separators`` (or, not
+    ``compiled``, by ``_best_separators_np``: the same arrays)."""
     from . import kernels
 
-    best_i, best_sp = kernels.best_separators(I, src)
+    best_i, best_sp = kernels.best_separators(I, src) if compiled else _best_separators_np(I, src)
     out = {}
     for gap in range(1, n_vals):
         for up, cases in ((True, ((0, 1.0), (1, -1.0))), (False, ((2, 1.0), (3, -1.0)))):
@@ -1606,8 +1666,14 @@ def _construct_theorem5(activation, fmt, points, values, upstream, gradients, im
     ctx = None               # its per-point arrays (steps x points) and caches are not needed to verify
     if verify_result:
         # the sparse interpreter (the same numbers, computed on the neurons live at each point) where it
-        # applies; the dense one otherwise
-        res = _verify(net, claim, method="sparse")
+        # applies; the dense one otherwise.  Small networks on 8-bit formats (the d = 1 float8 boxes):
+        # the dense one by numpy, which costs less there (0.1-0.2 s) than loading the compiled kernels
+        if F.bits <= 8 and N * net.nonzero_parameters <= NUMPY_VERIFY_WORK:
+            from .network import numpy_path
+            with numpy_path():
+                res = _verify(net, claim, method="fast")
+        else:
+            res = _verify(net, claim, method="sparse")
         if not res.ok:
             raise ConstructionError("the constructed network failed exact verification: " + res.summary())
     return net, claim

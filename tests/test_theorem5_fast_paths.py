@@ -324,3 +324,55 @@ def test_compiled_separator_choice_equals_choose_steps_on_format_values(fmt, act
     vals = F.values()[::4] if F.count_finite() > 100 else F.values()
     want = t5._choose_steps(t5._separator_extremes(kit, vals), len(vals))
     _same_choice(t5._choose_steps_compiled(kit, vals), want)
+
+
+def _same_arrays(got, want):
+    gi, gs = got
+    wi, ws = want
+    assert np.array_equal(gi, wi)
+    assert gs.dtype == ws.dtype and np.array_equal(gs, ws, equal_nan=True)
+
+
+@pytest.mark.skipif(not kernels.HAVE_NUMBA, reason="needs numba")
+@given(st.integers(2, 40), st.integers(1, 300), st.integers(0, 2**32 - 1), st.booleans())
+@settings(max_examples=150, deadline=None)
+def test_numpy_separator_search_equals_the_kernel_on_random_rows_with_ties_and_overflowing_spreads(
+        n_vals, n_cand, seed, huge):
+    rng = np.random.default_rng(seed)
+    pool = np.array([-2.0, -0.5, 0.0, 0.25, 1.0, 3.0] + ([-3e38, 3e38, 1e-38] if huge else []), np.float32)
+    src = rng.choice(pool, 50).astype(np.float32)
+    I = rng.integers(0, 50, (n_cand, n_vals)).astype(np.int16)
+    with np.errstate(over="ignore", invalid="ignore"):
+        want = kernels.best_separators(I, src)
+    _same_arrays(t5._best_separators_np(I, src), want)
+
+
+@pytest.mark.skipif(not kernels.HAVE_NUMBA, reason="needs numba")
+@pytest.mark.parametrize("fmt", ["float6_e3m2fn", "float8_e4m3", "float8_e5m2", "float8_e4m3b11fnuz"])
+@pytest.mark.parametrize("act", ["relu", "elu", "gelu", "swish", "sigmoid", "tanh"])
+def test_numpy_separator_search_equals_the_kernel_on_the_full_box_coordinates(fmt, act):
+    from condcheck.op_tables import op_tables
+    from condcheck.targets import full_box
+    F = get_format(fmt)
+    kit = t5.Kit(act, F, "exact")
+    vals = np.unique(full_box(act, F, 1)[:, 0])
+    W, B, I, t_all = t5._separator_rows_indexed(kit, op_tables(F), vals)
+    src = t_all.astype(np.float32)
+    assert np.array_equal(src.astype(np.float64), t_all, equal_nan=True)
+    got = t5._best_separators_np(I, src)
+    _same_arrays(got, kernels.best_separators(I, src))
+    assert (got[0][1:] >= 0).any()
+    _same_choice(t5._choose_from_rows(W, B, I, src, len(vals), compiled=False),
+                 t5._choose_from_rows(W, B, I, src, len(vals), compiled=True))
+
+
+def test_eight_bit_formats_choose_separators_without_compiled_code(monkeypatch):
+    F = get_format("float8_e4m3")
+    kit = t5.Kit("tanh", F, "exact")
+    vals = F.values()[::8]
+    want = t5._choose_steps(t5._separator_extremes(kit, vals), len(vals))
+
+    def refuse(*a, **k):
+        raise AssertionError("the compiled kernel was called")
+    monkeypatch.setattr(kernels, "best_separators", refuse)
+    _same_choice(t5._choose_steps_compiled(kit, vals), want)
