@@ -450,6 +450,18 @@ def _codes16(F: Format):
     return None
 
 
+def _stable_first(k: np.ndarray) -> int:
+    """``int(np.argsort(k, kind="stable")[0])`` without the sort: the first smallest value, NaN after
+    every number (as the sort places it), the first NaN when all are NaN.  (k not empty.)"""
+    nan = np.isnan(k)
+    if not nan.any():
+        return int(np.argmin(k))
+    if nan.all():
+        return 0
+    num = np.flatnonzero(~nan)
+    return int(num[int(np.argmin(k[num]))])
+
+
 def _lex_first(*keys) -> int:
     """The first index of np.lexsort(keys[::-1]) (keys[0] the primary key; ties to the lowest index, as
     the stable sort keeps them), by successive minima instead of a sort.  Keys hold no NaN."""
@@ -830,7 +842,15 @@ def _best_separators_np(I, src):
     best_sp = np.zeros((n, 4), dtype=dt)
     if n < 2 or I.shape[0] == 0:
         return best_i, best_sp
-    T = src[np.ascontiguousarray(I.T)]                                # (values, candidates)
+    # the extremes on the ranks of src's values (a byte each on 8-bit formats: a quarter of the memory
+    # traffic of the values; the order, and so every minimum, maximum and comparison, is the same), the
+    # values looked up at the separating pairs only.  Where a row reads a NaN, the values themselves
+    uv, inv = np.unique(src, return_inverse=True)
+    if np.isnan(uv).any() and np.isnan(src)[I].any():
+        uv, key = None, src
+    else:
+        key = inv.reshape(-1).astype(np.uint8 if len(uv) <= 256 else np.int32)
+    T = key[np.ascontiguousarray(I.T)]                                # (values, candidates)
     pmin, pmax = _accumulate(np.minimum, T, False), _accumulate(np.maximum, T, False)
     smin, smax = _accumulate(np.minimum, T, True), _accumulate(np.maximum, T, True)
     pmin, pmax, smin, smax = pmin[:-1], pmax[:-1], smin[1:], smax[1:]   # row g - 1: the gap g
@@ -846,6 +866,8 @@ def _best_separators_np(I, src):
             seg = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, len(r))))
             for q, lo_a, hi_a, edge_a, neg in cases:
                 lo, hi, edge = lo_a[r, c], hi_a[r, c], edge_a[r, c]
+                if uv is not None:
+                    lo, hi, edge = uv[lo], uv[hi], uv[edge]
                 if neg:
                     lo, hi, edge = -lo, -hi, -edge
                 sp = (hi - edge) / (lo - edge)
@@ -3293,11 +3315,23 @@ class _Ctx:
             t1, o = mul_array(np.full(len(As), y), As, F)
             return As, np.where(o, np.nan, t1)
 
-        order = np.argsort(np.abs(np.log2(np.abs(a)) + np.log2(np.abs(d)) - need), kind="stable")
-        if small and self.tables is not None:
-            r = self._last_layer_tables(v_on, (a, c, t, d), order, y, S, quarter, h_max)
+        # log2 |a| + log2 |d| per blocker: the blockers of an enumerated format are kept per on value
+        # (``_blockers``), so this sum is too (the same arrays, the same numbers)
+        memo = self.__dict__.setdefault("_gain_logs", {})
+        hit = memo.get(id(a))
+        if hit is not None and hit[0] is a and hit[1] is d:
+            logs = hit[2]
         else:
-            r = self._last_layer((a, c, t, d), order, candidates, S, quarter)
+            if len(memo) >= 64:
+                memo.clear()
+            logs = np.log2(np.abs(a)) + np.log2(np.abs(d))
+            memo[id(a)] = (a, d, logs)
+        key = np.abs(logs - need)
+        if small and self.tables is not None:
+            # (the first blocker in the stable order of key that has a hit: no sort of every blocker)
+            r = self._last_layer_tables(v_on, (a, c, t, d), key, y, S, quarter, h_max)
+        else:
+            r = self._last_layer((a, c, t, d), np.argsort(key, kind="stable"), candidates, S, quarter)
         if r is not None or small:
             return None if r is None else (post + [r[0]], r[1], r[2])
         # large formats, second try: A near 2^k / y, so that u = RN(y A) has a significand near 1 and the
@@ -3517,10 +3551,11 @@ class _Ctx:
                         (float(t[i]), self.st.L, 1.0)
         return None
 
-    def _last_layer_tables(self, v_on, blockers, order, y, S, quarter, h_max):
+    def _last_layer_tables(self, v_on, blockers, key, y, S, quarter, h_max):
         """``_last_layer`` with every A of a tabulated format at once: the map u -> RN(RN(u T'(p)) a) of
         each blocker (every blocker of the on value v_on) is one index table, kept for the next branch
-        with the same on value; the first blocker in ``order`` with a hit, as the chunked scan picks.
+        with the same on value; the first blocker with a hit in the stable sort order of ``key``
+        (``_stable_first``), as the chunked scan over that order picks.
 
         Which blockers have a hit depends on S only through the values it holds.  Per (v_on, y, quarter,
         h_max) seen more than REACH_ROWS_AFTER times (d = 2 boxes: thousands of calls per upstream
@@ -3539,10 +3574,14 @@ class _Ctx:
                 maps.clear()
             M = tb.mul(tb.mul(np.arange(tb.over)[:, None], tb.index(d)[None, :]), tb.index(a)[None, :])
             # a last row for the overflow index, which maps to itself (what a where() on iu did per call)
-            hit_maps = maps[v_on] = (np.vstack([M, np.full((1, M.shape[1]), tb.over, M.dtype)]), {}, {}, [])
-        M, absorbed, reach, runs = hit_maps
+            hit_maps = maps[v_on] = (np.vstack([M, np.full((1, M.shape[1]), tb.over, M.dtype)]), {}, {}, [], [])
+        M, absorbed, reach, runs, amps = hit_maps
         As = self._output_weights(h_max)
-        amp = np.maximum(np.abs(t), abs(self.st.L))
+        if amps and amps[0][0] is t:
+            amp = amps[0][1]
+        else:                                   # (the blockers of v_on: the same t each time)
+            amp = np.maximum(np.abs(t), abs(self.st.L))
+            amps[:] = [(t, amp)]
 
         def absorbed_grid():
             """(A, blocker): the output term absorbed; a function of the blockers (of v_on), the A tried
@@ -3567,10 +3606,10 @@ class _Ctx:
             cols = np.unpackbits(np.bitwise_or.reduce(r["R"][si], axis=0), count=M.shape[1]).astype(bool)
         else:
             cols = self._last_cols_by_runs(M, runs, r, amp, As, si, quarter, absorbed_grid)
-        cols = cols[order]
-        if not cols.any():
+        hits = np.flatnonzero(cols)
+        if not len(hits):
             return None
-        i = int(order[int(np.argmax(cols))])
+        i = int(hits[_stable_first(key[hits])])
         in_S = np.zeros(tb.over + 1, bool)
         in_S[si] = True
         # column i of the absorbed grid, by the same elementwise test

@@ -208,8 +208,10 @@ def test_validate_whole_array_check_passes_valid_targets_and_leaves_errors_to_th
         assert str(fast.value) == str(loop.value)
 
 
-def _last_layer_grid(ctx, v_on, blockers, order, y, S, quarter, h_max):
-    """_Ctx._last_layer_tables as first written: every (A, blocker) pair tested on each call."""
+def _last_layer_grid(ctx, v_on, blockers, key, y, S, quarter, h_max):
+    """_Ctx._last_layer_tables as first written: every (A, blocker) pair tested on each call, the blockers
+    in the stable sort order of key."""
+    order = np.argsort(key, kind="stable")
     a, c, t, d = blockers
     tb = ctx.tables
     M = tb.mul(tb.mul(np.arange(tb.over)[:, None], tb.index(d)[None, :]), tb.index(a)[None, :])
@@ -239,12 +241,12 @@ def test_last_layer_by_reach_rows_or_by_runs_equals_the_full_grid_test(monkeypat
     monkeypatch.setattr(t5, "REACH_ROWS_AFTER", rows_after)
     seen = []
 
-    def both(self, v_on, blockers, order, y, S, quarter, h_max):
-        r = fast(self, v_on, blockers, order, y, S, quarter, h_max)
-        assert r == _last_layer_grid(self, v_on, blockers, order, y, S, quarter, h_max)
+    def both(self, v_on, blockers, key, y, S, quarter, h_max):
+        r = fast(self, v_on, blockers, key, y, S, quarter, h_max)
+        assert r == _last_layer_grid(self, v_on, blockers, key, y, S, quarter, h_max)
         S_nan = np.append(S, np.nan)
-        assert fast(self, v_on, blockers, order, y, S_nan, quarter, h_max) == \
-            _last_layer_grid(self, v_on, blockers, order, y, S_nan, quarter, h_max)
+        assert fast(self, v_on, blockers, key, y, S_nan, quarter, h_max) == \
+            _last_layer_grid(self, v_on, blockers, key, y, S_nan, quarter, h_max)
         seen.append(r is not None)
         return r
     monkeypatch.setattr(t5._Ctx, "_last_layer_tables", both)
@@ -376,3 +378,10 @@ def test_eight_bit_formats_choose_separators_without_compiled_code(monkeypatch):
         raise AssertionError("the compiled kernel was called")
     monkeypatch.setattr(kernels, "best_separators", refuse)
     _same_choice(t5._choose_steps_compiled(kit, vals), want)
+
+
+@given(st.lists(st.sampled_from([0.0, 1.0, 2.5, -1.0, np.inf, np.nan]), min_size=1, max_size=30))
+@settings(max_examples=300, deadline=None)
+def test_stable_first_is_the_first_element_of_the_stable_sort(values):
+    k = np.array(values)
+    assert t5._stable_first(k) == int(np.argsort(k, kind="stable")[0])
