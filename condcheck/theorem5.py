@@ -471,6 +471,35 @@ def _lex_first(*keys) -> int:
     return int(np.argmax(m))
 
 
+class _GainGroups:
+    """``_lex_first(inexact, np.round(np.abs(gain - share)), abs_t)`` for any share, from a table made once
+    per ranked blocker list (``_Ctx._transfer_greedy`` asks for one share per layer and branch: 233,000
+    times on the d = 2 float8_e5m2 box with relu).
+
+    Why it is the same index: the first key is fixed, so only the entries with the smallest inexact
+    compete; the second key is a function of the gain alone (the same float operations on the same
+    value), so all entries of one gain value tie on it, and the winner is, among the gain values with
+    the smallest rounded distance to share, the entry with the smallest (abs_t, index), which is kept
+    per gain value here.  Keys hold no NaN.  tests/test_theorem5_fast_paths.py compares it with
+    ``_lex_first``."""
+
+    def __init__(self, gain, inexact, abs_t):
+        idx = np.flatnonzero(inexact == inexact.min()) if len(inexact) else np.zeros(0, np.int64)
+        self.gains, inv = np.unique(gain[idx], return_inverse=True)
+        inv = inv.reshape(-1)
+        o = np.lexsort((idx, abs_t[idx], inv))              # by gain value, then abs_t, then index
+        starts = np.flatnonzero(np.concatenate(([True], inv[o][1:] != inv[o][:-1]))) if len(o) else o
+        self.best = idx[o][starts]                          # per gain value: its smallest (abs_t, index)
+        self.best_t = abs_t[self.best]
+
+    def first(self, share: float) -> int:
+        off = np.round(np.abs(self.gains - share))
+        k = np.flatnonzero(off == off.min())
+        if len(k) == 1:
+            return int(self.best[k[0]])
+        return int(self.best[k][_lex_first(self.best_t[k], self.best[k])])
+
+
 def _lg(x) -> float:
     """log2 |x| of a nonzero float (subnormals included); sums of these replace products and quotients
     that would overflow or underflow float64 when the format is float64 itself."""
@@ -1086,12 +1115,13 @@ class _Cols:
 
     def add(self, terms: dict, bias: float, key=None) -> int:
         """A new column, or the column already added under ``key`` (a neuron several branches share)."""
-        if key is not None and key in self.keys:
-            return self.keys[key]
-        self.rows.append((terms, bias))
+        n = len(self.rows)
         if key is not None:
-            self.keys[key] = len(self.rows) - 1
-        return len(self.rows) - 1
+            i = self.keys.setdefault(key, n)         # (one hash of the key: branch keys are long tuples)
+            if i != n:
+                return i
+        self.rows.append((terms, bias))
+        return n
 
     def layer(self, n_in: int, fmt: Format | None = None) -> Layer:
         r, c, d = [], [], []
@@ -3215,7 +3245,8 @@ class _Ctx:
                 # a power-of-two gain maps the target set one to one; a small forward value leaves the
                 # next layer the most room for its weight
                 inexact = (np.abs(np.frexp(a * d)[0]) != 0.5).astype(float)
-                return a, c, t, d, gain, inexact, np.abs(t)
+                abs_t = np.abs(t)
+                return (a, c, t, d, gain, inexact, abs_t) + (_GainGroups(gain, inexact, abs_t),)
             # a function of the on value where every weight is tried (weights None: enumerated formats),
             # else of the on value and the weight window (the key of ``_blockers``' cache)
             if weights is None:
@@ -3223,14 +3254,14 @@ class _Ctx:
             else:
                 m = np.abs(weights)
                 rkey = ("ranked_blockers", v_on, len(m)) + ((float(m.min()), float(m.max())) if len(m) else ())
-            a, c, t, d, gain, inexact, abs_t = self._cached(rkey, ranked)
+            a, c, t, d, gain, inexact, abs_t, groups = self._cached(rkey, ranked)
             if len(a) == 0:
                 self.transfer_why = f"no blocker for layer {k + 1} (on value {v_on!r}, gain 2^{share:.0f})"
                 return None
-            off = np.round(np.abs(gain - share))
-            # the first of np.lexsort((abs_t, off, inexact)) without sorting (one blocker is tried)
-            order = (np.lexsort((abs_t, off, inexact)) if last_cap is not None
-                     else [_lex_first(inexact, off, abs_t)])
+            # the first of np.lexsort((abs_t, off, inexact)) without sorting (one blocker is tried): by
+            # the groups of equal gain, kept with the ranked blockers (``_GainGroups``)
+            order = (np.lexsort((abs_t, np.round(np.abs(gain - share)), inexact)) if last_cap is not None
+                     else [groups.first(share)])
             for i in order[:1 if last_cap is None else 32]:
                 i = int(i)
                 S_i = self._preimage(S, float(d[i]), float(a[i]))
@@ -3712,6 +3743,20 @@ class _Ctx:
             if self.tables is None and len(S) <= 8:
                 return _preimage_bisect(self.F, V, S, [d, a])
             if self.tables is not None:         # 8-bit formats: the image of V is kept per (d, a)
+                tb = self.tables
+                try:
+                    iS = tb.index(S)
+                except CondcheckError:
+                    iS = None
+                if iS is not None:
+                    # isin on table indices: the same test (equal values share an index, -0 and +0 too,
+                    # as == matches them; NaN, the overflow index, matches nothing, as in isin)
+                    img = self._cached(("chain_index", float(d), float(a)), lambda: tb.mul(
+                        tb.mul(tb.index(V), tb.index_of(float(d))), tb.index_of(float(a))))
+                    in_S = np.zeros(tb.over + 1, bool)
+                    in_S[iS] = True
+                    in_S[tb.over] = False
+                    return V[in_S[img]]
                 return V[np.isin(self._cached(("chain", float(d), float(a)), lambda: self._rn_chain(V, [d, a])), S)]
         return V[np.isin(self._rn_chain(V, [d, a]), S)]
 
