@@ -421,3 +421,20 @@ def test_preimages_on_table_indices_equal_the_isin_of_the_rounded_chain(monkeypa
     except t5.ConstructionError:
         pass                                   # the comparison is what is tested, not the construction
     assert len(seen) > 20 and any(seen)
+
+
+def test_a_float8_box_is_built_and_verified_without_compiled_kernels(monkeypatch):
+    """The d = 1 float8 path loads no numba code (its first load costs more than the whole search):
+    every kernel entry point raises here, and the construction still verifies."""
+    from condcheck.targets import full_box, random_targets
+
+    def refuse(*a, **k):
+        raise AssertionError("a compiled kernel was called")
+    import condcheck.sparse_ad as sparse_ad
+    for name in ("best_separators", "rounded_row_sums", "table_lookup", "preimage_runs"):
+        monkeypatch.setattr(kernels, name, refuse)
+    monkeypatch.setattr(sparse_ad, "evaluate_sparse", refuse)
+    X = full_box("tanh", "float8_e4m3", 1)[::4]
+    f, h, g = random_targets("float8_e4m3", X, 0, 0.25)
+    net, claim = t5.construct_theorem5("tanh", "float8_e4m3", X, f, h, g)
+    assert net.depth >= 5 and len(claim.points) == len(X)
