@@ -21,6 +21,7 @@ Inf or NaN anywhere is an error naming the pass, layer and neuron (``NetworkOver
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import cached_property
@@ -38,6 +39,19 @@ from .rounding import round_array, round_fraction
 CHUNK_ELEMENTS = 1 << 18
 # Use the compiled kernels (condcheck.kernels) when numba is installed; the numpy path otherwise.
 USE_KERNELS = kernels.HAVE_NUMBA
+
+
+@contextmanager
+def numpy_path():
+    """Evaluate with the numpy path inside this block (the same numbers as the kernels: tests/test_network.py
+    compares the two).  For small networks on few points, where loading numba's compiled code (0.4-0.6
+    CPU s, the first time in a process) costs more than the evaluation itself."""
+    global USE_KERNELS
+    saved, USE_KERNELS = USE_KERNELS, False
+    try:
+        yield
+    finally:
+        USE_KERNELS = saved
 
 
 @dataclass(frozen=True)

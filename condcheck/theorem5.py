@@ -119,6 +119,10 @@ UNBUDGETED_LAST = True
 #: the blocker searches with a window of weights (large formats) kept per on value, most recent first
 BLOCKER_WINDOWS = 16
 
+#: 8-bit networks with at most this many (points x nonzero parameters) are verified by the dense numpy
+#: interpreter (no compiled code to load: the full float8 box, d = 1, is at most 233 x 27,000)
+NUMPY_VERIFY_WORK = 10_000_000
+
 #: the last-layer search (``_Ctx._last_layer_tables``) builds an upstream value's reach rows after this many calls
 REACH_ROWS_AFTER = 32
 
@@ -454,6 +458,18 @@ def _codes16(F: Format):
     return None
 
 
+def _stable_first(k: np.ndarray) -> int:
+    """``int(np.argsort(k, kind="stable")[0])`` without the sort: the first smallest value, NaN after
+    every number (as the sort places it), the first NaN when all are NaN.  (k not empty.)"""
+    nan = np.isnan(k)
+    if not nan.any():
+        return int(np.argmin(k))
+    if nan.all():
+        return 0
+    num = np.flatnonzero(~nan)
+    return int(num[int(np.argmin(k[num]))])
+
+
 def _lex_first(*keys) -> int:
     """The first index of np.lexsort(keys[::-1]) (keys[0] the primary key; ties to the lowest index, as
     the stable sort keeps them), by successive minima instead of a sort.  Keys hold no NaN."""
@@ -461,6 +477,35 @@ def _lex_first(*keys) -> int:
     for k in keys:
         m &= k == k[m].min()
     return int(np.argmax(m))
+
+
+class _GainGroups:
+    """``_lex_first(inexact, np.round(np.abs(gain - share)), abs_t)`` for any share, from a table made once
+    per ranked blocker list (``_Ctx._transfer_greedy`` asks for one share per layer and branch: 233,000
+    times on the d = 2 float8_e5m2 box with relu).
+
+    Why it is the same index: the first key is fixed, so only the entries with the smallest inexact
+    compete; the second key is a function of the gain alone (the same float operations on the same
+    value), so all entries of one gain value tie on it, and the winner is, among the gain values with
+    the smallest rounded distance to share, the entry with the smallest (abs_t, index), which is kept
+    per gain value here.  Keys hold no NaN.  tests/test_theorem5_fast_paths.py compares it with
+    ``_lex_first``."""
+
+    def __init__(self, gain, inexact, abs_t):
+        idx = np.flatnonzero(inexact == inexact.min()) if len(inexact) else np.zeros(0, np.int64)
+        self.gains, inv = np.unique(gain[idx], return_inverse=True)
+        inv = inv.reshape(-1)
+        o = np.lexsort((idx, abs_t[idx], inv))              # by gain value, then abs_t, then index
+        starts = np.flatnonzero(np.concatenate(([True], inv[o][1:] != inv[o][:-1]))) if len(o) else o
+        self.best = idx[o][starts]                          # per gain value: its smallest (abs_t, index)
+        self.best_t = abs_t[self.best]
+
+    def first(self, share: float) -> int:
+        off = np.round(np.abs(self.gains - share))
+        k = np.flatnonzero(off == off.min())
+        if len(k) == 1:
+            return int(self.best[k[0]])
+        return int(self.best[k][_lex_first(self.best_t[k], self.best[k])])
 
 
 def _lg(x) -> float:
@@ -787,8 +832,10 @@ def _choose_steps(ext, n_vals: int, chunk: int = 16) -> dict:
 
 def _choose_steps_compiled(kit: Kit, vals):
     """``_choose_steps(_separator_extremes(kit, vals), len(vals))`` by the compiled one-pass search
-    (``kernels.best_separators``), or None where that does not apply (no numba, no index tables, or
-    a -0 among the T values, whose sign the numpy extremes would pass on to kappa).
+    (``kernels.best_separators``; on formats of at most NUMPY_SEPARATORS_BITS bits its numpy twin
+    ``_best_separators_np``, which needs no compiled code), or None where that does not apply (no
+    numba on a wider format, no index tables, or a -0 among the T values, whose sign the numpy
+    extremes would pass on to kappa).
 
     Why it is the same choice: the kernel sees the same candidates in the same order with the same
     values (float32 exactly where ``_separator_extremes`` uses it) and keeps, per gap, side and sign,
@@ -799,7 +846,8 @@ def _choose_steps_compiled(kit: Kit, vals):
     from . import kernels
 
     tb = op_tables(kit.fmt)
-    if tb is None or not kernels.HAVE_NUMBA:
+    compiled = kernels.HAVE_NUMBA and kit.fmt.bits > NUMPY_SEPARATORS_BITS
+    if tb is None or not (compiled or kit.fmt.bits <= NUMPY_SEPARATORS_BITS):
         return None
     W, B, I, t_all = _separator_rows_indexed(kit, tb, vals)
     used = np.zeros(len(t_all), bool)
@@ -808,15 +856,78 @@ def _choose_steps_compiled(kit: Kit, vals):
     if ((tv == 0) & np.signbit(tv)).any():
         return None
     src = t_all.astype(np.float32) if np.array_equal(tv.astype(np.float32), tv) else t_all
-    return _choose_from_rows(W, B, I, src, len(vals))
+    return _choose_from_rows(W, B, I, src, len(vals), compiled)
 
 
-def _choose_from_rows(W, B, I, src, n_vals: int) -> dict:
+def _best_separators_np(I, src):
+    """``kernels.best_separators(I, src)`` in numpy, on the separating (gap, candidate) pairs only: the same
+    (best_i, best_sp) arrays, without loading numba's compiled code (its first load in a process costs
+    0.4-0.6 CPU s, more than this whole search on an 8-bit format: 0.1-0.2 s).
+
+    Why the same: the extremes are the kernel's prefix and suffix minima and maxima (``_accumulate``
+    rows, in src's dtype; no NaN reaches them from finite rows, and signed zeros are the caller's
+    concern as for the kernel); a pair (gap g, candidate c) of case q separates exactly where the
+    kernel's ``lo > edge`` holds, and its spread is the kernel's (hi - edge) / (lo - edge) in src's
+    dtype.  Per gap, the kernel keeps the first separating candidate and replaces it only by a later
+    NaN spread (while its own is not NaN) or a strictly smaller one: that is the first NaN if there
+    is one, else the first minimum, which is what the segment minimum (NaN-propagating) and the first
+    position equal to it pick here.  A gap without a separating candidate keeps (-1, 0).
+    tests/test_theorem5_fast_paths.py compares the arrays with the kernel's."""
+    n = I.shape[1]
+    dt = src.dtype
+    best_i = np.full((n, 4), -1, dtype=np.int64)
+    best_sp = np.zeros((n, 4), dtype=dt)
+    if n < 2 or I.shape[0] == 0:
+        return best_i, best_sp
+    # the extremes on the ranks of src's values (a byte each on 8-bit formats: a quarter of the memory
+    # traffic of the values; the order, and so every minimum, maximum and comparison, is the same), the
+    # values looked up at the separating pairs only.  Where a row reads a NaN, the values themselves
+    uv, inv = np.unique(src, return_inverse=True)
+    if np.isnan(uv).any() and np.isnan(src)[I].any():
+        uv, key = None, src
+    else:
+        key = inv.reshape(-1).astype(np.uint8 if len(uv) <= 256 else np.int32)
+    T = key[np.ascontiguousarray(I.T)]                                # (values, candidates)
+    pmin, pmax = _accumulate(np.minimum, T, False), _accumulate(np.maximum, T, False)
+    smin, smax = _accumulate(np.minimum, T, True), _accumulate(np.maximum, T, True)
+    pmin, pmax, smin, smax = pmin[:-1], pmax[:-1], smin[1:], smax[1:]   # row g - 1: the gap g
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        # q = 0 (on [g:], s = +1) and q = 3 (on [:g], s = -1) separate where smin[g] > pmax[g-1];
+        # q = 1 (on [g:], s = -1) and q = 2 (on [:g], s = +1) where pmin[g-1] > smax[g]
+        for mask, cases in ((smin > pmax, ((0, smin, smax, pmax, False), (3, pmax, pmin, smin, True))),
+                            (pmin > smax, ((1, smax, smin, pmin, True), (2, pmin, pmax, smax, False)))):
+            r, c = np.nonzero(mask)
+            if not len(r):
+                continue
+            starts = np.flatnonzero(np.concatenate(([True], r[1:] != r[:-1])))
+            seg = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, len(r))))
+            for q, lo_a, hi_a, edge_a, neg in cases:
+                lo, hi, edge = lo_a[r, c], hi_a[r, c], edge_a[r, c]
+                if uv is not None:
+                    lo, hi, edge = uv[lo], uv[hi], uv[edge]
+                if neg:
+                    lo, hi, edge = -lo, -hi, -edge
+                sp = (hi - edge) / (lo - edge)
+                m = np.minimum.reduceat(sp, starts)[seg]
+                first = np.flatnonzero((sp == m) | (np.isnan(sp) & np.isnan(m)))
+                _, k = np.unique(seg[first], return_index=True)
+                pick = first[k]
+                best_i[r[pick] + 1, q] = c[pick]
+                best_sp[r[pick] + 1, q] = sp[pick]
+    return best_i, best_sp
+
+
+#: formats of at most this many bits choose separators by ``_best_separators_np`` (no compiled code)
+NUMPY_SEPARATORS_BITS = 8
+
+
+def _choose_from_rows(W, B, I, src, n_vals: int, compiled: bool = True) -> dict:
     """``_choose_steps``' dict from candidate rows (candidate c: weight W[c], bias B[c], values
-    src[I[c, :]] on the sorted coordinate values) by ``kernels.best_separators``."""
+    src[I[c, :]] on the sorted coordinate values) by ``kernels.best_separators`` (or, not
+    ``compiled``, by ``_best_separators_np``: the same arrays)."""
     from . import kernels
 
-    best_i, best_sp = kernels.best_separators(I, src)
+    best_i, best_sp = kernels.best_separators(I, src) if compiled else _best_separators_np(I, src)
     out = {}
     for gap in range(1, n_vals):
         for up, cases in ((True, ((0, 1.0), (1, -1.0))), (False, ((2, 1.0), (3, -1.0)))):
@@ -1012,12 +1123,13 @@ class _Cols:
 
     def add(self, terms: dict, bias: float, key=None) -> int:
         """A new column, or the column already added under ``key`` (a neuron several branches share)."""
-        if key is not None and key in self.keys:
-            return self.keys[key]
-        self.rows.append((terms, bias))
+        n = len(self.rows)
         if key is not None:
-            self.keys[key] = len(self.rows) - 1
-        return len(self.rows) - 1
+            i = self.keys.setdefault(key, n)         # (one hash of the key: branch keys are long tuples)
+            if i != n:
+                return i
+        self.rows.append((terms, bias))
+        return n
 
     def layer(self, n_in: int, fmt: Format | None = None) -> Layer:
         r, c, d = [], [], []
@@ -1614,8 +1726,14 @@ def _construct_theorem5(activation, fmt, points, values, upstream, gradients, im
     ctx = None               # its per-point arrays (steps x points) and caches are not needed to verify
     if verify_result:
         # the sparse interpreter (the same numbers, computed on the neurons live at each point) where it
-        # applies; the dense one otherwise
-        res = _verify(net, claim, method="sparse")
+        # applies; the dense one otherwise.  Small networks on 8-bit formats (the d = 1 float8 boxes):
+        # the dense one by numpy, which costs less there (0.1-0.2 s) than loading the compiled kernels
+        if F.bits <= 8 and N * net.nonzero_parameters <= NUMPY_VERIFY_WORK:
+            from .network import numpy_path
+            with numpy_path():
+                res = _verify(net, claim, method="fast")
+        else:
+            res = _verify(net, claim, method="sparse")
         if not res.ok:
             raise ConstructionError("the constructed network failed exact verification: " + res.summary())
     return net, claim
@@ -3135,7 +3253,8 @@ class _Ctx:
                 # a power-of-two gain maps the target set one to one; a small forward value leaves the
                 # next layer the most room for its weight
                 inexact = (np.abs(np.frexp(a * d)[0]) != 0.5).astype(float)
-                return a, c, t, d, gain, inexact, np.abs(t)
+                abs_t = np.abs(t)
+                return (a, c, t, d, gain, inexact, abs_t) + (_GainGroups(gain, inexact, abs_t),)
             # a function of the on value where every weight is tried (weights None: enumerated formats),
             # else of the on value and the weight window (the key of ``_blockers``' cache)
             if weights is None:
@@ -3143,14 +3262,14 @@ class _Ctx:
             else:
                 m = np.abs(weights)
                 rkey = ("ranked_blockers", v_on, len(m)) + ((float(m.min()), float(m.max())) if len(m) else ())
-            a, c, t, d, gain, inexact, abs_t = self._cached(rkey, ranked)
+            a, c, t, d, gain, inexact, abs_t, groups = self._cached(rkey, ranked)
             if len(a) == 0:
                 self.transfer_why = f"no blocker for layer {k + 1} (on value {v_on!r}, gain 2^{share:.0f})"
                 return None
-            off = np.round(np.abs(gain - share))
-            # the first of np.lexsort((abs_t, off, inexact)) without sorting (one blocker is tried)
-            order = (np.lexsort((abs_t, off, inexact)) if last_cap is not None
-                     else [_lex_first(inexact, off, abs_t)])
+            # the first of np.lexsort((abs_t, off, inexact)) without sorting (one blocker is tried): by
+            # the groups of equal gain, kept with the ranked blockers (``_GainGroups``)
+            order = (np.lexsort((abs_t, np.round(np.abs(gain - share)), inexact)) if last_cap is not None
+                     else [groups.first(share)])
             for i in order[:1 if last_cap is None else 32]:
                 i = int(i)
                 S_i = self._preimage(S, float(d[i]), float(a[i]))
@@ -3235,11 +3354,23 @@ class _Ctx:
             t1, o = mul_array(np.full(len(As), y), As, F)
             return As, np.where(o, np.nan, t1)
 
-        order = np.argsort(np.abs(np.log2(np.abs(a)) + np.log2(np.abs(d)) - need), kind="stable")
-        if small and self.tables is not None:
-            r = self._last_layer_tables(v_on, (a, c, t, d), order, y, S, quarter, h_max)
+        # log2 |a| + log2 |d| per blocker: the blockers of an enumerated format are kept per on value
+        # (``_blockers``), so this sum is too (the same arrays, the same numbers)
+        memo = self.__dict__.setdefault("_gain_logs", {})
+        hit = memo.get(id(a))
+        if hit is not None and hit[0] is a and hit[1] is d:
+            logs = hit[2]
         else:
-            r = self._last_layer((a, c, t, d), order, candidates, S, quarter)
+            if len(memo) >= 64:
+                memo.clear()
+            logs = np.log2(np.abs(a)) + np.log2(np.abs(d))
+            memo[id(a)] = (a, d, logs)
+        key = np.abs(logs - need)
+        if small and self.tables is not None:
+            # (the first blocker in the stable order of key that has a hit: no sort of every blocker)
+            r = self._last_layer_tables(v_on, (a, c, t, d), key, y, S, quarter, h_max)
+        else:
+            r = self._last_layer((a, c, t, d), np.argsort(key, kind="stable"), candidates, S, quarter)
         if r is not None or small:
             return None if r is None else (post + [r[0]], r[1], r[2])
         # large formats, second try: A near 2^k / y, so that u = RN(y A) has a significand near 1 and the
@@ -3459,10 +3590,11 @@ class _Ctx:
                         (float(t[i]), self.st.L, 1.0)
         return None
 
-    def _last_layer_tables(self, v_on, blockers, order, y, S, quarter, h_max):
+    def _last_layer_tables(self, v_on, blockers, key, y, S, quarter, h_max):
         """``_last_layer`` with every A of a tabulated format at once: the map u -> RN(RN(u T'(p)) a) of
         each blocker (every blocker of the on value v_on) is one index table, kept for the next branch
-        with the same on value; the first blocker in ``order`` with a hit, as the chunked scan picks.
+        with the same on value; the first blocker with a hit in the stable sort order of ``key``
+        (``_stable_first``), as the chunked scan over that order picks.
 
         Which blockers have a hit depends on S only through the values it holds.  Per (v_on, y, quarter,
         h_max) seen more than REACH_ROWS_AFTER times (d = 2 boxes: thousands of calls per upstream
@@ -3481,10 +3613,14 @@ class _Ctx:
                 maps.clear()
             M = tb.mul(tb.mul(np.arange(tb.over)[:, None], tb.index(d)[None, :]), tb.index(a)[None, :])
             # a last row for the overflow index, which maps to itself (what a where() on iu did per call)
-            hit_maps = maps[v_on] = (np.vstack([M, np.full((1, M.shape[1]), tb.over, M.dtype)]), {}, {}, [])
-        M, absorbed, reach, runs = hit_maps
+            hit_maps = maps[v_on] = (np.vstack([M, np.full((1, M.shape[1]), tb.over, M.dtype)]), {}, {}, [], [])
+        M, absorbed, reach, runs, amps = hit_maps
         As = self._output_weights(h_max)
-        amp = np.maximum(np.abs(t), abs(self.st.L))
+        if amps and amps[0][0] is t:
+            amp = amps[0][1]
+        else:                                   # (the blockers of v_on: the same t each time)
+            amp = np.maximum(np.abs(t), abs(self.st.L))
+            amps[:] = [(t, amp)]
 
         def absorbed_grid():
             """(A, blocker): the output term absorbed; a function of the blockers (of v_on), the A tried
@@ -3509,10 +3645,10 @@ class _Ctx:
             cols = np.unpackbits(np.bitwise_or.reduce(r["R"][si], axis=0), count=M.shape[1]).astype(bool)
         else:
             cols = self._last_cols_by_runs(M, runs, r, amp, As, si, quarter, absorbed_grid)
-        cols = cols[order]
-        if not cols.any():
+        hits = np.flatnonzero(cols)
+        if not len(hits):
             return None
-        i = int(order[int(np.argmax(cols))])
+        i = int(hits[_stable_first(key[hits])])
         in_S = np.zeros(tb.over + 1, bool)
         in_S[si] = True
         # column i of the absorbed grid, by the same elementwise test
@@ -3615,6 +3751,20 @@ class _Ctx:
             if self.tables is None and len(S) <= 8:
                 return _preimage_bisect(self.F, V, S, [d, a])
             if self.tables is not None:         # 8-bit formats: the image of V is kept per (d, a)
+                tb = self.tables
+                try:
+                    iS = tb.index(S)
+                except CondcheckError:
+                    iS = None
+                if iS is not None:
+                    # isin on table indices: the same test (equal values share an index, -0 and +0 too,
+                    # as == matches them; NaN, the overflow index, matches nothing, as in isin)
+                    img = self._cached(("chain_index", float(d), float(a)), lambda: tb.mul(
+                        tb.mul(tb.index(V), tb.index_of(float(d))), tb.index_of(float(a))))
+                    in_S = np.zeros(tb.over + 1, bool)
+                    in_S[iS] = True
+                    in_S[tb.over] = False
+                    return V[in_S[img]]
                 return V[np.isin(self._cached(("chain", float(d), float(a)), lambda: self._rn_chain(V, [d, a])), S)]
         return V[np.isin(self._rn_chain(V, [d, a]), S)]
 
