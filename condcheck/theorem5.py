@@ -2163,10 +2163,15 @@ class _Ctx:
         k = np.clip(np.searchsorted(tv_sorted, v), 0, len(tv_sorted) - 1)
         return np.where(mask & (tv_sorted[k] == v), order[k], none)
 
+    def _fixed_targets(self, targets) -> bool:
+        """Whether ``targets`` is one of the context's fixed target lists (gate_targets, or the same
+        states nearest 1 first): what is derived from those is kept, keyed by the list's id."""
+        return targets is self.gate_targets or targets is getattr(self, "_near_one_targets", None)
+
     def _sorted_targets(self, targets):
         """(targets as an array, their stable sort order, the sorted array): made once for the fixed
         list gate_targets (47,446 states on bfloat16, asked for by every gradient gate), else per call."""
-        fixed = targets is self.gate_targets or targets is getattr(self, "_near_one_targets", None)
+        fixed = self._fixed_targets(targets)
         cache = self.__dict__.setdefault("_fixed_sorted", {})
         if fixed and id(targets) in cache:
             return cache[id(targets)]
@@ -2320,7 +2325,7 @@ class _Ctx:
             p = tb.mul_table[iex[0], iex[1]][None, :]
             acc = p if acc is None else tb.add_table[acc, p]
             acc = np.broadcast_to(acc, (len(B), n))
-        if targets is self.gate_targets or targets is getattr(self, "_near_one_targets", None):
+        if self._fixed_targets(targets):
             ranks = self.__dict__.setdefault("_fixed_ranks", {})
             rank = ranks.get(id(targets))
             if rank is None:
