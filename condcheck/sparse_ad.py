@@ -1598,18 +1598,21 @@ def _dmulti_py(D, cols, out, cp, ci, cw, umap, shift, half, mask, small_bits, Kc
 def _dT_at(g, p, bkind, ddef, dptr, dpt, dval, tptr, dtab1, xi):
     """sigma~' of hidden neuron g at point p."""
     c = bkind[g]
+    key = p
     if c >= 0:
-        return dtab1[tptr[g] + xi[p, c]]
+        if tptr[g] >= 0:
+            return dtab1[tptr[g] + xi[p, c]]
+        key = xi[p, c]          # a sparse table: exceptions by value index
     lo, hi = dptr[g], dptr[g + 1]
     if lo == hi:
         return ddef[g]
     while lo < hi:
         mid = (lo + hi) // 2
-        if dpt[mid] < p:
+        if dpt[mid] < key:
             lo = mid + 1
         else:
             hi = mid
-    if lo < dptr[g + 1] and dpt[lo] == p:
+    if lo < dptr[g + 1] and dpt[lo] == key:
         return dval[lo]
     return ddef[g]
 
@@ -1803,6 +1806,9 @@ SLICED_ROWS = True
 # one-coordinate rows of a layer evaluated at once by ``_forward_tables`` (and table rows compared at once
 # by ``_sigma_lists``): the bound on their (row, value) entries, so the transient arrays stay small
 TABLE_BLOCK_ENTRIES = 1 << 22
+# a one-coordinate neuron's sigma~' table is kept as exceptions where at most 1/SPARSE_TABLE of its values
+# differ from its default (``_forward_tables``); 0: every table dense (the reference)
+SPARSE_TABLE = 8
 
 
 def _general_rows(N, sub, bias, amode, aptr, apt, aval, rp, zero_index, fmt, sig, dtab, bad_d, last,
@@ -1976,18 +1982,23 @@ def _forward_tables(net, X, zero_index, dtab):
     for layer in net.layers:
         k = _row_kinds(layer.weight, k)
         rks.append(k)
-    t_total = sum(int((k == c).sum()) * int(nv[c]) for k in rks[:-1] for c in range(d))
     t_dtype = np.float32 if np.array_equal(dtab.astype(np.float32).astype(np.float64), dtab,
                                            equal_nan=True) else np.float64
-    dtab1, t_at = np.zeros(max(1, t_total), t_dtype), 0
+    # a table whose entries differ from its default on at most 1/SPARSE_TABLE of the values (a gradient
+    # chain of a Theorem 5 box: live at its own point only) is kept as exceptions by value index in
+    # dptr/dpt/dval (tptr -1); the others are dense blocks of dtab1
+    dblocks, t_at = [], 0
     gex, gpt, gval = [], [], []
 
     def finish(values):
         g = np.concatenate(gex) if gex else np.zeros(0, np.int64)
+        pt = np.concatenate(gpt).astype(np.int64) if gpt else np.zeros(0, np.int64)
+        vl = np.concatenate(gval) if gval else np.zeros(0)
+        order = np.argsort(g, kind="stable")         # table and general rows of a layer interleave
+        g, pt, vl = g[order], pt[order], vl[order]
         bw.dptr = np.concatenate([[0], np.cumsum(np.bincount(g, minlength=n_hidden))]).astype(np.int64)
-        bw.dpt = np.concatenate(gpt).astype(np.int64) if gpt else np.zeros(0, np.int64)
-        bw.dval = np.concatenate(gval) if gval else np.zeros(0)
-        bw.dtab1 = dtab1
+        bw.dpt, bw.dval = pt, vl
+        bw.dtab1 = np.concatenate(dblocks) if dblocks else np.zeros(1, t_dtype)
         return values, bw
 
     # the current layer's outputs: kind, value (constants) or default (general neurons), tables per
@@ -2015,7 +2026,6 @@ def _forward_tables(net, X, zero_index, dtab):
                 n_tabs[c] = np.empty((len(rows_c), m))
                 n_trow[rows_c] = np.arange(len(rows_c))
                 bw.bkind[g0 + rows_c] = c
-                bw.tptr[g0 + rows_c] = t_at + m * np.arange(len(rows_c))
             # blocks of rows (each row is evaluated on its own: the same numbers in any blocking)
             step = max(1, TABLE_BLOCK_ENTRIES // m) if table else len(rows_c)
             for b0 in range(0, len(rows_c), step):
@@ -2054,11 +2064,22 @@ def _forward_tables(net, X, zero_index, dtab):
                 else:
                     n_tabs[c][b0:b0 + len(rows)] = s
                     dd = np.empty(len(rows))
-                    _wmode(np.ascontiguousarray(dT), counts[c], dd)
+                    dT = np.ascontiguousarray(dT)
+                    _wmode(dT, counts[c], dd)
                     bw.ddef[g0 + rows] = dd
-                    dtab1[t_at + b0 * m:t_at + (b0 + len(rows)) * m] = dT.ravel()
-            if table:
-                t_at += len(rows_c) * m
+                    ri, ti = np.nonzero(dT.view(np.int64) != dd.view(np.int64)[:, None])
+                    nex = np.bincount(ri, minlength=len(rows))
+                    sparse = (nex * SPARSE_TABLE <= m) if SPARSE_TABLE > 0 else np.zeros(len(rows), bool)
+                    keep = sparse[ri]
+                    gex.append(g0 + rows[ri[keep]])
+                    gpt.append(ti[keep])
+                    gval.append(dT[ri[keep], ti[keep]])
+                    bw.tptr[g0 + rows[sparse]] = -1
+                    dense = np.flatnonzero(~sparse)
+                    bw.tptr[g0 + rows[dense]] = t_at + m * np.arange(len(dense))
+                    if len(dense):
+                        dblocks.append(dT[dense].astype(t_dtype).ravel())
+                        t_at += len(dense) * m
         rows = np.flatnonzero(rk == -2)
         n_eptr = np.zeros(n + 1, np.int64)
         n_ept, n_evl = np.zeros(0, np.int64), np.zeros(0)
@@ -2199,16 +2220,21 @@ def _sigma_lists(bw, vrow_h, N):
     """The neurons whose sigma~' differs from their default one and whose default backward sum is not
     zero: general ones per point (eptr, eidx), one-coordinate ones per coordinate value (fptr over
     cbase[c] + value index, fidx), global indices ascending in each list."""
-    g = np.repeat(np.arange(len(bw.dptr) - 1, dtype=np.int64), np.diff(bw.dptr))
-    keep = vrow_h[g] >= 0
-    g, p = g[keep], bw.dpt[keep]
+    g_all = np.repeat(np.arange(len(bw.dptr) - 1, dtype=np.int64), np.diff(bw.dptr))
+    table = bw.bkind[g_all] >= 0          # sparse tables' exceptions (by value index): below
+    keep = (vrow_h[g_all] >= 0) & ~table
+    g, p = g_all[keep], bw.dpt[keep]
     order = np.argsort(p, kind="stable")
     eidx = g[order]
     eptr = np.concatenate([[0], np.cumsum(np.bincount(p, minlength=N))]).astype(np.int64)
     cbase = np.concatenate([[0], np.cumsum(bw.nv)]).astype(np.int64)
     keys, gs = [], []
     for c in range(len(bw.nv)):
-        G = np.flatnonzero((bw.bkind == c) & (vrow_h >= 0))
+        sel = table & (bw.bkind[g_all] == c) & (vrow_h[g_all] >= 0)
+        sel[sel] = bw.dval[sel] != bw.ddef[g_all[sel]]
+        keys.append(cbase[c] + bw.dpt[sel])
+        gs.append(g_all[sel])
+        G = np.flatnonzero((bw.bkind == c) & (vrow_h >= 0) & (bw.tptr >= 0))
         if not len(G):
             continue
         m = int(bw.nv[c])
