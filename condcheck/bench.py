@@ -142,9 +142,9 @@ def _construct_separable_sample(act, fmt_name, n, seed=0, h_max=0.25):
             f"depth {net.depth}, {net.nonzero_parameters:,} nonzero parameters; verified")
 
 
-case("theorem5-sigmoid-bfloat16-separable4096", "construct and verify 4,096 separable points of the bfloat16 box "
-     "(issue 4; the box itself is not distinguishable for sigmoid)")(
-    lambda: _construct_separable_sample("sigmoid", "bfloat16", 4096))
+# no bfloat16 case here: separable_box_sample's distinguishability check tries F x F by numpy on formats
+# without index tables ((65,279 x 4,096) arrays per weight on bfloat16: killed at 21.8 GiB); sigmoid on
+# 4,096 bfloat16 points is theorem5-sigmoid-bfloat16-domain4096
 
 
 for _fmt in ("float32", "float64"):
