@@ -1596,14 +1596,13 @@ def _dmulti_py(D, cols, out, cp, ci, cw, umap, shift, half, mask, small_bits, Kc
 
 
 def _dT_at(g, p, bkind, ddef, dptr, dpt, dval, tptr, dtab1, xi):
-    """sigma~' of hidden neuron g at point p: a one-coordinate neuron's table entry, else its default or
-    its exception (keyed by point, or for a one-coordinate neuron without a table by value index)."""
+    """sigma~' of hidden neuron g at point p."""
     c = bkind[g]
     key = p
     if c >= 0:
         if tptr[g] >= 0:
             return dtab1[tptr[g] + xi[p, c]]
-        key = xi[p, c]
+        key = xi[p, c]          # a sparse table: exceptions by value index
     lo, hi = dptr[g], dptr[g + 1]
     if lo == hi:
         return ddef[g]
@@ -1792,15 +1791,11 @@ def _row_kinds(w, kind):
 
 class _Backward:
     """What the backward pass needs of the forward one: per hidden neuron (global index) its kind (c >= 0:
-    a function of coordinate c, with its sigma~' on every value of c at dtab1[tptr[g]:], or, where
-    tptr[g] = -1, as its default and exceptions keyed by value index; -2: a default sigma~' and exceptions
-    keyed by point), its default (most common) sigma~' ddef, and the exceptions (dptr, dpt, dval; keys
-    ascending); the coordinates' value indices xi (N, d) and value counts."""
+    a function of coordinate c, with its sigma~' on every value of c at dtab1[tptr[g]:]; -2: a default
+    sigma~' and exceptions), its default (most common) sigma~' ddef, and the exceptions (dptr, dpt, dval;
+    points ascending); the coordinates' value indices xi (N, d) and value counts."""
 
 
-# a one-coordinate neuron's sigma~' is kept as a table over its coordinate's values where that is smaller
-# than its exceptions to its default sigma~' at this many bytes each (an int64 key and a float64 value)
-TABLE_EXCEPTION_BYTES = 16
 # rows of a layer's general part evaluated at once: the bound on their (point, value) entries
 BLOCK_ENTRIES = 1 << 22
 # rows with at most this many terms: ``_narrow_rows`` (merging); longer ones: ``_fold_rows``
@@ -1811,6 +1806,9 @@ SLICED_ROWS = True
 # one-coordinate rows of a layer evaluated at once by ``_forward_tables`` (and table rows compared at once
 # by ``_sigma_lists``): the bound on their (row, value) entries, so the transient arrays stay small
 TABLE_BLOCK_ENTRIES = 1 << 22
+# a one-coordinate neuron's sigma~' table is kept as exceptions where at most 1/SPARSE_TABLE of its values
+# differ from its default (``_forward_tables``); 0: every table dense (the reference)
+SPARSE_TABLE = 8
 
 
 def _general_rows(N, sub, bias, amode, aptr, apt, aval, rp, zero_index, fmt, sig, dtab, bad_d, last,
@@ -1980,25 +1978,27 @@ def _forward_tables(net, X, zero_index, dtab):
     bw.tptr = np.zeros(n_hidden, np.int64)
     # the sigma~' tables of the one-coordinate neurons, one preallocated array (its size from the row
     # kinds of every hidden layer), float32 where that holds every sigma~' of the format exactly
-    # (a table where it is smaller than the neuron's exceptions: a step is on at half the values, a
-    # gradient branch's neuron differs from its default at its own point only; tables for every neuron
-    # grew as hidden neurons x values, 2.2 GB for 4,096 bfloat16 points)
     rks, k = [], np.arange(d, dtype=np.int64)
     for layer in net.layers:
         k = _row_kinds(layer.weight, k)
         rks.append(k)
     t_dtype = np.float32 if np.array_equal(dtab.astype(np.float32).astype(np.float64), dtab,
                                            equal_nan=True) else np.float64
-    t_parts, t_at = [], 0
+    # a table whose entries differ from its default on at most 1/SPARSE_TABLE of the values (a gradient
+    # chain of a Theorem 5 box: live at its own point only) is kept as exceptions by value index in
+    # dptr/dpt/dval (tptr -1); the others are dense blocks of dtab1
+    dblocks, t_at = [], 0
     gex, gpt, gval = [], [], []
 
     def finish(values):
         g = np.concatenate(gex) if gex else np.zeros(0, np.int64)
-        order = np.argsort(g, kind="stable")          # by neuron; each neuron's keys stay ascending
+        pt = np.concatenate(gpt).astype(np.int64) if gpt else np.zeros(0, np.int64)
+        vl = np.concatenate(gval) if gval else np.zeros(0)
+        order = np.argsort(g, kind="stable")         # table and general rows of a layer interleave
+        g, pt, vl = g[order], pt[order], vl[order]
         bw.dptr = np.concatenate([[0], np.cumsum(np.bincount(g, minlength=n_hidden))]).astype(np.int64)
-        bw.dpt = np.concatenate(gpt).astype(np.int64)[order] if gpt else np.zeros(0, np.int64)
-        bw.dval = np.concatenate(gval)[order] if gval else np.zeros(0)
-        bw.dtab1 = np.concatenate(t_parts) if t_parts else np.zeros(1, t_dtype)
+        bw.dpt, bw.dval = pt, vl
+        bw.dtab1 = np.concatenate(dblocks) if dblocks else np.zeros(1, t_dtype)
         return values, bw
 
     # the current layer's outputs: kind, value (constants) or default (general neurons), tables per
@@ -2064,19 +2064,22 @@ def _forward_tables(net, X, zero_index, dtab):
                 else:
                     n_tabs[c][b0:b0 + len(rows)] = s
                     dd = np.empty(len(rows))
-                    _wmode(np.ascontiguousarray(dT), counts[c], dd)
+                    dT = np.ascontiguousarray(dT)
+                    _wmode(dT, counts[c], dd)
                     bw.ddef[g0 + rows] = dd
-                    exc = dT.view(np.int64) != dd.view(np.int64)[:, None]
-                    ne = exc.sum(axis=1)
-                    dense = ne * TABLE_EXCEPTION_BYTES >= m * np.dtype(t_dtype).itemsize
-                    bw.tptr[g0 + rows[dense]] = t_at + m * np.arange(int(dense.sum()))
-                    t_at += int(dense.sum()) * m
-                    t_parts.append(dT[dense].astype(t_dtype).ravel())
-                    bw.tptr[g0 + rows[~dense]] = -1
-                    gi, t = np.nonzero(exc[~dense])
-                    gex.append(g0 + rows[~dense][gi])
-                    gpt.append(t)
-                    gval.append(dT[~dense][gi, t])
+                    ri, ti = np.nonzero(dT.view(np.int64) != dd.view(np.int64)[:, None])
+                    nex = np.bincount(ri, minlength=len(rows))
+                    sparse = (nex * SPARSE_TABLE <= m) if SPARSE_TABLE > 0 else np.zeros(len(rows), bool)
+                    keep = sparse[ri]
+                    gex.append(g0 + rows[ri[keep]])
+                    gpt.append(ti[keep])
+                    gval.append(dT[ri[keep], ti[keep]])
+                    bw.tptr[g0 + rows[sparse]] = -1
+                    dense = np.flatnonzero(~sparse)
+                    bw.tptr[g0 + rows[dense]] = t_at + m * np.arange(len(dense))
+                    if len(dense):
+                        dblocks.append(dT[dense].astype(t_dtype).ravel())
+                        t_at += len(dense) * m
         rows = np.flatnonzero(rk == -2)
         n_eptr = np.zeros(n + 1, np.int64)
         n_ept, n_evl = np.zeros(0, np.int64), np.zeros(0)
@@ -2217,25 +2220,23 @@ def _sigma_lists(bw, vrow_h, N):
     """The neurons whose sigma~' differs from their default one and whose default backward sum is not
     zero: general ones per point (eptr, eidx), one-coordinate ones per coordinate value (fptr over
     cbase[c] + value index, fidx), global indices ascending in each list."""
-    g = np.repeat(np.arange(len(bw.dptr) - 1, dtype=np.int64), np.diff(bw.dptr))
-    keep = (vrow_h[g] >= 0) & (bw.bkind[g] == -2)
-    g, p = g[keep], bw.dpt[keep]
+    g_all = np.repeat(np.arange(len(bw.dptr) - 1, dtype=np.int64), np.diff(bw.dptr))
+    table = bw.bkind[g_all] >= 0          # sparse tables' exceptions (by value index): below
+    keep = (vrow_h[g_all] >= 0) & ~table
+    g, p = g_all[keep], bw.dpt[keep]
     order = np.argsort(p, kind="stable")
     eidx = g[order]
     eptr = np.concatenate([[0], np.cumsum(np.bincount(p, minlength=N))]).astype(np.int64)
     cbase = np.concatenate([[0], np.cumsum(bw.nv)]).astype(np.int64)
     keys, gs = [], []
     for c in range(len(bw.nv)):
-        G = np.flatnonzero((bw.bkind == c) & (vrow_h >= 0))
+        sel = table & (bw.bkind[g_all] == c) & (vrow_h[g_all] >= 0)
+        sel[sel] = bw.dval[sel] != bw.ddef[g_all[sel]]
+        keys.append(cbase[c] + bw.dpt[sel])
+        gs.append(g_all[sel])
+        G = np.flatnonzero((bw.bkind == c) & (vrow_h >= 0) & (bw.tptr >= 0))
         if not len(G):
             continue
-        Gs, G = G[bw.tptr[G] < 0], G[bw.tptr[G] >= 0]       # exceptions by value index, tables
-        cnt = bw.dptr[Gs + 1] - bw.dptr[Gs]
-        at = np.repeat(bw.dptr[Gs] - (np.cumsum(cnt) - cnt), cnt) + np.arange(int(cnt.sum()), dtype=np.int64)
-        gi = np.repeat(Gs, cnt)
-        hit = bw.dval[at] != bw.ddef[gi]
-        keys.append(cbase[c] + bw.dpt[at][hit])
-        gs.append(gi[hit])
         m = int(bw.nv[c])
         step = max(1, TABLE_BLOCK_ENTRIES // m)
         for b0 in range(0, len(G), step):

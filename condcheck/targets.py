@@ -71,6 +71,10 @@ def separable_box_sample(activation: str, fmt, n: int, seed: int = 0) -> np.ndar
     the subset contains a gap of the set, whose separator splits the subset's two sides as well."""
     from .theorem5 import distinguishability
     fmt = get_format(fmt)
+    if fmt.bits > 8:
+        raise CondcheckError(f"separable_box_sample runs the separator search over every gap, repeatedly, and is "
+                             f"limited to formats of at most 8 bits (on bfloat16 it grew past 20 GiB); {fmt.name} "
+                             f"has {fmt.bits}: use distinguishable_sample or box_sample there")
     m = n
     while True:
         X = box_sample(activation, fmt, 1, min(m, _count_upto(fmt, box_bound(activation, fmt))), seed)

@@ -6,7 +6,11 @@ shrink it: with a ratio g*/h* far below 1 no transfer exists, and trying every s
 and depth took hours (relu on 1,024 bfloat16 box points, point 466: g*/h* = 2^-79.6).  The search now gives
 up after TRANSFER_BUDGET transfer searches per attempt, and a last retry puts the gates on the targets whose
 value is nearest 1 (``_Ctx._gradient_targets``).  Where every budgeted attempt gives up, one search without
-a budget follows (``UNBUDGETED_LAST``; off in these tests)."""
+a budget follows (``UNBUDGETED_LAST``; off in these tests).
+
+Since then the last layer of a transfer is aimed at the gains its blockers have (``_transfer_last``), so
+that point builds on the usual gates too; the tests of gates near 1 block the usual gates' transfers.  On
+formats with many values a search that gave up on a ratio below 1 retries gates near 1 before the join."""
 import numpy as np
 import pytest
 
@@ -30,19 +34,74 @@ def small_budget(monkeypatch):
     monkeypatch.setattr(t5, "TRANSFER_BUDGET", 4)
 
 
+@pytest.fixture
+def usual_gates_fail(monkeypatch):
+    # every transfer from a gate on the usual targets finds nothing (as before the last layer was aimed at
+    # its blockers' gains), so the budget runs out there
+    original = t5._Ctx._transfer_search
+
+    def search(self, *args):
+        if not self.near_one:
+            self.transfer_why = "the usual gates are blocked by the test"
+            return None
+        return original(self, *args)
+    monkeypatch.setattr(t5._Ctx, "_transfer_search", search)
+
+
 @pytest.fixture(autouse=True)
 def no_unbudgeted_last(monkeypatch):
     # the last, unlimited search after every budgeted attempt gave up would take hours on these pairs
     monkeypatch.setattr(t5, "UNBUDGETED_LAST", False)
 
 
-def test_a_ratio_far_below_one_is_carried_by_gradient_gates_near_one(small_budget):
+def test_a_ratio_far_below_one_is_carried_by_gradient_gates_near_one(small_budget, usual_gates_fail):
     X, f, h, g = _relu_pair()
     net, claim = t5.construct_theorem5("relu", "bfloat16", X, f, h, g)
     assert verify(net, claim).ok
 
 
-def test_without_gates_near_one_that_gradient_search_gives_up_naming_the_point(small_budget, monkeypatch):
+def test_a_ratio_far_below_one_finds_a_last_layer_from_a_gate_on_the_smallest_value(small_budget, monkeypatch):
+    # point 466's gate sits on relu's smallest value 2^-133, where every blocker has |a| >= 3/4: the last
+    # layer aimed at half of need = 2^-56 found none; aimed within its blockers' gains it does
+    monkeypatch.setattr(t5._Ctx, "NEAR_ONE", False)
+    X, f, h, g = _relu_pair()
+    net, claim = t5.construct_theorem5("relu", "bfloat16", X, f, h, g)
+    assert verify(net, claim).ok
+
+
+def _attempts(monkeypatch, X, f, h, g):
+    """The retry flags of every gradient search of the first point, with a budget of 0 (every attempt gives
+    up at once)."""
+    monkeypatch.setattr(t5, "TRANSFER_BUDGET", 0)
+    seen = []
+    original = t5._gradient_branches_search
+
+    def spy(ctx, zi, *args, **kw):
+        if zi == 0:
+            seen.append("near_one" if ctx.near_one else "join" if ctx.join else "usual")
+        return original(ctx, zi, *args, **kw)
+    monkeypatch.setattr(t5, "_gradient_branches_search", spy)
+    with pytest.raises(t5.SearchGaveUp):
+        t5.construct_theorem5("relu", "bfloat16", X, f, h, g)
+    return seen
+
+
+def test_a_search_that_gave_up_on_a_ratio_below_one_retries_gates_near_one_before_the_join(monkeypatch):
+    X, f, h, g = _relu_pair()               # its first point, 466: g*/h* = 2^-79.6
+    assert abs(g[0, 0]) < abs(h[0])
+    assert _attempts(monkeypatch, X, f, h, g) == ["usual", "near_one", "join"]
+
+
+def test_a_search_that_gave_up_on_a_ratio_above_one_retries_the_join_before_gates_near_one(monkeypatch):
+    X = box_sample("relu", "bfloat16", 1, 4, 0)
+    f, h, g = random_targets("bfloat16", X, 0, 0.25)
+    assert abs(g[0, 0]) > abs(h[0])
+    seen = _attempts(monkeypatch, X, f, h, g)
+    assert seen[:2] == ["usual", "join"] and seen.index("near_one") > 1
+
+
+def test_without_gates_near_one_that_gradient_search_gives_up_naming_the_point(small_budget, usual_gates_fail,
+                                                                               monkeypatch):
     X, f, h, g = _relu_pair()
     monkeypatch.setattr(t5._Ctx, "NEAR_ONE", False)
     with pytest.raises(t5.SearchGaveUp, match=r"point \d .*gave up after 4 transfer searches"):
