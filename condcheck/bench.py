@@ -125,8 +125,8 @@ for _fmt in ("float16", "bfloat16"):
             case(f"theorem5-{_act}-{_fmt}-sample{_n}", "construct and verify 16-bit box samples (issue 4: 4,096 points)")(
                 lambda f=_fmt, a=_act, n=_n: _construct_sample(a, f, n))
 
-case("theorem5-relu-bfloat16-sample1024", "construct and verify 16-bit box samples: relu's gradient gates near 1 "
-     "(point 466, g*/h* = 2^-79.6)")(lambda: _construct_sample("relu", "bfloat16", 1024))
+case("theorem5-relu-bfloat16-sample1024", "construct and verify 16-bit box samples: relu's last blocker layer aimed "
+     "within its blockers' gains (point 466, gate on 2^-133, g*/h* = 2^-79.6)")(lambda: _construct_sample("relu", "bfloat16", 1024))
 
 
 for _fmt in ("float32", "float64"):
