@@ -298,6 +298,15 @@ def _extremes_of_rows(W, B, I, src):
             acc(np.maximum, T, True))
 
 
+def _random_rows(seed, n_vals, n_cand, huge):
+    """(rng, src, I): candidate rows of indices into a few distinct float32 values, so that equal spreads
+    (ties) are common; huge values make float32 spreads inf or NaN."""
+    rng = np.random.default_rng(seed)
+    pool = np.array([-2.0, -0.5, 0.0, 0.25, 1.0, 3.0] + ([-3e38, 3e38, 1e-38] if huge else []), np.float32)
+    src = rng.choice(pool, 50).astype(np.float32)
+    return rng, src, rng.integers(0, 50, (n_cand, n_vals)).astype(np.int16)
+
+
 def _same_choice(got, want):
     assert set(got) == set(want)
     for key, w in want.items():
@@ -311,11 +320,7 @@ def _same_choice(got, want):
 @settings(max_examples=150, deadline=None)
 def test_compiled_separator_choice_equals_choose_steps_on_random_rows_with_ties_and_overflowing_spreads(
         n_vals, n_cand, seed, huge):
-    rng = np.random.default_rng(seed)
-    # few distinct values: equal spreads (ties) are common; huge values make float32 spreads inf or NaN
-    pool = np.array([-2.0, -0.5, 0.0, 0.25, 1.0, 3.0] + ([-3e38, 3e38, 1e-38] if huge else []), np.float32)
-    src = rng.choice(pool, 50).astype(np.float32)
-    I = rng.integers(0, 50, (n_cand, n_vals)).astype(np.int16)
+    rng, src, I = _random_rows(seed, n_vals, n_cand, huge)
     W, B = rng.standard_normal(n_cand), rng.standard_normal(n_cand)
     with np.errstate(over="ignore", invalid="ignore"):
         want = t5._choose_steps(_extremes_of_rows(W, B, I, src), n_vals)
@@ -345,10 +350,7 @@ def _same_arrays(got, want):
 @settings(max_examples=150, deadline=None)
 def test_numpy_separator_search_equals_the_kernel_on_random_rows_with_ties_and_overflowing_spreads(
         n_vals, n_cand, seed, huge):
-    rng = np.random.default_rng(seed)
-    pool = np.array([-2.0, -0.5, 0.0, 0.25, 1.0, 3.0] + ([-3e38, 3e38, 1e-38] if huge else []), np.float32)
-    src = rng.choice(pool, 50).astype(np.float32)
-    I = rng.integers(0, 50, (n_cand, n_vals)).astype(np.int16)
+    _, src, I = _random_rows(seed, n_vals, n_cand, huge)
     with np.errstate(over="ignore", invalid="ignore"):
         want = kernels.best_separators(I, src)
     _same_arrays(t5._best_separators_np(I, src), want)
