@@ -3406,8 +3406,7 @@ class _Ctx:
         # u = 2^k takes the gain need - G, the last layer G: G = need / 2, but within the gains of the first
         # try's blockers (a gain the on value v_on has no blocker for finds none: relu on bfloat16 with the
         # gate on 2^-133, where every blocker has |a| >= 3/4, and need = 2^-56 aimed the layer at 2^-28)
-        gains = np.log2(np.abs(a)) + np.log2(np.abs(d))
-        share = min(max(need / 2, float(gains.min())), float(gains.max()))
+        share = min(max(need / 2, float(logs.min())), float(logs.max()))     # logs: the blockers' gains
         ks = sorted(range(F.e_min - F.M, F.e_max + 1), key=lambda k: abs(k - (math.log2(abs(y)) + need - share)))
         As_all = _near(F, np.array([math.ldexp(sg, k) / y for k in ks[:16] for sg in (1.0, -1.0)]), 1)
         As_all = As_all[np.abs(As_all) * h_max <= F.max_float]
