@@ -233,13 +233,10 @@ def test_sigmoid_on_4096_distinguishable_points_of_the_bfloat16_box():
     assert verify(net, claim, method="sparse").ok
 
 
-# gelu and swish on 4,096 bfloat16 box points (construction with its exact sparse verification).  Measured
-# (session 12, 2 shared cores): gelu on 1,024 points depth 16, 825,246 nonzero parameters, 249 CPU s with
-# the verification, peak 0.68 GiB; on 4,096 points the build reached point 2,648 of 4,096 in 1,044 CPU s
-# (steps 74 s) at 0.84 GiB, flat since point 750 (source and pass arrays are kept per point only), and
-# was stopped there: not yet measured to the end.  swish on 4,096 points (random:0, before the last-layer
-# aim and the sparse sigma~' tables): depth 22, 3,371,677 nonzero parameters, 1,495 CPU s with the sparse
-# verification (loaded machine), peak 2.10 GiB, verified
+# gelu and swish on 4,096 bfloat16 box points (construction, then its exact sparse verification).  Measured
+# (session 13, random:0): gelu depth 17, 3,330,620 nonzero parameters, built in 819 CPU s, verified in 115 s,
+# peak 2.03 GiB; swish depth 17, 3,312,137, 648 + 121 CPU s, peak 2.06 GiB (4.56 GiB before the sparse
+# sigma~' tables of the verifier)
 @pytest.mark.slow
 @pytest.mark.parametrize("act", ["gelu", "swish"])
 def test_values_and_gradients_on_4096_points_of_the_bfloat16_box(act):
