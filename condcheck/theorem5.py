@@ -843,8 +843,6 @@ def _choose_steps_compiled(kit: Kit, vals):
     are then combined as there (s = -1 only when strictly smaller), and the rows whose spreads all
     overflowed to inf take candidate 0, as ``_choose_steps``' argmin over all candidates does.  kappa
     is -(the chosen candidate's dead-side extreme), computed as there."""
-    from . import kernels
-
     tb = op_tables(kit.fmt)
     compiled = kernels.HAVE_NUMBA and kit.fmt.bits > NUMPY_SEPARATORS_BITS
     if tb is None or not (compiled or kit.fmt.bits <= NUMPY_SEPARATORS_BITS):
@@ -925,8 +923,6 @@ def _choose_from_rows(W, B, I, src, n_vals: int, compiled: bool = True) -> dict:
     """``_choose_steps``' dict from candidate rows (candidate c: weight W[c], bias B[c], values
     src[I[c, :]] on the sorted coordinate values) by ``kernels.best_separators`` (or, not
     ``compiled``, by ``_best_separators_np``: the same arrays)."""
-    from . import kernels
-
     best_i, best_sp = kernels.best_separators(I, src) if compiled else _best_separators_np(I, src)
     out = {}
     for gap in range(1, n_vals):
@@ -1700,7 +1696,7 @@ def _construct_theorem5(activation, fmt, points, values, upstream, gradients, im
         if len(br.post) < n_cur:
             # with the gate targets the branch was found with, and a budget (SearchGaveUp: padded too)
             ctx.near_one = getattr(br, "near_one", False)
-            ctx.transfer_budget = None if ctx.small_format else TRANSFER_BUDGET
+            ctx.transfer_budget = ctx.budget()
             try:
                 grad_part[i] = ctx.gradient_branch(br.zi, br.coord, br.y, br.g, h_max, C, n_cur)
                 grad_part[i].part = br.part
@@ -1770,14 +1766,13 @@ def _gradient_branches(ctx, zi, j, y, g, h_max, C, max_post, n_min=1):
     to a second (on the small formats it costs milliseconds, and a search may need thousands: relu on an
     8 x 8 float8_e5m2 grid, point 3, g*/h* = 2^16.8)."""
     saved = ctx.transfer_budget
-    ctx.transfer_budget = None if (ctx.small_format or ctx.unbudgeted) else TRANSFER_BUDGET
+    ctx.transfer_budget = ctx.budget()
     try:
         return _gradient_branches_search(ctx, zi, j, y, g, h_max, C, max_post, n_min)
     except SearchGaveUp:
         # every budgeted attempt (and retry) gave up: the whole search once more without a budget, so that
         # no point that an unlimited search builds is lost to the budget (only at the top level)
-        if not UNBUDGETED_LAST or any((ctx.unbudgeted, ctx.beam, ctx.join, ctx.zero_end, ctx.offset_gates,
-                                       ctx.near_one)):
+        if not UNBUDGETED_LAST or ctx.unbudgeted or ctx.retrying:
             raise
         ctx.unbudgeted = True
         try:
@@ -1870,7 +1865,7 @@ def _gradient_branches_search(ctx, zi, j, y, g, h_max, C, max_post, n_min=1):
     # last layer at large ratios; the default gates, on the smallest values, can not shrink the chain: relu
     # on 4,096 bfloat16 box points spent ~125 CPU s on each of a few such points in a join that gave up)
     near_first = _near_one_first(ctx, y, g)
-    if near_first and ctx.NEAR_ONE and not any((ctx.near_one, ctx.offset_gates, ctx.beam, ctx.join, ctx.zero_end)):
+    if near_first and ctx.NEAR_ONE and not ctx.retrying:
         r = again_with("near_one")
         if r is not None:
             return r
@@ -1896,7 +1891,7 @@ def _gradient_branches_search(ctx, zi, j, y, g, h_max, C, max_post, n_min=1):
     # only here, so every branch found before stays as it was.  The gates' usual first targets are the
     # smallest values (relu on bfloat16: the smallest subnormal 2^-133), from which the blocker layers
     # can not shrink the chain by a ratio g*/h* = 2^-80 without their forward values underflowing
-    if ctx.NEAR_ONE and not (near_first or ctx.near_one or ctx.offset_gates or ctx.beam or ctx.join or ctx.zero_end):
+    if ctx.NEAR_ONE and not (near_first or ctx.retrying):
         r = again_with("near_one")
         if r is not None:
             return r
@@ -2024,6 +2019,21 @@ class _Ctx:
         self.near_one = False           # gradient gates on targets with |T - L| nearest 1 first (_gradient_targets)
         self.transfer_budget = None     # transfer searches left to this gradient search (None: no limit)
         self.unbudgeted = False         # the last, unlimited search of _gradient_branches (UNBUDGETED_LAST)
+
+    #: the flags _gradient_branches sets for a retry of a point's search (each one at most once)
+    RETRY_FLAGS = ("beam", "join", "zero_end", "offset_gates", "near_one")
+
+    @property
+    def retrying(self) -> bool:
+        """Whether this search is a retry (a flag of RETRY_FLAGS set): the retries that try every flag
+        in turn start only from the first, plain search."""
+        return any(getattr(self, f) for f in self.RETRY_FLAGS)
+
+    def budget(self):
+        """The transfer budget of one gradient search: TRANSFER_BUDGET on formats with many values (one
+        transfer search costs up to a second there), None (no limit) on small formats and in the last,
+        unbudgeted search."""
+        return None if (self.small_format or self.unbudgeted) else TRANSFER_BUDGET
 
     def _betas(self, gating, shift_exp):
         out = []
@@ -2165,18 +2175,20 @@ class _Ctx:
         """rank[i] = the first position in tv of the value v[i] where mask holds and v[i] is a target, else
         len(tv) + 1: what the stable sorted search finds (``order[k]`` at the first k with
         tv_sorted[k] == v[i]).  bfloat16 and float16 look the value up by its 16-bit encoding (a
-        table over every encoding, made once for gate_targets; -0 and +0 share a rank)."""
+        table over every encoding, made once per fixed target list; -0 and +0 share a rank)."""
         none = len(tv) + 1
         code = _codes16(self.F)
         if code is not None:
-            table = getattr(self, "_gate_target_codes", None) if targets is self.gate_targets else None
+            fixed = self._fixed_targets(targets)
+            tables = self.__dict__.setdefault("_fixed_codes", {})
+            table = tables.get(id(targets)) if fixed else None
             if table is None:
                 table = np.full(1 << 16, none, dtype=np.int64)
                 np.minimum.at(table, code(tv), np.arange(len(tv)))
                 z0, z1 = code(np.array([0.0, -0.0]))
                 table[z0] = table[z1] = min(table[z0], table[z1])
-                if targets is self.gate_targets:
-                    self._gate_target_codes = table
+                if fixed:
+                    tables[id(targets)] = table
             return np.where(mask, table[code(np.where(mask, v, 0.0))], none)
         k = np.clip(np.searchsorted(tv_sorted, v), 0, len(tv_sorted) - 1)
         return np.where(mask & (tv_sorted[k] == v), order[k], none)
