@@ -77,11 +77,11 @@ def _construct_box2(act, fmt_name, seed=0, h_max=0.25, grid=0):
     import numpy as np
 
     from .formats import get_format
-    from .targets import full_box, random_targets
+    from .targets import full_box, random_targets, separable_part
     from .theorem5 import construct_theorem5
     F = get_format(fmt_name)
     box = full_box(act, F, 1)
-    c = _separable_part(act, F, box)[:, 0]
+    c = separable_part(act, F, box)[:, 0]
     n_full = len(box)
     if grid:
         c = c[np.linspace(0, len(c) - 1, grid).round().astype(int)]
@@ -161,20 +161,6 @@ case("theorem5-sigmoid-bfloat16-domain4096", "sigmoid on 4,096 distinguishable b
      "is refused), construct and verify")(lambda: _construct_sigmoid_domain("bfloat16", 4096))
 
 
-def _separable_part(act, F, X):
-    """The box without the points theorem5's separator search cannot split from a neighbour (sigmoid on
-    float8_e5m2: its box is not distinguishable); one point of each failing gap is dropped, repeatedly."""
-    import numpy as np
-
-    from .theorem5 import distinguishability
-    while True:
-        bad = distinguishability(act, F, X)
-        if not bad:
-            return X
-        drop = {b for _, _, b in bad}
-        X = X[~np.isin(X[:, 0], list(drop))]
-
-
 def _theorem7(act, fmt_name, n_points, seed=0, grid=0, separable=False):
     """Theorem 7 on n_points points of the box (0: the full box; grid > 0: a grid x grid grid of the box,
     d = 2, one table per coordinate), random odd tables on every |y| <= H_sigma."""
@@ -184,7 +170,7 @@ def _theorem7(act, fmt_name, n_points, seed=0, grid=0, separable=False):
 
     from .check import paper_constants
     from .formats import get_format
-    from .targets import full_box, random_odd_tables
+    from .targets import full_box, random_odd_tables, separable_part
     from .theorem7 import construct_theorem7
     F = get_format(fmt_name)
     X = full_box(act, F, 1)
@@ -195,7 +181,7 @@ def _theorem7(act, fmt_name, n_points, seed=0, grid=0, separable=False):
         X = X[np.sort(np.random.default_rng(seed).choice(len(X), n_points, replace=False))]
     n_box = len(X)
     if separable:
-        X = _separable_part(act, F, X)
+        X = separable_part(act, F, X)
     Y = F.values()
     Y = Y[np.abs(Y) <= float(paper_constants(act, F)["H_sigma"])]
     f, G = random_odd_tables(F, X, Y, seed, per_coordinate=bool(grid))

@@ -60,33 +60,39 @@ def box_sample(activation: str, fmt, dim: int, n: int, seed: int = 0) -> np.ndar
     return np.sort(rng.choice(out, n, replace=False)).reshape(-1, 1)
 
 
+def separable_part(activation: str, fmt, X) -> np.ndarray:
+    """The points of X (rows, d = 1) without those the Theorem 5 separator search cannot split from a
+    neighbour: one point of each failing gap (``theorem5.distinguishability``) is dropped, repeatedly
+    (sigmoid on float8_e5m2: its box is not distinguishable)."""
+    from .theorem5 import distinguishability
+    while True:
+        bad = distinguishability(activation, fmt, X)
+        if not bad:
+            return X
+        X = X[~np.isin(X[:, 0], [b for _, _, b in bad])]
+
+
 def separable_box_sample(activation: str, fmt, n: int, seed: int = 0) -> np.ndarray:
     """n distinct points of the d = 1 box that the Theorem 5 separator search splits (sorted rows).
 
-    Some boxes are not distinguishable: sigmoid on bfloat16 maps neighbouring tiny inputs (-3.1233e-05
-    and -3.0994e-05) to equal sigma~ values under every first-layer neuron the search tries, so a plain
-    ``box_sample`` of 4,096 points is refused.  Here a box sample of m >= n points loses one point of each
-    gap the search cannot split (``theorem5.distinguishability``), repeatedly, and n of the rest are
-    drawn with the seed (m grows until n remain).  A subset of a separable set is separable: each gap of
-    the subset contains a gap of the set, whose separator splits the subset's two sides as well."""
-    from .theorem5 import distinguishability
+    Some boxes are not distinguishable (sigmoid on float8_e5m2 maps -2^-8 and its neighbour to equal
+    sigma~ values under every first-layer neuron), so a plain ``box_sample`` of them is refused.  Here a
+    box sample of m >= n points is reduced to its ``separable_part`` and n of the rest are drawn with the
+    seed (m grows until n remain).  A subset of a separable set is separable: each gap of the subset
+    contains a gap of the set, whose separator splits the subset's two sides as well."""
     fmt = get_format(fmt)
     if fmt.bits > 8:
         raise CondcheckError(f"separable_box_sample runs the separator search over every gap, repeatedly, and is "
                              f"limited to formats of at most 8 bits (on bfloat16 it grew past 20 GiB); {fmt.name} "
                              f"has {fmt.bits}: use distinguishable_sample or box_sample there")
+    n_box = _count_upto(fmt, box_bound(activation, fmt))
     m = n
     while True:
-        X = box_sample(activation, fmt, 1, min(m, _count_upto(fmt, box_bound(activation, fmt))), seed)
-        while True:
-            bad = distinguishability(activation, fmt, X)
-            if not bad:
-                break
-            X = X[~np.isin(X[:, 0], [b for _, _, b in bad])]
+        X = separable_part(activation, fmt, box_sample(activation, fmt, 1, min(m, n_box), seed))
         if len(X) >= n:
             rng = np.random.default_rng(seed)
             return X[np.sort(rng.choice(len(X), n, replace=False))]
-        if m >= _count_upto(fmt, box_bound(activation, fmt)):
+        if m >= n_box:
             raise CondcheckError(f"the {activation} box on {fmt.name} has fewer than {n} separable points")
         m += 2 * (n - len(X)) + 16
 

@@ -142,8 +142,8 @@ def test_full_box_random_tables(act, fmt):
         # next value to one output for every (w, b); the refusal names the pair
         with pytest.raises(ConstructionError, match=r"distinguishability fails.*-0\.00390625"):
             construct_theorem7(act, F, X, f, G, upstream=Y)
-        from condcheck.bench import _separable_part
-        X = _separable_part(act, F, X)
+        from condcheck.targets import separable_part
+        X = separable_part(act, F, X)
         assert 150 < len(X) < len(full_box(act, F, 1))
         f, G = random_odd_tables(F, X, Y, 0)
     res = construct_theorem7(act, F, X, f, G, upstream=Y)
@@ -160,8 +160,8 @@ def test_full_box_target_families(act, family, fmt):
     F = get_format(fmt)
     X = full_box(act, F, 1)
     if (act, fmt) == ("sigmoid", "float8_e5m2"):         # its box is not distinguishable (see above)
-        from condcheck.bench import _separable_part
-        X = _separable_part(act, F, X)
+        from condcheck.targets import separable_part
+        X = separable_part(act, F, X)
     Y = _upstream(F, act)
     if family.startswith("random"):
         f, G = random_odd_tables(F, X, Y, int(family[-1]))
