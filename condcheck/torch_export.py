@@ -28,10 +28,12 @@ What :func:`to_torch` builds instead:
   implementation.
 * arithmetic: in the format's own torch dtype where torch has one with arithmetic (float16, bfloat16:
   a sum or product of two values computed by torch in float32 and rounded once is correctly rounded
-  for at most 11 significand bits, SPEC 2.1); otherwise in float64 and rounded to the format after every
-  operation with condcheck's exact ``round_array`` (float64 then RN_F is correctly rounded for formats
-  of at most 25 significand bits).  Inputs, outputs and gradients are returned as float64 tensors
-  holding the exact values.
+  for at most 11 significand bits, SPEC 2.1; float32, float64: IEEE binary operations, each one
+  correctly rounded, and torch's CPU kernels keep subnormals unless ``torch.set_flush_denormal(True)``,
+  which the exporter refuses); otherwise in float64 and rounded to the format after every operation
+  with condcheck's exact ``round_array`` (float64 then RN_F is correctly rounded for every format a
+  Network accepts, ``Format.fits_float64``).  Inputs, outputs and
+  gradients are returned as float64 tensors holding the exact values.
 
 Overflow (Inf or NaN) raises a :class:`~condcheck.errors.NetworkOverflowError`-like CondcheckError, as
 the interpreter does.
@@ -44,7 +46,7 @@ from .errors import CondcheckError
 from .network import Network
 from .rounding import round_array
 
-NATIVE = ("float16", "bfloat16")
+NATIVE = ("float16", "bfloat16", "float32", "float64")
 
 
 def _torch():
@@ -61,22 +63,29 @@ class _Arith:
         self.native = fmt.name in NATIVE
         self.dtype = getattr(torch, fmt.name) if self.native else torch.float64
 
-    def R(self, t, what):
+    def R(self, t, what, rows=None):
+        """t rounded to the format; a non-finite entry is an error naming ``what`` (and the row: column j
+        of t is row ``rows[j]`` of the layer)."""
         torch = _torch()
         if self.native:
             out = t
         else:
             r, _ = round_array(t.detach().numpy(), self.fmt)
             out = torch.from_numpy(np.ascontiguousarray(r))
-        if not torch.isfinite(out).all():
-            raise CondcheckError(f"{what}: overflow (Inf or NaN) in {self.fmt.name}")
+        ok = torch.isfinite(out)
+        if not ok.all():
+            where = ""
+            if rows is not None and out.dim() == 2:
+                j = int(torch.nonzero(~ok.all(dim=0))[0, 0])
+                where = f", row {int(rows[j])}"
+            raise CondcheckError(f"{what}{where}: overflow (Inf or NaN) in {self.fmt.name}")
         return out
 
-    def mul(self, a, b, what):
-        return self.R(a * b, what)
+    def mul(self, a, b, what, rows=None):
+        return self.R(a * b, what, rows)
 
-    def add(self, a, b, what):
-        return self.R(a + b, what)
+    def add(self, a, b, what, rows=None):
+        return self.R(a + b, what, rows)
 
     def tensor(self, arr):
         torch = _torch()
@@ -84,22 +93,24 @@ class _Arith:
 
 
 def _row_sums(ar: _Arith, V, csr, bias, what):
-    """out[:, i] = ((V[:, c_1] (x) w_1) (+) (V[:, c_2] (x) w_2) (+) ...) (+) b_i, in column order."""
+    """out[:, i] = ((V[:, c_1] (x) w_1) (+) (V[:, c_2] (x) w_2) (+) ...) (+) b_i, in column order.
+
+    Vectorized over rows: step k adds the k-th term of every row that has one, so each row is still
+    summed strictly left to right, one rounding per operation."""
     torch = _torch()
     n_out = csr.shape[0]
-    cols = []
-    for i in range(n_out):
-        s, e = csr.indptr[i], csr.indptr[i + 1]
-        acc = None
-        for j, w in zip(csr.indices[s:e].tolist(), csr.data[s:e].tolist()):
-            p = ar.mul(V[:, j], ar.tensor(w), f"{what}, row {i}")
-            acc = p if acc is None else ar.add(acc, p, f"{what}, row {i}")
-        if acc is None:
-            acc = torch.zeros(V.shape[0], dtype=ar.dtype)
-        if bias is not None:
-            acc = ar.add(acc, ar.tensor(bias[i]), f"{what}, row {i} (bias)")
-        cols.append(acc)
-    return torch.stack(cols, dim=1)
+    counts = np.diff(csr.indptr)
+    acc = torch.zeros((V.shape[0], n_out), dtype=ar.dtype)
+    for k in range(int(counts.max(initial=0))):
+        rows = np.flatnonzero(counts > k)
+        pos = csr.indptr[rows] + k
+        idx = torch.from_numpy(rows)
+        p = ar.mul(V[:, torch.from_numpy(csr.indices[pos].astype(np.int64))], ar.tensor(csr.data[pos])[None, :],
+                   what, rows)
+        acc[:, idx] = p if k == 0 else ar.add(acc[:, idx], p, what, rows)
+    if bias is not None:
+        acc = ar.add(acc, ar.tensor(bias)[None, :], f"{what} (bias)", np.arange(n_out))
+    return acc
 
 
 def _affine_function():
@@ -195,8 +206,9 @@ def to_torch(net: Network, activation: str | None = None):
     if activation not in ("torch", "torch-fused", "table"):
         raise CondcheckError(f"activation must be 'torch', 'torch-fused' or 'table', not {activation!r}")
     fmt = net.format
-    if fmt.bits > 16:
-        raise CondcheckError(f"the exporter handles formats of at most 16 bits; {fmt.name} has {fmt.bits}")
+    if fmt.name in NATIVE and fmt.bits > 16 and _flushes_subnormals(torch):
+        raise CondcheckError("torch flushes subnormals to zero (torch.set_flush_denormal(True)), so its "
+                             f"{fmt.name} arithmetic is not IEEE; call torch.set_flush_denormal(False) first")
     ar = _Arith(fmt)
     Affine, Act = _affine_function(), _activation_function()
     if activation == "table":
@@ -228,6 +240,12 @@ def to_torch(net: Network, activation: str | None = None):
 
     _RoundGrad = _round_function()
     return PaperOrderNetwork()
+
+
+def _flushes_subnormals(torch) -> bool:
+    """True when torch's float32 CPU arithmetic flushes subnormal results to zero."""
+    tiny = torch.tensor([2.0 ** -140], dtype=torch.float32)
+    return bool((tiny * 0.5).item() == 0.0)
 
 
 def _round_function():

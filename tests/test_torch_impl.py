@@ -161,8 +161,7 @@ def _targets(F, X, seed):
 
 
 def test_a_theorem5_network_built_for_torch_reproduces_its_values_and_gradients_under_torch_autograd():
-    # gelu on float8_e4m3 (torch computes float8 through float32); the constructor cannot build for
-    # float16/bfloat16 yet (its separator table enumerates F x F)
+    # gelu on float8_e4m3 (torch computes float8 through float32; float16 below runs in torch's own dtype)
     F = get_format("float8_e4m3")
     X = np.array([-1.0, -0.5, 0.0, 0.25, 0.75, 1.5, 3.0]).reshape(-1, 1)
     f, h, g = _targets(F, X, 1)
@@ -175,6 +174,22 @@ def test_a_theorem5_network_built_for_torch_reproduces_its_values_and_gradients_
     with torch.no_grad():
         plain = plain_export(net)(torch.tensor(X, dtype=torch.float32)).double().numpy().ravel()
     assert not np.array_equal(plain, f)
+
+
+def test_a_float16_theorem5_network_built_for_torch_runs_natively_and_torchs_fused_backward_breaks_it():
+    # 16 random points of gelu's float16 box, arithmetic in torch.float16.  The paper-order module gives
+    # every value and gradient; torch's own gelu backward (RN(v s) with s its unrounded float32
+    # derivative instead of v (x) RN(s)) keeps the values and changes gradients (measured: 3 of 16 points)
+    from condcheck.targets import box_sample, random_targets
+    X = box_sample("gelu", "float16", 1, 16, 0)
+    f, h, g = random_targets("float16", X, 0, 0.25)
+    net, _ = construct_theorem5("gelu", "float16", X, f, h, g, implementation="torch")     # verified
+    m = to_torch(net)
+    assert m.activation_mode == "torch" and m.arithmetic == "native torch.float16"
+    vals, grads = torch_value_and_gradient(m, X, h)
+    assert np.array_equal(vals, f) and np.array_equal(grads, g)
+    vals_f, grads_f = torch_value_and_gradient(to_torch(net, "torch-fused"), X, h)
+    assert np.array_equal(vals_f, f) and not np.array_equal(grads_f, g)
 
 
 def _random_net(fmt, act, widths, seed):
@@ -221,3 +236,76 @@ def test_an_exact_network_exports_with_condcheck_tables():
     vals, grads = torch_value_and_gradient(m, X, Y)
     assert np.array_equal(vals, iv) and np.array_equal(grads, ig)
     assert F.name == "float8_e4m3"
+
+
+# ---- Theorem 5 networks on float32 and float64: torch.autograd in the format's own dtype -------------------
+@pytest.fixture(scope="module", params=[("relu", "float64", 4), ("tanh", "float32", 8)], ids=lambda p: p[1])
+def wide_theorem5(request):
+    """(network, points, f*, h*, g*): a verified Theorem 5 network on a few random box points."""
+    from condcheck.targets import box_sample, random_targets
+    act, fmt, n = request.param
+    X = box_sample(act, fmt, 1, n, 0)
+    f, h, g = random_targets(fmt, X, 0, 0.25)
+    net, _ = construct_theorem5(act, fmt, X, f, h, g)      # verified by the constructor
+    return net, X, f, h, g
+
+
+def test_the_paper_order_module_gives_a_float32_or_float64_theorem5_networks_values_and_gradients_bit_for_bit(
+        wide_theorem5):
+    net, X, f, h, g = wide_theorem5
+    m = to_torch(net)
+    assert m.arithmetic == f"native torch.{net.format.name}"
+    vals, grads = torch_value_and_gradient(m, X, h)
+    iv, ig = net.evaluate(X, h)
+    assert np.array_equal(vals, iv) and np.array_equal(grads, ig)
+    assert np.array_equal(vals, f) and np.array_equal(grads, g)
+
+
+def test_a_plain_linear_export_in_the_formats_dtype_does_not_reproduce_the_network(wide_theorem5):
+    # Same weights in nn.Linear layers of the format's own dtype (float32 / float64), torch's activation op,
+    # torch.autograd for the gradient.  torch's matmul does not round every partial sum of a row left to
+    # right (it accumulates in its own blocked order, possibly with fused multiply-adds), and the
+    # construction depends on those roundings: a step row snaps a separator's value with the chain
+    # c_k (+) (-c_k) (measured: the first layer whose sums differ from the interpreter's, on the
+    # interpreter's own inputs, is layer 2, the steps, with 250-4,092 terms per row), and the output row
+    # absorbs the gradient branches into C (+) ... (-C); the plain module's values are wrong at every point
+    # measured.  The interpreter stays the reference.
+    net, X, f, h, g = wide_theorem5
+    dt = getattr(torch, net.format.name)
+    differing = []
+    V = np.asarray(X, dtype=np.float64)
+    for l, layer in enumerate(net.layers, 1):
+        z = layer.forward_sums(V, net.format)
+        zt = torch.nn.functional.linear(torch.tensor(V, dtype=dt), torch.tensor(layer.weight.toarray(), dtype=dt),
+                                        torch.tensor(layer.bias, dtype=dt)).double().numpy()
+        if not np.array_equal(zt, z):
+            differing.append(l)
+        if l < net.depth:
+            V = net.rounded.value_array(z)[0]
+    assert differing
+    with torch.no_grad():
+        out = plain_export(net, net.format.name)(torch.tensor(X, dtype=dt)).reshape(-1)
+    assert not np.array_equal(out.double().numpy(), f)
+    # (its torch.autograd gradients happened to equal g* at all 4 float64 relu points and at 2 of the 8
+    # float32 tanh points: the gradient branches' blocker chains are one-term rows)
+
+
+def test_an_overflow_in_the_paper_order_module_names_the_pass_layer_and_row():
+    # row 1 sums 240 (+) 240 = 480 > Omega = 240 in float8_e4m3; row 0 stays finite
+    net = Network("float8_e4m3", "relu", [Layer(np.array([[1.0, 0.0], [240.0, 240.0]]), [0.0, 0.0]),
+                                          Layer(np.array([[1.0, 1.0]]), [0.0])])
+    with pytest.raises(CondcheckError, match=r"forward pass, layer 1, row 1: overflow"):
+        torch_value_and_gradient(to_torch(net), np.array([[1.0, 1.0]]), [1.0])
+
+
+
+def test_a_float32_network_is_refused_while_torch_flushes_subnormals_to_zero():
+    net = Network("float32", "relu", [Layer(np.array([[1.0]]), [0.0])])
+    if not torch.set_flush_denormal(True):
+        pytest.skip("this CPU cannot flush subnormals")
+    try:
+        with pytest.raises(CondcheckError, match="flushes subnormals"):
+            to_torch(net)
+    finally:
+        torch.set_flush_denormal(False)
+    assert to_torch(net).arithmetic == "native torch.float32"
