@@ -312,6 +312,7 @@ def construct_theorem5_cmd(activation, format, domain, dim, targets, upstream_ma
     from .targets import load_targets, parse_targets, random_targets
     from .theorem5 import ConstructionError, construct_theorem5
     from .activations import get_activation
+    from .check import depth_bounds
 
     fmt = get_format(format)
     act = get_activation(activation).name
@@ -330,12 +331,14 @@ def construct_theorem5_cmd(activation, format, domain, dim, targets, upstream_ma
         sys.exit(1)
     seconds = time.perf_counter() - t0
     save_network(out, net, claim)
-    summary = _network_summary(out, fmt, act, X, net, seconds, {"openreview": 7, "arxiv_v2": 9})
+    bounds = depth_bounds(fmt)["theorem5"]
+    summary = _network_summary(out, fmt, act, X, net, seconds, bounds)
     if as_json:
         click.echo(json.dumps(summary, indent=1))
     else:
         click.echo(f"theorem 5 network for {act} on {fmt.name}: {X.shape[0]} points (d = {X.shape[1]}), depth "
-                   f"{net.depth} (paper: L >= 7 OpenReview / 9 arXiv v2), widths {net.widths}, "
+                   f"{net.depth} (paper: L >= {bounds['openreview']} OpenReview / {bounds['arxiv_v2']} arXiv v2), "
+                   f"widths {net.widths}, "
                    f"{net.nonzero_parameters:,} nonzero of {net.parameter_count:,} parameters; built and verified "
                    f"exactly in {seconds:.1f} s; written to {out}")
 
@@ -377,6 +380,7 @@ def construct_theorem7_cmd(activation, format, domain, dim, targets, implementat
     from .errors import CondcheckError
     from .formats import get_format
     from .netfile import save_network
+    from .check import depth_bounds
     from .targets import load_odd_tables, parse_targets, random_odd_tables
     from .theorem7 import ConstructionError, construct_theorem7
 
@@ -405,7 +409,7 @@ def construct_theorem7_cmd(activation, format, domain, dim, targets, implementat
     seconds = time.perf_counter() - t0
     net = res.network
     save_network(out, net, res.claim)
-    bounds = {"openreview": 2 ** (fmt.E + 1) + 2 * fmt.M + 9, "arxiv_v2": 2 ** (fmt.E + 1) + 2 * fmt.M + 11}
+    bounds = depth_bounds(fmt)["theorem7"]
     summary = _network_summary(out, fmt, act, X, net, seconds, bounds,
                                {"upstream_values": int(len(Y)), "checks": int(X.shape[0] * len(Y))})
     if as_json:
