@@ -1,4 +1,4 @@
-"""Domains and targets for the constructors: the box, random targets, target files, validation.
+"""Domains and targets for the constructors: the box, random targets, target files, callables, validation.
 
 The box of an activation on a format is [-M_sigma, M_sigma]^d with the paper's M_sigma for its six
 activations (2^(e_max-1) for sigmoid and tanh, 2^(e_max-2) for the others) and 2^(e_max-2) for any
@@ -232,13 +232,62 @@ def _all_valid(fmt: Format, X, f, h, g, bound) -> bool:
     return not ((h == 0) & (g != 0).any(axis=1)).any()
 
 
+def _rounded_call(fn, fmt: Format, x: tuple, name: str, i: int, want: int):
+    """fn(*x) as ``want`` values of fmt, each RN_F of the exact number fn returned."""
+    from fractions import Fraction
+    from numbers import Real
+    from .rounding import round_fraction
+
+    where = f"point {i + 1} {list(x)}"
+    try:
+        out = fn(*x)
+    except Exception as e:           # the user's code: report where it failed, not a traceback
+        raise CondcheckError(f"{where}: the {name} callable raised {type(e).__name__}: {e}") from None
+    items = list(np.ravel(np.asarray(out, dtype=object))) if want > 1 or np.ndim(out) else [out]
+    if len(items) != want:
+        raise CondcheckError(f"{where}: the {name} callable returned {len(items)} numbers, {want} expected")
+    res = []
+    for v in items:
+        if isinstance(v, np.generic):
+            v = v.item()
+        if not isinstance(v, (Real, Fraction)) or isinstance(v, bool):
+            raise CondcheckError(f"{where}: the {name} callable returned {v!r}, not a real number")
+        if isinstance(v, float) and not np.isfinite(v):
+            raise CondcheckError(f"{where}: the {name} callable returned {v!r} (Inf and NaN are not allowed)")
+        res.append(float(round_fraction(Fraction(v), fmt, what=f"{where}: the {name}")))
+    return res
+
+
+def evaluate_callables(fmt: Format, points, values, upstream, gradients):
+    """Targets given as Python callables, evaluated at every point; arrays pass through unchanged.
+
+    A callable gets the point's coordinates as d floats, ``values(x1, ..., xd)`` and
+    ``upstream(x1, ..., xd)`` return one number, ``gradients(x1, ..., xd)`` d numbers (one for d = 1).
+    Each number (float, int or Fraction) is rounded to the nearest value of fmt, ties to even, from its
+    exact value, so ``values=math.sin`` means f*(x) = RN(float sin(x)); a number beyond Omega, Inf or NaN
+    is an error naming the point."""
+    X = np.asarray(points, dtype=float)
+    F = get_format(fmt)
+    n, d = X.shape
+
+    def table(t, name, want):
+        if not callable(t):
+            return t
+        rows = [_rounded_call(t, F, tuple(float(c) for c in X[i]), name, i, want) for i in range(n)]
+        rows = np.array(rows, dtype=float)
+        return rows.reshape(n, want) if name == "gradient" else rows.reshape(n)
+    return table(values, "value", 1), table(upstream, "upstream", 1), table(gradients, "gradient", d)
+
+
 def validate(fmt: Format, activation: str, points, values, upstream, gradients, box: bool = True):
     """Clear errors naming the first offending point: outside the format or the box, repeated,
-    non-finite targets, targets that are not values of the format, h* = 0 with g* != 0."""
+    non-finite targets, targets that are not values of the format, h* = 0 with g* != 0.  Targets may be
+    callables (``evaluate_callables``)."""
     X = np.asarray(points, dtype=float)
     if X.ndim != 2:
         raise CondcheckError(f"points must be a list of d-tuples; got an array of shape {X.shape}")
     n, d = X.shape
+    values, upstream, gradients = evaluate_callables(fmt, X, values, upstream, gradients)
     f = np.asarray(values, dtype=float).reshape(-1)
     h = np.asarray(upstream, dtype=float).reshape(-1)
     g = np.asarray(gradients, dtype=float).reshape(n, -1) if np.size(gradients) == n * d else None

@@ -182,6 +182,34 @@ def test_bad_targets_get_a_message_naming_the_first_offending_point(bad, message
         construct_theorem5("relu", "float6_e3m2fn", args["points"], args["values"], args["upstream"], args["gradients"])
 
 
+def test_callable_targets_are_evaluated_at_every_point_and_rounded_to_the_format():
+    import math
+    import ml_dtypes
+    F, V = _box("float6_e3m2fn", "relu")
+    X = V.reshape(-1, 1)
+    net, claim = construct_theorem5("relu", F, X, math.sin, lambda x: 0.25 if x > 0 else 0.0,
+                                    lambda x: x / 3 if x > 0 else 0)
+    # ml_dtypes' cast rounds a float64 to nearest, ties to even: an independent rounding of the same floats
+    want_f = np.array([math.sin(x) for x in V]).astype(ml_dtypes.float6_e3m2fn).astype(float)
+    want_g = np.array([x / 3 if x > 0 else 0.0 for x in V]).astype(ml_dtypes.float6_e3m2fn).astype(float)
+    assert np.array_equal(np.asarray(claim.values, float), want_f)
+    assert np.array_equal(np.asarray(claim.gradients, float).ravel(), want_g)
+    assert verify(net, claim).ok
+
+
+@pytest.mark.parametrize("gradients, message", [
+    (lambda x: 1 / x, r"point 4 \[0.0\]: the gradient callable raised ZeroDivisionError"),
+    (lambda x: 1e6, r"point 1 \[-0.5\]: the gradient 1000000.0 overflows float6_e3m2fn"),
+    (lambda x: float("nan"), r"point 1 \[-0.5\]: the gradient callable returned nan"),
+    (lambda x: "1", r"point 1 \[-0.5\]: the gradient callable returned '1', not a real number"),
+    (lambda x: (1.0, 2.0), r"point 1 \[-0.5\]: the gradient callable returned 2 numbers, 1 expected"),
+])
+def test_a_failing_callable_target_gets_a_message_naming_the_point(gradients, message):
+    X = [[-0.5], [-0.25], [-0.125], [0.0], [0.5]]
+    with pytest.raises(CondcheckError, match=message):
+        construct_theorem5("relu", "float6_e3m2fn", X, lambda x: 1.0, lambda x: 0.25, gradients)
+
+
 def test_cli_constructs_verifies_and_writes_a_network_that_verify_rechecks(tmp_path):
     from click.testing import CliRunner
     from condcheck.cli import main
