@@ -63,6 +63,9 @@ def _construct_box(act, fmt_name, seed=0, h_max=0.25):
 
 
 case("theorem5-relu-float6_e3m2fn-box", "construct and verify")(lambda: _construct_box("relu", "float6_e3m2fn", 1))
+for _act in ("relu", "elu", "gelu", "swish", "tanh"):          # sigmoid's b2_6 box is not distinguishable
+    case(f"theorem5-{_act}-b2_6-box", "construct and verify the full box of a custom format with E >= 6 (issue 4)")(
+        lambda a=_act: _construct_box(a, "b2_6"))
 for _fmt in ("float8_e4m3", "float8_e5m2"):
     for _act in ("relu", "elu", "gelu", "swish", "sigmoid", "tanh"):
         case(f"theorem5-{_act}-{_fmt}-box", "construct and verify the full float8 box, d = 1, under 2 s (issue 4)")(

@@ -168,6 +168,17 @@ def test_relu_distinguishes_every_pair_of_the_float8_e5m2_box():
     assert distinguishability("relu", F, X) == []
 
 
+# b2_6 (M = 2, E = 6) is a format of the paper's main branch (E >= 6); sigmoid's box there is refused
+# (not distinguishable, test below).  Measured (session 14, load 3 on the 2 cores): relu 22 s, elu 16 s,
+# tanh 11 s, swish 8 s, gelu 6.5 s; gelu and tanh run in the default suite
+@pytest.mark.parametrize("act", [pytest.param(a, marks=pytest.mark.slow) if a in ("relu", "elu", "swish") else a
+                                 for a in PAPER if a != "sigmoid"])
+def test_values_and_gradients_on_the_full_box_of_the_e6_format_b2_6(act):
+    _, X, net, claim = _full_box_case(act, "b2_6", seed=0)
+    res = verify(net, claim)
+    assert res.ok and res.points == len(X), res.summary()
+
+
 @pytest.mark.parametrize("bad, message", [
     ({"values": [0.3]}, "not a value of float6_e3m2fn"),
     ({"upstream": [float("inf")]}, "not finite"),
