@@ -243,3 +243,30 @@ def test_values_and_gradients_on_4096_points_of_the_bfloat16_box(act):
     net, claim = _build(act, "bfloat16", 4096)
     res = verify(net, claim, method="sparse")
     assert res.ok and res.points == 4096, res.summary()
+
+
+def _same_output_under_every_first_layer_neuron(act, fmt, x1, x2):
+    """True when T(RN(RN(w x1) + b)) and T(RN(RN(w x2) + b)) agree in value and derivative for every weight w
+    that keeps the box's edges finite and every bias b of the format (exhaustive over b; over w by
+    monotonicity: RN(p + b) is monotone in p, so only the extreme products p matter)."""
+    from condcheck.ops import add_array
+    from condcheck.rounded_activation import get_rounded
+    F = get_format(fmt)
+    V = np.sort(F.values())
+    W = V[~round_array(V * box_bound(act, F), F)[1]]                 # RN(w M_sigma) finite
+    P = np.concatenate([round_array(W * x1, F)[0], round_array(W * x2, F)[0]])
+    lo, hi = (add_array(np.full(V.shape, p), V, F)[0] for p in (P.min(), P.max()))
+    # every pre-activation z of either input lies in [lo, hi] of its bias: T and T' must be constant there
+    T = get_rounded(act, F)
+    val, der = T.value_array(V)[0], T.derivative_array(V)[0]
+    change = np.concatenate([[0], np.cumsum((val[1:] != val[:-1]) | (der[1:] != der[:-1]))])
+    return bool(np.array_equal(change[np.searchsorted(V, lo)], change[np.searchsorted(V, hi)]))
+
+
+def test_two_tiny_inputs_of_the_bfloat16_sigmoid_box_are_indistinguishable_for_every_network():
+    # the README's argument, checked exhaustively: every first-layer neuron gives 2^-133 and 2^-100 the same
+    # sigmoid~ and sigmoid~' (|w| < 4 keeps w 2^126 finite, so |w x| < 2^-98: for |b| >= 2^-86 the sum
+    # rounds to b, below it sigmoid~ = 1/2 and sigmoid~' = 1/4), so no network gives them different values
+    assert _same_output_under_every_first_layer_neuron("sigmoid", "bfloat16", 2.0 ** -133, 2.0 ** -100)
+    # the check can fail: tanh~(z) = z for tiny z tells them apart
+    assert not _same_output_under_every_first_layer_neuron("tanh", "bfloat16", 2.0 ** -133, 2.0 ** -100)
