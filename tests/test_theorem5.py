@@ -1,4 +1,4 @@
-"""Theorem 5 constructor (work in progress, issue 4): what it realizes today, verified exactly.
+"""Theorem 5 constructor (issue 4): what it realizes, verified exactly.
 
 Every network is verified by the constructor itself; the tests verify again (some with the exact
 rational interpreter) so that a constructor that skipped its check would be caught.
