@@ -288,10 +288,11 @@ def construct():
                    "random points of the box, d = 1) or a JSON file with a list of points.")
 @click.option("--dim", default=1, show_default=True, type=int, help="Input dimension d of the full box.")
 @click.option("--targets", default="random:0", show_default=True,
-              help="'random:SEED' or a JSON file with lists values, upstream, gradients.")
+              help="'random:SEED', 'python:FILE.py' (functions values, upstream, gradients of the point's "
+                   "coordinates, results rounded to the format) or a JSON file with lists values, upstream, "
+                   "gradients.")
 @click.option("--upstream-max", default=0.25, show_default=True, type=float,
-              help="Largest |h*| of random targets (the constructor's supported range is far below the paper's "
-                   "H_sigma so far; see README).")
+              help="Largest |h*| of random targets (up to the paper's H_sigma; see README for what was verified).")
 @click.option("--implementation", "-i", default="exact", show_default=True)
 @click.option("--out", required=True, type=click.Path(dir_okay=False), help="Network file to write (SPEC 6).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
@@ -309,7 +310,7 @@ def construct_theorem5_cmd(activation, format, domain, dim, targets, upstream_ma
 
     from .formats import get_format
     from .netfile import save_network
-    from .targets import load_targets, parse_targets, random_targets
+    from .targets import load_python_targets, load_targets, parse_targets, random_targets
     from .theorem5 import ConstructionError, construct_theorem5
     from .activations import get_activation
     from .check import depth_bounds
@@ -320,6 +321,8 @@ def construct_theorem5_cmd(activation, format, domain, dim, targets, upstream_ma
     kind, arg = parse_targets(targets)
     if kind == "random":
         f, h, g = random_targets(fmt, X, arg, upstream_max)
+    elif kind == "python":
+        f, h, g = load_python_targets(arg)
     else:
         f, h, g = load_targets(arg, X.shape[0], X.shape[1])
     t0 = time.perf_counter()

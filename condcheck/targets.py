@@ -174,13 +174,36 @@ def random_targets(fmt, points: np.ndarray, seed: int, h_max: float, zero_share:
 
 
 def parse_targets(spec: str):
-    """``random:SEED`` -> ("random", seed); any other string is a JSON file name -> ("file", path)."""
+    """``random:SEED`` -> ("random", seed); ``python:FILE.py`` -> ("python", path); any other string is a
+    JSON file name -> ("file", path)."""
     if spec.startswith("random:"):
         try:
             return "random", int(spec.split(":", 1)[1])
         except ValueError:
             raise CondcheckError(f"--targets random:SEED needs an integer seed, got {spec!r}") from None
+    if spec.startswith("python:"):
+        return "python", spec.split(":", 1)[1]
     return "file", spec
+
+
+TARGET_FUNCTIONS = ("values", "upstream", "gradients")
+
+
+def load_python_targets(path: str):
+    """The functions ``values``, ``upstream`` and ``gradients`` of a Python file (each a function of the
+    point's coordinates, see ``evaluate_callables``)."""
+    import runpy
+    try:
+        ns = runpy.run_path(path)
+    except OSError as e:
+        raise CondcheckError(f"cannot read targets file {path!r}: {e}") from None
+    except Exception as e:          # the user's module failed to run: say where, not a traceback
+        raise CondcheckError(f"targets file {path!r} raised {type(e).__name__}: {e}") from None
+    missing = [k for k in TARGET_FUNCTIONS if not callable(ns.get(k))]
+    if missing:
+        raise CondcheckError(f"targets file {path!r} must define the functions {', '.join(TARGET_FUNCTIONS)} of "
+                             f"the point's coordinates; missing: {', '.join(missing)}")
+    return tuple(ns[k] for k in TARGET_FUNCTIONS)
 
 
 def load_targets(path: str, n: int, d: int):

@@ -233,6 +233,36 @@ def test_cli_constructs_verifies_and_writes_a_network_that_verify_rechecks(tmp_p
     assert r2.exit_code == 0 and "VERIFIED" in r2.output
 
 
+def test_cli_takes_targets_from_the_functions_of_a_python_file(tmp_path):
+    import json
+    import ml_dtypes
+    from click.testing import CliRunner
+    from condcheck.cli import main
+    src = tmp_path / "targets.py"
+    src.write_text("import math\n"
+                   "def values(x): return math.cos(x)\n"
+                   "def upstream(x): return 0.25\n"
+                   "def gradients(x): return -math.sin(x)\n")
+    out = tmp_path / "net.json"
+    r = CliRunner().invoke(main, ["construct", "theorem5", "gelu", "float8_e4m3", "--targets", f"python:{src}",
+                                  "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    claim = json.loads(out.read_text())["claim"]
+    X = np.array([float.fromhex(p[0]) if isinstance(p[0], str) else p[0] for p in claim["points"]])
+    f = np.array([float.fromhex(v) if isinstance(v, str) else v for v in claim["values"]])
+    assert np.array_equal(f, np.cos(X).astype(ml_dtypes.float8_e4m3).astype(float))   # independent rounding
+
+
+def test_cli_python_targets_missing_a_function_exit_2_naming_it(tmp_path):
+    from click.testing import CliRunner
+    from condcheck.cli import main
+    src = tmp_path / "targets.py"
+    src.write_text("def values(x): return 1.0\n")
+    r = CliRunner().invoke(main, ["construct", "theorem5", "relu", "float6_e3m2fn", "--targets", f"python:{src}",
+                                  "--out", str(tmp_path / "n.json")])
+    assert r.exit_code == 2 and "missing: upstream, gradients" in r.output
+
+
 def test_cli_construct_exits_1_naming_the_failed_requirement():
     from click.testing import CliRunner
     from condcheck.cli import main
