@@ -32,8 +32,8 @@ What :func:`to_torch` builds instead:
   correctly rounded, and torch's CPU kernels keep subnormals unless ``torch.set_flush_denormal(True)``,
   which the exporter refuses); otherwise in float64 and rounded to the format after every operation
   with condcheck's exact ``round_array`` (float64 then RN_F is correctly rounded for every format a
-  Network accepts, ``Format.fits_float64``).  Inputs, outputs and
-  gradients are returned as float64 tensors holding the exact values.
+  Network accepts, ``Format.fits_float64``).  Inputs, outputs and gradients are returned as float64
+  tensors holding the exact values.
 
 Overflow (Inf or NaN) raises a :class:`~condcheck.errors.NetworkOverflowError`-like CondcheckError, as
 the interpreter does.
