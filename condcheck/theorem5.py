@@ -2850,6 +2850,12 @@ class _Ctx:
                 if len(relays) < self.relays:
                     last_err = "no relay of the pass reaches a pass state"
                     continue
+                if not self._reaches(g, [a3] + relay_f + [d2b, a2b, d2, a2, d1, w_g]):
+                    # every gate's transfer would find no value reaching g through the factors before the
+                    # gate (their last factors are these): its gate searches are skipped (the same branch)
+                    last_err = (f"no transfer pair (a, A) maps upstream {y!r} to gradient {g!r}: no value "
+                                f"reaches the gradient through the factors before the gate")
+                    continue
                 for option in self._gradient_gates(zi, j, vi, a3, P3, (j, w_g, b_g, a2, a3)):
                     if isinstance(option, ConstructionError):
                         last_err = str(option)
@@ -2972,6 +2978,32 @@ class _Ctx:
                     if abs(ow2) * abs(t_off) < quarter and abs(ow2) * h_max * max(1.0, g2) <= F.max_float:
                         return (a, c), (t_on, t_off, max(gain, g2)), ow2
         return None
+
+    def _reaches(self, g, factors) -> bool:
+        """False only when no value u of the format (0 and the overflow index included) has
+        RN(...RN(RN(u f_1) f_2)... f_k) = g for these factors (8-bit formats; True elsewhere).
+
+        Why the gate searches it skips would have found nothing: a transfer's set S_0 holds the values t
+        whose image RN(...RN(t d3)... f_k) through the whole chain before the gate is g
+        (``_transfer_search``), and these factors are the end of that chain, so every such image is the
+        image of some u (u = the product up to them) through these factors alone.  Without a u, S_0 is
+        empty for every gate and the transfer fails at once, whatever the gate, its weights, the number of
+        layers and the retry flags.  (Sigmoid on float8_e4m3, T' <= 1/4: most (source, scale) pairs miss
+        g, and each would search 6 slice and AND gates.)  tests/test_theorem5_fast_paths.py checks it."""
+        tb = self.tables
+        if tb is None or self.nonzero_values is None:
+            return True
+        key = ("reaches",) + tuple(float(f) for f in factors)
+        mask = self._memo.get(key)
+        if mask is None:
+            i = np.arange(tb.over + 1)
+            for f in factors:
+                i = tb.mul(i, tb.index_of(float(f)))
+            mask = np.zeros(tb.over + 1, bool)
+            mask[i] = True
+            mask[tb.over] = False
+            self._memo[key] = mask
+        return bool(mask[tb.index_of(float(g))])
 
     def _cached(self, key, fn):
         """fn() once per key: the searches that branches sharing a source, a slice or a gradient repeat."""

@@ -447,3 +447,76 @@ def test_a_float8_box_is_built_and_verified_without_compiled_kernels(monkeypatch
     f, h, g = random_targets("float8_e4m3", X, 0, 0.25)
     net, claim = t5.construct_theorem5("tanh", "float8_e4m3", X, f, h, g)
     assert net.depth >= 5 and len(claim.points) == len(X)
+
+
+def _sliced_ctx(act, fmt, grid):
+    """A built sliced-gating context (the constructor's) for a grid x grid part of the float8 box, d = 2."""
+    from condcheck.targets import full_box, random_targets, separable_part
+    F = get_format(fmt)
+    c = separable_part(act, F, full_box(act, F, 1))[:, 0]
+    c = c[np.linspace(0, len(c) - 1, grid).round().astype(int)]
+    X = np.array([(u, v) for u in c for v in c])
+    f, h, g = random_targets(F, X, 0, 0.25)
+    return X, f, h, g
+
+
+@pytest.mark.parametrize("fmt", ["float8_e4m3", "float8_e5m2"])
+def test_reaches_says_no_only_when_no_value_maps_to_g_through_any_longer_chain(fmt):
+    """``_Ctx._reaches`` against the rounded chain itself: False exactly when no value of the format (0
+    included) reaches g through the factors, and then no nonzero value reaches g through any chain that
+    ends with them (the transfer's set S_0 would be empty)."""
+    F = get_format(fmt)
+    kit = t5.Kit("sigmoid", F, "exact")
+    probe = _Probe(F)
+    probe.tables, probe._memo = kit.tables, {}
+    V = F.values()
+    V = V[np.isfinite(V)]
+    nz = probe.nonzero_values = V[V != 0]
+    rng = np.random.default_rng(5)
+    pow2 = [math.ldexp(s, k) for k in range(-6, 7) for s in (1.0, -1.0)]
+    small = nz[np.abs(nz) <= 0.25]
+    said_no = 0
+    for _ in range(300):
+        factors = [float(x) for x in rng.choice(pow2, 2)] + [float(x) for x in rng.choice(small[small > 0], 2)]
+        rng.shuffle(factors)
+        g = float(rng.choice(nz))
+        image = t5._rn_products(F, V, factors)
+        reaches = t5._Ctx._reaches(probe, g, factors)
+        assert reaches == bool((image == g).any())
+        if not reaches:
+            said_no += 1
+            for _ in range(3):
+                prefix = [float(x) for x in rng.choice(small, 3)]
+                assert not (t5._rn_products(F, nz, prefix + factors) == g).any()
+    assert 10 < said_no < 290
+
+
+def test_reaches_is_true_on_formats_without_tables():
+    probe = _Probe(get_format("bfloat16"))
+    probe.tables, probe.nonzero_values, probe._memo = None, None, {}
+    assert t5._Ctx._reaches(probe, 3.0, [0.25, 0.25])
+
+
+@pytest.mark.parametrize("act,fmt,grid", [("sigmoid", "float8_e4m3", 16), ("relu", "float8_e5m2", 12)])
+def test_skipping_unreachable_gradients_builds_the_same_network(monkeypatch, act, fmt, grid):
+    """With ``_reaches`` forced to True (every gate searched, every transfer tried) the network is the same,
+    weight for weight: the gate searches it skips would have found no transfer."""
+    X, f, h, g = _sliced_ctx(act, fmt, grid)
+    calls = []
+    real = t5._Ctx._reaches
+
+    def counted(self, g_, factors):
+        r = real(self, g_, factors)
+        calls.append(r)
+        return r
+    monkeypatch.setattr(t5._Ctx, "_reaches", counted)
+    fast, _ = t5.construct_theorem5(act, fmt, X, f, h, g, verify_result=False)
+    monkeypatch.setattr(t5._Ctx, "_reaches", lambda self, g_, factors: True)
+    slow, _ = t5.construct_theorem5(act, fmt, X, f, h, g, verify_result=False)
+    assert act == "relu" or not all(calls)                       # sigmoid: some searches were skipped
+    assert len(fast.layers) == len(slow.layers)
+    for a, b in zip(fast.layers, slow.layers):
+        assert a.weight.shape == b.weight.shape
+        for x, y in ((a.weight.indptr, b.weight.indptr), (a.weight.indices, b.weight.indices),
+                     (a.weight.data.view(np.int64), b.weight.data.view(np.int64)), (a.bias.view(np.int64), b.bias.view(np.int64))):
+            assert np.array_equal(x, y)
