@@ -1133,15 +1133,32 @@ class _Cols:
             for j, w in terms.items():
                 if w != 0:
                     r.append(i), c.append(j), d.append(w)
-        m = sp.csr_matrix((d, (r, c)), shape=(len(self.rows), n_in), dtype=np.float64)
-        bias = np.array([b for _, b in self.rows], dtype=np.float64)
-        if fmt is not None:
-            for what, arr in (("weight", m.data), ("bias", bias)):
-                rr, over = round_array(arr, fmt)
-                bad = np.nonzero(over | (rr != arr))[0]
-                if len(bad):
-                    raise ConstructionError(f"internal: a {what} {arr[bad[0]]!r} is not a value of {fmt.name}")
-        return Layer(m, bias)
+        return _layer_of(d, r, c, np.array([b for _, b in self.rows], dtype=np.float64), n_in, fmt)
+
+
+def _layer_of(d, r, c, bias, n_in, fmt):
+    """The Layer with entries d at (r, c) and these biases, every number checked to be a value of fmt."""
+    m = sp.csr_matrix((d, (r, c)), shape=(len(bias), n_in), dtype=np.float64)
+    if fmt is not None:
+        for what, arr in (("weight", m.data), ("bias", bias)):
+            rr, over = round_array(arr, fmt)
+            bad = np.nonzero(over | (rr != arr))[0]
+            if len(bad):
+                raise ConstructionError(f"internal: a {what} {arr[bad[0]]!r} is not a value of {fmt.name}")
+    return Layer(m, bias)
+
+
+def _one_term_layer(blocks, n_in, fmt):
+    """The layer of rows with one term each, given as blocks (columns, weights, biases) in row order (a
+    column -1: a row without terms, a constant): what ``_Cols.add({col: w}, b)`` per row (``{}`` for -1)
+    and ``_Cols.layer`` give, the same entries in the same order, without a dict per row (the layers
+    after the gates hold one row per branch: 145,000 per layer on the d = 2 float8 box).
+    tests/test_theorem5_fast_paths.py compares the two."""
+    cols = np.concatenate([np.asarray(c, np.int64).reshape(-1) for c, _, _ in blocks])
+    w = np.concatenate([np.asarray(x, np.float64).reshape(-1) for _, x, _ in blocks])
+    bias = np.concatenate([np.asarray(b, np.float64).reshape(-1) for _, _, b in blocks])
+    keep = (cols >= 0) & (w != 0)
+    return _layer_of(w[keep], np.arange(len(cols))[keep], cols[keep], bias, n_in, fmt)
 
 
 def _require_conditions(kit: Kit, F: Format, implementation: str) -> dict:
@@ -2663,14 +2680,15 @@ class _Ctx:
                     g_on = abs(A) * max(1.0, d4, d4 * abs(a), d4 * abs(a) * d3, d4 * abs(a) * d3 * bmax * share)
                     g_off = abs(A) * max(1.0, d0, d0 * abs(a))
                     post = [(a, c)]
-                    for _ in range(n_post - 1):
-                        r = self._cached(("v_relay", P), lambda: self._v_relay(P))
-                        if r is None:
-                            break
+                    # n_post - 1 copies of P's relay (the same factors each time, multiplied in one by one)
+                    r = self._cached(("v_relay", P), lambda: self._v_relay(P)) if n_post > 1 else None
+                    if r is not None:
                         ra, rc, don, doff = r
-                        g_on *= max(1.0, don, abs(ra) * don)
-                        g_off *= max(1.0, doff, abs(ra) * doff)
-                        post.append((ra, rc))
+                        f_on, f_off = max(1.0, don, abs(ra) * don), max(1.0, doff, abs(ra) * doff)
+                        for _ in range(n_post - 1):
+                            g_on *= f_on
+                            g_off *= f_off
+                        post += [(ra, rc)] * (n_post - 1)
                     if len(post) == n_post:
                         fits = consider(post, g_on, g_off, A)
                 if fits or n_post == 1:
@@ -4219,10 +4237,27 @@ def _assemble(kit, st, F, d, steps, values_part, grad_part, const, C, activation
     n_post = len((grad_part or values_part)[0].post) if (grad_part or values_part) else 1
     layers.append(l3.layer(n_below, F))
     prev_g, prev_v, prev_n = gcol, vcol, len(l3.rows)
+    b_C, K_C = const.absorbing
+    if n_post >= 1 and all(len(br.post) == n_post for br in grad_part + values_part):
+        # the same rows as the _Cols loop below, as arrays (``_one_term_layer``): each row reads one column
+        ng, nv = len(grad_part), len(values_part)
+        pg = np.array([br.post for br in grad_part], np.float64).reshape(ng, n_post, 2)
+        pv = np.array([br.post for br in values_part], np.float64).reshape(nv, n_post, 2)
+        cg, cv = np.asarray(prev_g, np.int64), np.asarray(prev_v, np.int64)
+        for k in range(n_post):
+            last = k == n_post - 1
+            const_row = [([-1], [0.0], [b_C])] if last else []
+            layers.append(_one_term_layer(const_row + [(cg, pg[:, k, 0], pg[:, k, 1])] + const_row
+                                          + [(cv, pv[:, k, 0], pv[:, k, 1])], prev_n, F))
+            first = 1 if last else 0            # +C first, -C between the gradient and the value rows
+            cg = first + np.arange(ng)
+            cv = 2 * first + ng + np.arange(nv)
+            prev_n = ng + nv + 2 * first
+        cpos, cneg = 0, ng + 1
+        prev_g, prev_v, n_post = cg.tolist(), cv.tolist(), 0
     for k in range(n_post):
         lk = _Cols()
         last = k == n_post - 1
-        b_C, K_C = const.absorbing
         cpos = lk.add({}, b_C) if last else None
         g_k = [lk.add({prev_g[i]: br.post[k][0]}, br.post[k][1]) for i, br in enumerate(grad_part)]
         cneg = lk.add({}, b_C) if last else None

@@ -520,3 +520,36 @@ def test_skipping_unreachable_gradients_builds_the_same_network(monkeypatch, act
         for x, y in ((a.weight.indptr, b.weight.indptr), (a.weight.indices, b.weight.indices),
                      (a.weight.data.view(np.int64), b.weight.data.view(np.int64)), (a.bias.view(np.int64), b.bias.view(np.int64))):
             assert np.array_equal(x, y)
+
+
+def test_one_term_layer_equals_the_cols_rows_it_replaces():
+    """``_one_term_layer`` against ``_Cols``: the same matrix (indices, entries, -0 biases) for blocks with
+    constant rows, zero weights and repeated columns."""
+    F = get_format("float8_e5m2")
+    V = F.values()
+    V = V[np.isfinite(V)]
+    rng = np.random.default_rng(7)
+    for trial in range(20):
+        n_in = int(rng.integers(1, 40))
+        blocks = []
+        for _ in range(int(rng.integers(1, 5))):
+            k = 1 if rng.random() < 0.3 else int(rng.integers(0, 30))
+            cols = [-1] * k if k == 1 and rng.random() < 0.5 else rng.integers(0, n_in, k).tolist()
+            w = rng.choice(np.append(V, [0.0, 0.0, -0.0]), k)
+            b = rng.choice(np.append(V, [-0.0, 0.0]), k)
+            blocks.append((cols, w, b))
+        ref = t5._Cols()
+        for cols, w, b in blocks:
+            for c, x, y in zip(cols, w, b):
+                ref.add({} if c < 0 else {int(c): float(x)}, float(y))
+        want, got = ref.layer(n_in, F), t5._one_term_layer(blocks, n_in, F)
+        assert got.weight.shape == want.weight.shape
+        for x, y in ((got.weight.indptr, want.weight.indptr), (got.weight.indices, want.weight.indices),
+                     (got.weight.data.view(np.int64), want.weight.data.view(np.int64)),
+                     (got.bias.view(np.int64), want.bias.view(np.int64))):
+            assert np.array_equal(x, y)
+
+
+def test_one_term_layer_refuses_a_weight_outside_the_format():
+    with pytest.raises(t5.ConstructionError, match="not a value"):
+        t5._one_term_layer([([0], [0.3], [0.0])], 1, get_format("float8_e5m2"))
