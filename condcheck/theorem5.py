@@ -499,8 +499,32 @@ class _GainGroups:
         starts = np.flatnonzero(np.concatenate(([True], inv[o][1:] != inv[o][:-1]))) if len(o) else o
         self.best = idx[o][starts]                          # per gain value: its smallest (abs_t, index)
         self.best_t = abs_t[self.best]
+        self._lists = (self.gains.tolist(), self.best.tolist(), self.best_t.tolist())
 
     def first(self, share: float) -> int:
+        """The index for this share: among the gain values (ascending) the ones with the smallest
+        round(|gain - share|), a function that does not increase up to share's position and does not
+        decrease after it, so they are a run around that position, found by bisection and a walk (the same
+        float64 differences, and Python's round ties to even as np.round does); then the smallest
+        (abs_t, index).  ``_first_np`` is the whole-array version (empty tables, a share that is not
+        finite); tests/test_theorem5_fast_paths.py compares both with ``_lex_first``."""
+        g, best, best_t = self._lists
+        n = len(g)
+        if not n or not math.isfinite(share):
+            return self._first_np(share)
+        p = bisect.bisect_left(g, share)
+        m = min(round(abs(g[k] - share)) for k in (p - 1, p) if 0 <= k < n)
+        lo = p - 1 if p > 0 and round(abs(g[p - 1] - share)) == m else p
+        while lo > 0 and round(abs(g[lo - 1] - share)) == m:
+            lo -= 1
+        hi = p if p < n and round(abs(g[p] - share)) == m else p - 1
+        while hi < n - 1 and round(abs(g[hi + 1] - share)) == m:
+            hi += 1
+        if lo == hi:
+            return best[lo]
+        return best[min(range(lo, hi + 1), key=lambda k: (best_t[k], best[k]))]
+
+    def _first_np(self, share: float) -> int:
         off = np.round(np.abs(self.gains - share))
         k = np.flatnonzero(off == off.min())
         if len(k) == 1:
@@ -3729,7 +3753,10 @@ class _Ctx:
             ia, ik = np.nonzero(absorbed_grid())
             R[hit_u[ia, ik], ik] = True
             r["R"] = np.packbits(R, axis=1)
-        si = np.unique(tb.index(S))
+        si = self._set_index(S)
+        if si is None:
+            si = tb.index(S)                    # (raises, as it did)
+        si = np.unique(si)
         if "R" in r:
             cols = np.unpackbits(np.bitwise_or.reduce(r["R"][si], axis=0), count=M.shape[1]).astype(bool)
         else:
@@ -3833,6 +3860,17 @@ class _Ctx:
         q = q[np.isfinite(q) & (q != 0)]
         return _near(self.F, q, 4) if len(q) else np.zeros(0)
 
+    def _set_index(self, S):
+        """Table indices of the values of S (None when one is not a value): those kept with the last
+        preimage set when S is that set (``_preimage``), else tb.index(S)."""
+        last = self.__dict__.get("_last_set")
+        if last is not None and last[0] is S:
+            return last[1]
+        try:
+            return self.tables.index(S)
+        except CondcheckError:
+            return None
+
     def _preimage(self, S, d, a):
         """The values t of the format with RN(RN(t d) a) in S (among ``_candidates_for``)."""
         V = self._candidates_for(S, [d, a])
@@ -3841,10 +3879,7 @@ class _Ctx:
                 return _preimage_bisect(self.F, V, S, [d, a])
             if self.tables is not None:         # 8-bit formats: the image of V is kept per (d, a)
                 tb = self.tables
-                try:
-                    iS = tb.index(S)
-                except CondcheckError:
-                    iS = None
+                iS = self._set_index(S)
                 if iS is not None:
                     # isin on table indices: the same test (equal values share an index, -0 and +0 too,
                     # as == matches them; NaN, the overflow index, matches nothing, as in isin)
@@ -3853,7 +3888,15 @@ class _Ctx:
                     in_S = np.zeros(tb.over + 1, bool)
                     in_S[iS] = True
                     in_S[tb.over] = False
-                    return V[in_S[img]]
+                    hit = in_S[img]
+                    out = V[hit]
+                    iV = self._memo.get("nonzero_index")
+                    if iV is None:
+                        iV = self._memo["nonzero_index"] = tb.index(V)
+                    # the indices of the result, kept for the next call that reads it (the next layer's
+                    # preimage, the last layer): the same indices tb.index(out) finds
+                    self._last_set = (out, iV[hit])
+                    return out
                 return V[np.isin(self._cached(("chain", float(d), float(a)), lambda: self._rn_chain(V, [d, a])), S)]
         return V[np.isin(self._rn_chain(V, [d, a]), S)]
 

@@ -408,6 +408,22 @@ def test_gain_groups_pick_what_lex_first_picks_for_any_share(n, seed, share):
         assert groups.first(s) == t5._lex_first(inexact, np.round(np.abs(gain - s)), abs_t)
 
 
+@given(st.integers(1, 80), st.integers(0, 2**32 - 1), st.floats(-40, 40))
+@settings(max_examples=300, deadline=None)
+def test_gain_groups_bisection_picks_what_the_whole_array_picks_with_half_way_ties(n, seed, share):
+    """Gains spread finely (many at exactly k + 1/2 from the share, where rounding ties to even) and
+    shares beyond every gain: ``first`` (bisection and walk) equals ``_first_np`` and ``_lex_first``."""
+    rng = np.random.default_rng(seed)
+    gain = np.concatenate([rng.uniform(-30, 30, n) // 0.125 * 0.125, share + rng.integers(-4, 5, n) + 0.5])
+    gain = rng.choice(gain, n)
+    inexact = rng.choice([0.0, 1.0], n)
+    abs_t = rng.choice([0.0, 0.25, 1.0, 3.0], n)
+    groups = t5._GainGroups(gain, inexact, abs_t)
+    for s in (share, round(share), share + 0.5, share - 0.5, 100.0, -100.0):
+        want = t5._lex_first(inexact, np.round(np.abs(gain - s)), abs_t)
+        assert groups.first(s) == groups._first_np(s) == want
+
+
 @pytest.mark.parametrize("act,fmt", [("relu", "float8_e5m2"), ("gelu", "float8_e4m3")])
 def test_preimages_on_table_indices_equal_the_isin_of_the_rounded_chain(monkeypatch, act, fmt):
     from condcheck.targets import full_box, random_targets
