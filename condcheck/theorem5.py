@@ -499,8 +499,32 @@ class _GainGroups:
         starts = np.flatnonzero(np.concatenate(([True], inv[o][1:] != inv[o][:-1]))) if len(o) else o
         self.best = idx[o][starts]                          # per gain value: its smallest (abs_t, index)
         self.best_t = abs_t[self.best]
+        self._lists = (self.gains.tolist(), self.best.tolist(), self.best_t.tolist())
 
     def first(self, share: float) -> int:
+        """The index for this share: among the gain values (ascending) the ones with the smallest
+        round(|gain - share|), a function that does not increase up to share's position and does not
+        decrease after it, so they are a run around that position, found by bisection and a walk (the same
+        float64 differences, and Python's round ties to even as np.round does); then the smallest
+        (abs_t, index).  ``_first_np`` is the whole-array version (empty tables, a share that is not
+        finite); tests/test_theorem5_fast_paths.py compares both with ``_lex_first``."""
+        g, best, best_t = self._lists
+        n = len(g)
+        if not n or not math.isfinite(share):
+            return self._first_np(share)
+        p = bisect.bisect_left(g, share)
+        m = min(round(abs(g[k] - share)) for k in (p - 1, p) if 0 <= k < n)
+        lo = p - 1 if p > 0 and round(abs(g[p - 1] - share)) == m else p
+        while lo > 0 and round(abs(g[lo - 1] - share)) == m:
+            lo -= 1
+        hi = p if p < n and round(abs(g[p] - share)) == m else p - 1
+        while hi < n - 1 and round(abs(g[hi + 1] - share)) == m:
+            hi += 1
+        if lo == hi:
+            return best[lo]
+        return best[min(range(lo, hi + 1), key=lambda k: (best_t[k], best[k]))]
+
+    def _first_np(self, share: float) -> int:
         off = np.round(np.abs(self.gains - share))
         k = np.flatnonzero(off == off.min())
         if len(k) == 1:
@@ -1133,15 +1157,32 @@ class _Cols:
             for j, w in terms.items():
                 if w != 0:
                     r.append(i), c.append(j), d.append(w)
-        m = sp.csr_matrix((d, (r, c)), shape=(len(self.rows), n_in), dtype=np.float64)
-        bias = np.array([b for _, b in self.rows], dtype=np.float64)
-        if fmt is not None:
-            for what, arr in (("weight", m.data), ("bias", bias)):
-                rr, over = round_array(arr, fmt)
-                bad = np.nonzero(over | (rr != arr))[0]
-                if len(bad):
-                    raise ConstructionError(f"internal: a {what} {arr[bad[0]]!r} is not a value of {fmt.name}")
-        return Layer(m, bias)
+        return _layer_of(d, r, c, np.array([b for _, b in self.rows], dtype=np.float64), n_in, fmt)
+
+
+def _layer_of(d, r, c, bias, n_in, fmt):
+    """The Layer with entries d at (r, c) and these biases, every number checked to be a value of fmt."""
+    m = sp.csr_matrix((d, (r, c)), shape=(len(bias), n_in), dtype=np.float64)
+    if fmt is not None:
+        for what, arr in (("weight", m.data), ("bias", bias)):
+            rr, over = round_array(arr, fmt)
+            bad = np.nonzero(over | (rr != arr))[0]
+            if len(bad):
+                raise ConstructionError(f"internal: a {what} {arr[bad[0]]!r} is not a value of {fmt.name}")
+    return Layer(m, bias)
+
+
+def _one_term_layer(blocks, n_in, fmt):
+    """The layer of rows with one term each, given as blocks (columns, weights, biases) in row order (a
+    column -1: a row without terms, a constant): what ``_Cols.add({col: w}, b)`` per row (``{}`` for -1)
+    and ``_Cols.layer`` give, the same entries in the same order, without a dict per row (the layers
+    after the gates hold one row per branch: 145,000 per layer on the d = 2 float8 box).
+    tests/test_theorem5_fast_paths.py compares the two."""
+    cols = np.concatenate([np.asarray(c, np.int64).reshape(-1) for c, _, _ in blocks])
+    w = np.concatenate([np.asarray(x, np.float64).reshape(-1) for _, x, _ in blocks])
+    bias = np.concatenate([np.asarray(b, np.float64).reshape(-1) for _, _, b in blocks])
+    keep = (cols >= 0) & (w != 0)
+    return _layer_of(w[keep], np.arange(len(cols))[keep], cols[keep], bias, n_in, fmt)
 
 
 def _require_conditions(kit: Kit, F: Format, implementation: str) -> dict:
@@ -2663,14 +2704,15 @@ class _Ctx:
                     g_on = abs(A) * max(1.0, d4, d4 * abs(a), d4 * abs(a) * d3, d4 * abs(a) * d3 * bmax * share)
                     g_off = abs(A) * max(1.0, d0, d0 * abs(a))
                     post = [(a, c)]
-                    for _ in range(n_post - 1):
-                        r = self._cached(("v_relay", P), lambda: self._v_relay(P))
-                        if r is None:
-                            break
+                    # n_post - 1 copies of P's relay (the same factors each time, multiplied in one by one)
+                    r = self._cached(("v_relay", P), lambda: self._v_relay(P)) if n_post > 1 else None
+                    if r is not None:
                         ra, rc, don, doff = r
-                        g_on *= max(1.0, don, abs(ra) * don)
-                        g_off *= max(1.0, doff, abs(ra) * doff)
-                        post.append((ra, rc))
+                        f_on, f_off = max(1.0, don, abs(ra) * don), max(1.0, doff, abs(ra) * doff)
+                        for _ in range(n_post - 1):
+                            g_on *= f_on
+                            g_off *= f_off
+                        post += [(ra, rc)] * (n_post - 1)
                     if len(post) == n_post:
                         fits = consider(post, g_on, g_off, A)
                 if fits or n_post == 1:
@@ -2850,6 +2892,12 @@ class _Ctx:
                 if len(relays) < self.relays:
                     last_err = "no relay of the pass reaches a pass state"
                     continue
+                if not self._reaches(g, [a3] + relay_f + [d2b, a2b, d2, a2, d1, w_g]):
+                    # every gate's transfer would find no value reaching g through the factors before the
+                    # gate (their last factors are these): its gate searches are skipped (the same branch)
+                    last_err = (f"no transfer pair (a, A) maps upstream {y!r} to gradient {g!r}: no value "
+                                f"reaches the gradient through the factors before the gate")
+                    continue
                 for option in self._gradient_gates(zi, j, vi, a3, P3, (j, w_g, b_g, a2, a3)):
                     if isinstance(option, ConstructionError):
                         last_err = str(option)
@@ -2972,6 +3020,32 @@ class _Ctx:
                     if abs(ow2) * abs(t_off) < quarter and abs(ow2) * h_max * max(1.0, g2) <= F.max_float:
                         return (a, c), (t_on, t_off, max(gain, g2)), ow2
         return None
+
+    def _reaches(self, g, factors) -> bool:
+        """False only when no value u of the format (0 and the overflow index included) has
+        RN(...RN(RN(u f_1) f_2)... f_k) = g for these factors (8-bit formats; True elsewhere).
+
+        Why the gate searches it skips would have found nothing: a transfer's set S_0 holds the values t
+        whose image RN(...RN(t d3)... f_k) through the whole chain before the gate is g
+        (``_transfer_search``), and these factors are the end of that chain, so every such image is the
+        image of some u (u = the product up to them) through these factors alone.  Without a u, S_0 is
+        empty for every gate and the transfer fails at once, whatever the gate, its weights, the number of
+        layers and the retry flags.  (Sigmoid on float8_e4m3, T' <= 1/4: most (source, scale) pairs miss
+        g, and each would search 6 slice and AND gates.)  tests/test_theorem5_fast_paths.py checks it."""
+        tb = self.tables
+        if tb is None or self.nonzero_values is None:
+            return True
+        key = ("reaches",) + tuple(float(f) for f in factors)
+        mask = self._memo.get(key)
+        if mask is None:
+            i = np.arange(tb.over + 1)
+            for f in factors:
+                i = tb.mul(i, tb.index_of(float(f)))
+            mask = np.zeros(tb.over + 1, bool)
+            mask[i] = True
+            mask[tb.over] = False
+            self._memo[key] = mask
+        return bool(mask[tb.index_of(float(g))])
 
     def _cached(self, key, fn):
         """fn() once per key: the searches that branches sharing a source, a slice or a gradient repeat."""
@@ -3679,7 +3753,10 @@ class _Ctx:
             ia, ik = np.nonzero(absorbed_grid())
             R[hit_u[ia, ik], ik] = True
             r["R"] = np.packbits(R, axis=1)
-        si = np.unique(tb.index(S))
+        si = self._set_index(S)
+        if si is None:
+            si = tb.index(S)                    # (raises, as it did)
+        si = np.unique(si)
         if "R" in r:
             cols = np.unpackbits(np.bitwise_or.reduce(r["R"][si], axis=0), count=M.shape[1]).astype(bool)
         else:
@@ -3783,6 +3860,17 @@ class _Ctx:
         q = q[np.isfinite(q) & (q != 0)]
         return _near(self.F, q, 4) if len(q) else np.zeros(0)
 
+    def _set_index(self, S):
+        """Table indices of the values of S (None when one is not a value): those kept with the last
+        preimage set when S is that set (``_preimage``), else tb.index(S)."""
+        last = self.__dict__.get("_last_set")
+        if last is not None and last[0] is S:
+            return last[1]
+        try:
+            return self.tables.index(S)
+        except CondcheckError:
+            return None
+
     def _preimage(self, S, d, a):
         """The values t of the format with RN(RN(t d) a) in S (among ``_candidates_for``)."""
         V = self._candidates_for(S, [d, a])
@@ -3791,10 +3879,7 @@ class _Ctx:
                 return _preimage_bisect(self.F, V, S, [d, a])
             if self.tables is not None:         # 8-bit formats: the image of V is kept per (d, a)
                 tb = self.tables
-                try:
-                    iS = tb.index(S)
-                except CondcheckError:
-                    iS = None
+                iS = self._set_index(S)
                 if iS is not None:
                     # isin on table indices: the same test (equal values share an index, -0 and +0 too,
                     # as == matches them; NaN, the overflow index, matches nothing, as in isin)
@@ -3803,7 +3888,15 @@ class _Ctx:
                     in_S = np.zeros(tb.over + 1, bool)
                     in_S[iS] = True
                     in_S[tb.over] = False
-                    return V[in_S[img]]
+                    hit = in_S[img]
+                    out = V[hit]
+                    iV = self._memo.get("nonzero_index")
+                    if iV is None:
+                        iV = self._memo["nonzero_index"] = tb.index(V)
+                    # the indices of the result, kept for the next call that reads it (the next layer's
+                    # preimage, the last layer): the same indices tb.index(out) finds
+                    self._last_set = (out, iV[hit])
+                    return out
                 return V[np.isin(self._cached(("chain", float(d), float(a)), lambda: self._rn_chain(V, [d, a])), S)]
         return V[np.isin(self._rn_chain(V, [d, a]), S)]
 
@@ -4187,10 +4280,27 @@ def _assemble(kit, st, F, d, steps, values_part, grad_part, const, C, activation
     n_post = len((grad_part or values_part)[0].post) if (grad_part or values_part) else 1
     layers.append(l3.layer(n_below, F))
     prev_g, prev_v, prev_n = gcol, vcol, len(l3.rows)
+    b_C, K_C = const.absorbing
+    if n_post >= 1 and all(len(br.post) == n_post for br in grad_part + values_part):
+        # the same rows as the _Cols loop below, as arrays (``_one_term_layer``): each row reads one column
+        ng, nv = len(grad_part), len(values_part)
+        pg = np.array([br.post for br in grad_part], np.float64).reshape(ng, n_post, 2)
+        pv = np.array([br.post for br in values_part], np.float64).reshape(nv, n_post, 2)
+        cg, cv = np.asarray(prev_g, np.int64), np.asarray(prev_v, np.int64)
+        for k in range(n_post):
+            last = k == n_post - 1
+            const_row = [([-1], [0.0], [b_C])] if last else []
+            layers.append(_one_term_layer(const_row + [(cg, pg[:, k, 0], pg[:, k, 1])] + const_row
+                                          + [(cv, pv[:, k, 0], pv[:, k, 1])], prev_n, F))
+            first = 1 if last else 0            # +C first, -C between the gradient and the value rows
+            cg = first + np.arange(ng)
+            cv = 2 * first + ng + np.arange(nv)
+            prev_n = ng + nv + 2 * first
+        cpos, cneg = 0, ng + 1
+        prev_g, prev_v, n_post = cg.tolist(), cv.tolist(), 0
     for k in range(n_post):
         lk = _Cols()
         last = k == n_post - 1
-        b_C, K_C = const.absorbing
         cpos = lk.add({}, b_C) if last else None
         g_k = [lk.add({prev_g[i]: br.post[k][0]}, br.post[k][1]) for i, br in enumerate(grad_part)]
         cneg = lk.add({}, b_C) if last else None

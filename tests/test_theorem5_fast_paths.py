@@ -408,6 +408,22 @@ def test_gain_groups_pick_what_lex_first_picks_for_any_share(n, seed, share):
         assert groups.first(s) == t5._lex_first(inexact, np.round(np.abs(gain - s)), abs_t)
 
 
+@given(st.integers(1, 80), st.integers(0, 2**32 - 1), st.floats(-40, 40))
+@settings(max_examples=300, deadline=None)
+def test_gain_groups_bisection_picks_what_the_whole_array_picks_with_half_way_ties(n, seed, share):
+    """Gains spread finely (many at exactly k + 1/2 from the share, where rounding ties to even) and
+    shares beyond every gain: ``first`` (bisection and walk) equals ``_first_np`` and ``_lex_first``."""
+    rng = np.random.default_rng(seed)
+    gain = np.concatenate([rng.uniform(-30, 30, n) // 0.125 * 0.125, share + rng.integers(-4, 5, n) + 0.5])
+    gain = rng.choice(gain, n)
+    inexact = rng.choice([0.0, 1.0], n)
+    abs_t = rng.choice([0.0, 0.25, 1.0, 3.0], n)
+    groups = t5._GainGroups(gain, inexact, abs_t)
+    for s in (share, round(share), share + 0.5, share - 0.5, 100.0, -100.0):
+        want = t5._lex_first(inexact, np.round(np.abs(gain - s)), abs_t)
+        assert groups.first(s) == groups._first_np(s) == want
+
+
 @pytest.mark.parametrize("act,fmt", [("relu", "float8_e5m2"), ("gelu", "float8_e4m3")])
 def test_preimages_on_table_indices_equal_the_isin_of_the_rounded_chain(monkeypatch, act, fmt):
     from condcheck.targets import full_box, random_targets
@@ -447,3 +463,109 @@ def test_a_float8_box_is_built_and_verified_without_compiled_kernels(monkeypatch
     f, h, g = random_targets("float8_e4m3", X, 0, 0.25)
     net, claim = t5.construct_theorem5("tanh", "float8_e4m3", X, f, h, g)
     assert net.depth >= 5 and len(claim.points) == len(X)
+
+
+def _sliced_ctx(act, fmt, grid):
+    """A built sliced-gating context (the constructor's) for a grid x grid part of the float8 box, d = 2."""
+    from condcheck.targets import full_box, random_targets, separable_part
+    F = get_format(fmt)
+    c = separable_part(act, F, full_box(act, F, 1))[:, 0]
+    c = c[np.linspace(0, len(c) - 1, grid).round().astype(int)]
+    X = np.array([(u, v) for u in c for v in c])
+    f, h, g = random_targets(F, X, 0, 0.25)
+    return X, f, h, g
+
+
+@pytest.mark.parametrize("fmt", ["float8_e4m3", "float8_e5m2"])
+def test_reaches_says_no_only_when_no_value_maps_to_g_through_any_longer_chain(fmt):
+    """``_Ctx._reaches`` against the rounded chain itself: False exactly when no value of the format (0
+    included) reaches g through the factors, and then no nonzero value reaches g through any chain that
+    ends with them (the transfer's set S_0 would be empty)."""
+    F = get_format(fmt)
+    kit = t5.Kit("sigmoid", F, "exact")
+    probe = _Probe(F)
+    probe.tables, probe._memo = kit.tables, {}
+    V = F.values()
+    V = V[np.isfinite(V)]
+    nz = probe.nonzero_values = V[V != 0]
+    rng = np.random.default_rng(5)
+    pow2 = [math.ldexp(s, k) for k in range(-6, 7) for s in (1.0, -1.0)]
+    small = nz[np.abs(nz) <= 0.25]
+    said_no = 0
+    for _ in range(300):
+        factors = [float(x) for x in rng.choice(pow2, 2)] + [float(x) for x in rng.choice(small[small > 0], 2)]
+        rng.shuffle(factors)
+        g = float(rng.choice(nz))
+        image = t5._rn_products(F, V, factors)
+        reaches = t5._Ctx._reaches(probe, g, factors)
+        assert reaches == bool((image == g).any())
+        if not reaches:
+            said_no += 1
+            for _ in range(3):
+                prefix = [float(x) for x in rng.choice(small, 3)]
+                assert not (t5._rn_products(F, nz, prefix + factors) == g).any()
+    assert 10 < said_no < 290
+
+
+def test_reaches_is_true_on_formats_without_tables():
+    probe = _Probe(get_format("bfloat16"))
+    probe.tables, probe.nonzero_values, probe._memo = None, None, {}
+    assert t5._Ctx._reaches(probe, 3.0, [0.25, 0.25])
+
+
+@pytest.mark.parametrize("act,fmt,grid", [("sigmoid", "float8_e4m3", 16), ("relu", "float8_e5m2", 12)])
+def test_skipping_unreachable_gradients_builds_the_same_network(monkeypatch, act, fmt, grid):
+    """With ``_reaches`` forced to True (every gate searched, every transfer tried) the network is the same,
+    weight for weight: the gate searches it skips would have found no transfer."""
+    X, f, h, g = _sliced_ctx(act, fmt, grid)
+    calls = []
+    real = t5._Ctx._reaches
+
+    def counted(self, g_, factors):
+        r = real(self, g_, factors)
+        calls.append(r)
+        return r
+    monkeypatch.setattr(t5._Ctx, "_reaches", counted)
+    fast, _ = t5.construct_theorem5(act, fmt, X, f, h, g, verify_result=False)
+    monkeypatch.setattr(t5._Ctx, "_reaches", lambda self, g_, factors: True)
+    slow, _ = t5.construct_theorem5(act, fmt, X, f, h, g, verify_result=False)
+    assert act == "relu" or not all(calls)                       # sigmoid: some searches were skipped
+    assert len(fast.layers) == len(slow.layers)
+    for a, b in zip(fast.layers, slow.layers):
+        assert a.weight.shape == b.weight.shape
+        for x, y in ((a.weight.indptr, b.weight.indptr), (a.weight.indices, b.weight.indices),
+                     (a.weight.data.view(np.int64), b.weight.data.view(np.int64)), (a.bias.view(np.int64), b.bias.view(np.int64))):
+            assert np.array_equal(x, y)
+
+
+def test_one_term_layer_equals_the_cols_rows_it_replaces():
+    """``_one_term_layer`` against ``_Cols``: the same matrix (indices, entries, -0 biases) for blocks with
+    constant rows, zero weights and repeated columns."""
+    F = get_format("float8_e5m2")
+    V = F.values()
+    V = V[np.isfinite(V)]
+    rng = np.random.default_rng(7)
+    for trial in range(20):
+        n_in = int(rng.integers(1, 40))
+        blocks = []
+        for _ in range(int(rng.integers(1, 5))):
+            k = 1 if rng.random() < 0.3 else int(rng.integers(0, 30))
+            cols = [-1] * k if k == 1 and rng.random() < 0.5 else rng.integers(0, n_in, k).tolist()
+            w = rng.choice(np.append(V, [0.0, 0.0, -0.0]), k)
+            b = rng.choice(np.append(V, [-0.0, 0.0]), k)
+            blocks.append((cols, w, b))
+        ref = t5._Cols()
+        for cols, w, b in blocks:
+            for c, x, y in zip(cols, w, b):
+                ref.add({} if c < 0 else {int(c): float(x)}, float(y))
+        want, got = ref.layer(n_in, F), t5._one_term_layer(blocks, n_in, F)
+        assert got.weight.shape == want.weight.shape
+        for x, y in ((got.weight.indptr, want.weight.indptr), (got.weight.indices, want.weight.indices),
+                     (got.weight.data.view(np.int64), want.weight.data.view(np.int64)),
+                     (got.bias.view(np.int64), want.bias.view(np.int64))):
+            assert np.array_equal(x, y)
+
+
+def test_one_term_layer_refuses_a_weight_outside_the_format():
+    with pytest.raises(t5.ConstructionError, match="not a value"):
+        t5._one_term_layer([([0], [0.3], [0.0])], 1, get_format("float8_e5m2"))
