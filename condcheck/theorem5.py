@@ -3763,13 +3763,17 @@ class _Ctx:
             MP = M[:n_u][:, P]
             nk = MP.shape[1]
             ar = np.arange(nk)
-            lo = np.full((n_u + 1, nk), n_u, np.int16)
-            hi = np.full((n_u + 1, nk), -1, np.int16)
+            # lo[MP[u, k], k] = u from the last row up, hi from the first down: the same assignments, in the
+            # same order, on the flat positions of (MP[u, k], k) (one index array per row: a fifth of the time)
+            flat = MP.astype(np.int64) * nk + ar
+            lo = np.full((n_u + 1) * nk, n_u, np.int16)
+            hi = np.full((n_u + 1) * nk, -1, np.int16)
             for u in range(n_u - 1, -1, -1):
-                lo[MP[u], ar] = u
+                lo[flat[u]] = u
             for u in range(n_u):
-                hi[MP[u], ar] = u
-            cnt = np.bincount((MP.astype(np.int64) * nk + ar).ravel(), minlength=(n_u + 1) * nk).reshape(n_u + 1, nk)
+                hi[flat[u]] = u
+            lo, hi = lo.reshape(n_u + 1, nk), hi.reshape(n_u + 1, nk)
+            cnt = np.bincount(flat.ravel(), minlength=(n_u + 1) * nk).reshape(n_u + 1, nk)
             whole = ((cnt == 0) | (cnt == hi.astype(np.int64) - lo + 1)).all(axis=1)
             runs += [P, lo, hi, whole, *np.unique(amp[P], return_counts=True)]
         P, lo, hi, whole, au, ac = runs
@@ -3796,12 +3800,14 @@ class _Ctx:
         table = r["table"]
         jr = np.arange(lo.shape[1])
         hit = np.zeros(lo.shape[1], bool)
-        for s in si:
+        step = max(1, (1 << 18) // max(1, lo.shape[1]))
+        for s0 in range(0, len(si), step):              # the values s of S, many at a time: (s, blocker)
+            s = si[s0:s0 + step]
             l, h = lo[s].astype(np.int64), hi[s].astype(np.int64)
             ne = l <= h
             p = np.frexp(np.where(ne, h - l + 1, 1))[1] - 1      # floor(log2(run length))
             top = np.maximum(table[p, np.where(ne, l, 0)], table[p, np.where(ne, h - (1 << p) + 1, 0)])
-            hit |= ne & (top > jr)
+            hit |= (ne & (top > jr)).any(axis=0)
         cols = np.empty(len(hit), bool)
         cols[P] = hit
         return cols
