@@ -2799,7 +2799,17 @@ class _Ctx:
         """(c, q): the bias c with q = RN(base + c) the best-ranked pass state (``pass_z`` order), or None.
 
         Small formats try every value as c; large ones the values near q - base for the 256 best-ranked
-        states q (the exact sum decides)."""
+        states q (the exact sum decides).  On small formats the answer is remembered per base (with the
+        sign of a zero): it depends on nothing else, and the searches ask for the same bases often."""
+        if self.small_format:
+            memo = self.__dict__.setdefault("_reach_memo", {})
+            key = (base, math.copysign(1.0, base))
+            if key not in memo:
+                memo[key] = self._reach_search(base)
+            return memo[key]
+        return self._reach_search(base)
+
+    def _reach_search(self, base: float):
         F = self.F
         if self.small_format:
             G = F.values()

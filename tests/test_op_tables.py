@@ -338,3 +338,33 @@ def test_two_point_map_search_on_indices_equals_the_rounded_search_on_every_zero
                     assert np.signbit(got[1]) == np.signbit(want[1])
                     n += 1
     assert n > 10
+
+
+@pytest.mark.parametrize("act, fmt", [("relu", "float8_e5m2"), ("tanh", "float8_e4m3")])
+def test_remembered_reach_equals_the_search_on_every_base_including_signed_zeros(act, fmt):
+    import condcheck.theorem5 as t5
+    from condcheck.targets import full_box, random_targets
+
+    seen = []
+    orig = t5._Ctx._reach
+
+    def grab(self, base):
+        seen.append(self)
+        return orig(self, base)
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(t5._Ctx, "_reach", grab)
+    try:
+        X = full_box(act, fmt, 1)[::6]
+        f, h, g = random_targets(fmt, X, 3, 0.25)
+        t5.construct_theorem5(act, fmt, X, f, h, g, verify_result=False)
+    finally:
+        mp.undo()
+    ctx = seen[0]
+    assert ctx.small_format
+    for base in [-0.0] + ctx.F.values().tolist():
+        for _ in range(2):                        # computed, then remembered
+            got, want = ctx._reach(base), ctx._reach_search(base)
+            assert got == want
+            if got is not None:
+                assert np.signbit(got[0]) == np.signbit(want[0]) and np.signbit(got[1]) == np.signbit(want[1])
