@@ -52,7 +52,6 @@ from functools import lru_cache
 import mpmath
 import mpmath.libmp as L
 import numpy as np
-import scipy.special as sps
 import sympy
 
 from .errors import CondcheckError
@@ -188,9 +187,11 @@ class NumpyBackend:
         return np.where(bad, -_INF, rlo), np.where(bad, _INF, rhi)
 
     def erf(self, a):
+        import scipy.special as sps          # here, not at import: it costs 0.1-0.3 s and few runs need erf
         return self._inc(sps.erf, a, lower=-1.0, upper=1.0)
 
     def erfc(self, a):
+        import scipy.special as sps
         lo, hi = a
         rlo, rhi = sps.erfc(hi), sps.erfc(lo)
         # scipy's erfc(t) is off by up to ~1.5 * (4 + t**2) ulps (exp(-t**2) of a rounded t**2)

@@ -12,15 +12,43 @@ numpy path and to the exact path.
 """
 from __future__ import annotations
 
+import importlib.util
 import math
 
 import numpy as np
 
-try:
-    import numba
-    HAVE_NUMBA = True
-except ImportError:  # the numpy path in network.py is used instead
-    HAVE_NUMBA = False
+# numba is imported, and the kernels below made, at their first use (``_compile``), not at import: the
+# import costs 0.1-0.4 s, which runs that use no kernel (the d = 1 float8 boxes: numpy paths) save
+HAVE_NUMBA = importlib.util.find_spec("numba") is not None   # else the numpy path in network.py is used
+numba = None
+_COMPILED = ("_rn", "_row_sums", "_lookup", "_best_separators", "_preimage_runs")
+
+
+def _compile():
+    """Import numba and make the compiled kernels (once); without numba, their Python fallbacks."""
+    global numba, _rn, _row_sums
+    if "_rn" in globals():
+        return
+    if not HAVE_NUMBA:  # pragma: no cover
+        _rn, _row_sums = _rn_py, None
+        return
+    import numba as _numba
+    numba = _numba
+    _rn = numba.njit(cache=True, inline="always")(_rn_py)     # before the kernels that call it
+    _row_sums = numba.njit(cache=True, parallel=True)(_row_sums_py)
+    globals().update(_lookup=numba.njit(cache=True, parallel=True)(_lookup_py),
+                     _best_separators=numba.njit(cache=True)(_best_separators_py),
+                     _preimage_runs=numba.njit(cache=True)(_preimage_runs_py))
+
+
+def __getattr__(name):
+    """``kernels._rn`` and the other compiled kernels: made on first access (``from .kernels import _rn``
+    in sparse_ad included)."""
+    if name in _COMPILED:
+        _compile()
+        if name in globals():
+            return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _rn_py(x, shift, half, mask, small_bits, K, omega, native):
@@ -49,16 +77,11 @@ def _row_sums_py(V, cols, weights, starts, counts, bias, out, shift, half, mask,
             out[b, r] = _rn(acc + bias[r], shift, half, mask, small_bits, K, omega, native)
 
 
-if HAVE_NUMBA:
-    _rn = numba.njit(cache=True, inline="always")(_rn_py)
-    _row_sums = numba.njit(cache=True, parallel=True)(_row_sums_py)
-else:  # pragma: no cover
-    _rn = _rn_py
-    _row_sums = None
 
 
 def rounded_row_sums(V: np.ndarray, cols, weights, starts, counts, bias, fmt) -> np.ndarray:
     """out[b, r] = left-to-right rounded sum of row r's terms applied to V[b], plus bias[r]."""
+    _compile()
     V = np.ascontiguousarray(V, dtype=np.float64)
     out = np.empty((V.shape[0], len(starts)), dtype=np.float64)
     native = fmt.M == 52
@@ -85,12 +108,11 @@ def _lookup_py(z, table, zero_index, M, e_min, out):
         out[i] = table[zero_index + rank] if v >= 0 else table[zero_index - rank]
 
 
-if HAVE_NUMBA:
-    _lookup = numba.njit(cache=True, parallel=True)(_lookup_py)
 
 
 def table_lookup(z: np.ndarray, points: np.ndarray, table: np.ndarray, fmt) -> np.ndarray:
     """table[index of z among points] for every z, a value of fmt (trusted: produced by rounding)."""
+    _compile()
     flat = np.ascontiguousarray(z, dtype=np.float64).ravel()
     out = np.empty_like(flat)
     _lookup(flat, table, int(np.searchsorted(points, 0.0)), fmt.M, fmt.e_min, out)
@@ -151,12 +173,11 @@ def _best_separators_py(I, t, best_i, best_sp):
                         best_sp[g, q] = sp
 
 
-if HAVE_NUMBA:
-    _best_separators = numba.njit(cache=True)(_best_separators_py)
 
 
 def best_separators(I: np.ndarray, t: np.ndarray):
     """(best_i, best_sp), arrays of shape (n_values, 4): ``_best_separators_py`` compiled (numba)."""
+    _compile()
     n = I.shape[1]
     best_i = np.full((n, 4), -1, dtype=np.int64)
     best_sp = np.zeros((n, 4), dtype=t.dtype)
@@ -200,12 +221,11 @@ def _preimage_runs_py(V, fs, S, sign, lo_out, hi_out, shift, half, mask, small_b
                 hi_out[j] = lo
 
 
-if HAVE_NUMBA:
-    _preimage_runs = numba.njit(cache=True)(_preimage_runs_py)
 
 
 def preimage_runs(V: np.ndarray, factors, S: np.ndarray, sign: float, fmt):
     """(lo, hi) index arrays of ``_preimage_runs_py`` (compiled): the runs of V mapped onto sign * S."""
+    _compile()
     S = np.ascontiguousarray(S, dtype=np.float64)
     lo = np.zeros(len(S), dtype=np.int64)
     hi = np.zeros(len(S), dtype=np.int64)

@@ -83,10 +83,11 @@ class OpTables:
 
 def op_tables(fmt: Format) -> OpTables | None:
     """The (cached) tables of fmt, or None when it has more than TABLE_LIMIT values."""
-    if not fmt.enumerable or fmt.count_finite() > TABLE_LIMIT:
-        return None
     key = id(fmt)
     hit = _TABLES.get(key)
-    if hit is None or hit.fmt is not fmt:
-        hit = _TABLES[key] = OpTables(fmt)
+    if hit is not None and hit.fmt is fmt:       # first: the searches ask per call, and counting costs more
+        return hit
+    if not fmt.enumerable or fmt.count_finite() > TABLE_LIMIT:
+        return None
+    hit = _TABLES[key] = OpTables(fmt)
     return hit

@@ -51,7 +51,6 @@ from functools import lru_cache
 import mpmath
 import mpmath.libmp as L
 import numpy as np
-import scipy.special
 import sympy
 
 from .activations import Activation, get_activation, x as X_SYMBOL
@@ -494,6 +493,7 @@ def _exact_fast(expr, pts: np.ndarray, fmt: Format):
 # ---- float32-upcast --------------------------------------------------------------------------------
 @lru_cache(maxsize=None)
 def _lambdified(expr):
+    import scipy.special                     # here, not at import (0.1-0.3 s): only erf needs it
     modules = [{"erf": scipy.special.erf, "erfc": scipy.special.erfc}, "numpy"]
     return sympy.lambdify(X_SYMBOL, sympy.sympify(expr).evalf(), modules=modules)
 

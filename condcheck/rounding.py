@@ -136,10 +136,12 @@ def round_array(x: np.ndarray, fmt: Format) -> tuple[np.ndarray, np.ndarray]:
         return r, over
     if kind == "elementwise":
         return _round_array_elementwise(x, fmt)
-    int_t, half_m1, clear, magnitude_bits = hit[1][5:]
+    # the integer constants as 0-d arrays of the integer type: numpy's operations with a scalar operand
+    # cost three times those with an array (its scalar conversion), and the arrays here are often tiny
+    int_t, half_m1, clear, magnitude_bits, shift_a, one_a = hit[1][5:]
     b = x.view(int_t)
-    rb = b >> shift
-    rb &= 1
+    rb = b >> shift_a
+    rb &= one_a
     rb += b
     rb += half_m1
     rb &= clear
@@ -171,7 +173,8 @@ _PLANS: dict = {}      # (id(fmt), dtype) -> (fmt, plan): hashing a Format per c
 def _plan(fmt: Format, dtype) -> tuple:
     """How round_array rounds fmt in dtype, with its constants computed once:
     ("identity" | "elementwise" | "trick", shift, bits of 2^e_min, bits of Omega, |K|), and for the trick
-    (integer type, half an ulp minus one, the mask that clears the dropped bits, the magnitude mask)."""
+    (integer type, half an ulp minus one, the mask that clears the dropped bits, the magnitude mask, the
+    shift, one), the integer constants as 0-d arrays of the integer type."""
     frac_bits, int_t = _BINARY[dtype]
     fi = np.finfo(dtype)
     if frac_bits == fmt.M and fmt.e_min == fi.minexp and fmt.max == Fraction(float(fi.max)):
@@ -181,7 +184,8 @@ def _plan(fmt: Format, dtype) -> tuple:
     shift = frac_bits - fmt.M
     return ("trick", shift, _bits_of(2.0 ** fmt.e_min, dtype), _bits_of(float(fmt.max), dtype),
             2.0 ** (fmt.e_min - fmt.M + frac_bits),
-            int_t, int_t((1 << (shift - 1)) - 1), int_t(~((1 << shift) - 1)), int_t(np.iinfo(int_t).max))
+            int_t, np.array((1 << (shift - 1)) - 1, int_t), np.array(~((1 << shift) - 1), int_t),
+            np.array(np.iinfo(int_t).max, int_t), np.array(shift, int_t), np.array(1, int_t))
 
 
 def _bit_trick_applies(fmt: Format, dtype) -> bool:

@@ -909,7 +909,7 @@ def _best_separators_np(I, src):
         uv, key = None, src
     else:
         key = inv.reshape(-1).astype(np.uint8 if len(uv) <= 256 else np.int32)
-    T = key[np.ascontiguousarray(I.T)]                                # (values, candidates)
+    T = np.ascontiguousarray(key[I].T)         # (values, candidates); transposing bytes costs less than I
     pmin, pmax = _accumulate(np.minimum, T, False), _accumulate(np.maximum, T, False)
     smin, smax = _accumulate(np.minimum, T, True), _accumulate(np.maximum, T, True)
     pmin, pmax, smin, smax = pmin[:-1], pmax[:-1], smin[1:], smax[1:]   # row g - 1: the gap g
@@ -918,13 +918,16 @@ def _best_separators_np(I, src):
         # q = 1 (on [g:], s = -1) and q = 2 (on [:g], s = +1) where pmin[g-1] > smax[g]
         for mask, cases in ((smin > pmax, ((0, smin, smax, pmax, False), (3, pmax, pmin, smin, True))),
                             (pmin > smax, ((1, smax, smin, pmin, True), (2, pmin, pmax, smax, False)))):
-            r, c = np.nonzero(mask)
-            if not len(r):
+            f = np.flatnonzero(mask)                   # np.nonzero's (r, c), in a third of its time
+            if not len(f):
                 continue
+            r = f // mask.shape[1]
+            c = f - r * mask.shape[1]
             starts = np.flatnonzero(np.concatenate(([True], r[1:] != r[:-1])))
             seg = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, len(r))))
             for q, lo_a, hi_a, edge_a, neg in cases:
-                lo, hi, edge = lo_a[r, c], hi_a[r, c], edge_a[r, c]
+                # lo_a[r, c] etc. by the flat positions (the arrays are C-contiguous, mask's shape)
+                lo, hi, edge = lo_a.ravel()[f], hi_a.ravel()[f], edge_a.ravel()[f]
                 if uv is not None:
                     lo, hi, edge = uv[lo], uv[hi], uv[edge]
                 if neg:
@@ -932,8 +935,8 @@ def _best_separators_np(I, src):
                 sp = (hi - edge) / (lo - edge)
                 m = np.minimum.reduceat(sp, starts)[seg]
                 first = np.flatnonzero((sp == m) | (np.isnan(sp) & np.isnan(m)))
-                _, k = np.unique(seg[first], return_index=True)
-                pick = first[k]
+                sf = seg[first]                        # nondecreasing: each segment's first is where it changes
+                pick = first[np.flatnonzero(np.concatenate(([True], sf[1:] != sf[:-1])))]
                 best_i[r[pick] + 1, q] = c[pick]
                 best_sp[r[pick] + 1, q] = sp[pick]
     return best_i, best_sp
@@ -2495,6 +2498,51 @@ class _Ctx:
         kit, F = self.kit, self.F
         zs = self.zero_states if off_ok == "zero" else off_ok
         zs = zs[np.argsort(np.abs(zs - 0))][:16]
+        if self.small_format and self.tables is not None:
+            r = self._map_two_indexed(v_off, v_on, zs, on_target)
+            if r is not NotImplemented:
+                return ([] if r is None else [r]) if choices else r
+        return self._map_two_rounded(v_off, v_on, zs, on_target, choices)
+
+    def _map_two_indexed(self, v_off, v_on, zs, on_target):
+        """``_map_two_rounded`` on a small format with index tables, every z0 of zs at once: the pair it
+        returns (with choices: its one pair, since there k is k_all), or None; NotImplemented when an
+        input is not a value of the format (the rounded search then decides).
+
+        Why the same pair: the products, sums and their overflows are the tables' (made by the same
+        array operations, index equality is value equality with -0 = +0 as the comparison p_off == z0
+        has it), T by index is T of the value (sigma~ maps -0 and +0 alike); the first z0 (in zs' order)
+        with a hit and its first candidate (in A's order) are taken, as the loop does.  The returned c
+        is computed again from the floats (RN(z0 - RN(a v_off)), the scalar twins of the array
+        operations), so that the sign of a zero c is the rounded search's."""
+        tb, kit = self.tables, self.kit
+        iv_off, iv_on, iz = kit.index(v_off), kit.index(v_on), kit.index(zs)
+        if iv_off is None or iv_on is None or iz is None or (iz == tb.over).any():
+            return NotImplemented
+        if not hasattr(self, "_map_two_A"):
+            A = self.nonzero_values
+            A = A[np.argsort(np.abs(A), kind="stable")]
+            self._map_two_A = (A, tb.index(A))
+        A, iA = self._map_two_A
+        n = tb.over
+        ro, rn = tb.mul_table[iA, iv_off], tb.mul_table[iA, iv_on]
+        ok = (ro != n) & (rn != n)
+        A, ro, rn = A[ok], ro[ok], rn[ok]
+        C = tb.add_table[iz[:, None], tb.neg_table[ro][None, :]]          # (z0, a): RN(z0 - RN(a v_off))
+        p_off = tb.add_table[ro[None, :], C]
+        p_on = tb.add_table[rn[None, :], C]
+        tv, t_over = kit.by_index(False)
+        hit = (C != n) & (p_off != n) & (p_on != n) & (p_off == iz[:, None])
+        hit &= ~t_over[p_on] & (tv[p_on] == on_target)
+        rows = np.flatnonzero(hit.any(axis=1))
+        if not len(rows):
+            return None
+        j = int(np.argmax(hit[rows[0]]))
+        a, z0 = float(A[j]), float(zs[rows[0]])
+        return a, kit.add(z0, -kit.mul(a, float(v_off)))
+
+    def _map_two_rounded(self, v_off, v_on, zs, on_target, choices=False):
+        kit, F = self.kit, self.F
         if self.small_format:
             A = self.nonzero_values
         else:   # the short weights, and those near (q - z0) / (v_on - v_off) for states q with T(q) = target
@@ -2793,7 +2841,17 @@ class _Ctx:
         """(c, q): the bias c with q = RN(base + c) the best-ranked pass state (``pass_z`` order), or None.
 
         Small formats try every value as c; large ones the values near q - base for the 256 best-ranked
-        states q (the exact sum decides)."""
+        states q (the exact sum decides).  On small formats the answer is remembered per base (with the
+        sign of a zero): it depends on nothing else, and the searches ask for the same bases often."""
+        if self.small_format:
+            memo = self.__dict__.setdefault("_reach_memo", {})
+            key = (base, math.copysign(1.0, base))
+            if key not in memo:
+                memo[key] = self._reach_search(base)
+            return memo[key]
+        return self._reach_search(base)
+
+    def _reach_search(self, base: float):
         F = self.F
         if self.small_format:
             G = F.values()
@@ -3792,13 +3850,17 @@ class _Ctx:
             MP = M[:n_u][:, P]
             nk = MP.shape[1]
             ar = np.arange(nk)
-            lo = np.full((n_u + 1, nk), n_u, np.int16)
-            hi = np.full((n_u + 1, nk), -1, np.int16)
+            # lo[MP[u, k], k] = u from the last row up, hi from the first down: the same assignments, in the
+            # same order, on the flat positions of (MP[u, k], k) (one index array per row: a fifth of the time)
+            flat = MP.astype(np.int64) * nk + ar
+            lo = np.full((n_u + 1) * nk, n_u, np.int16)
+            hi = np.full((n_u + 1) * nk, -1, np.int16)
             for u in range(n_u - 1, -1, -1):
-                lo[MP[u], ar] = u
+                lo[flat[u]] = u
             for u in range(n_u):
-                hi[MP[u], ar] = u
-            cnt = np.bincount((MP.astype(np.int64) * nk + ar).ravel(), minlength=(n_u + 1) * nk).reshape(n_u + 1, nk)
+                hi[flat[u]] = u
+            lo, hi = lo.reshape(n_u + 1, nk), hi.reshape(n_u + 1, nk)
+            cnt = np.bincount(flat.ravel(), minlength=(n_u + 1) * nk).reshape(n_u + 1, nk)
             whole = ((cnt == 0) | (cnt == hi.astype(np.int64) - lo + 1)).all(axis=1)
             runs += [P, lo, hi, whole, *np.unique(amp[P], return_counts=True)]
         P, lo, hi, whole, au, ac = runs
@@ -3825,12 +3887,14 @@ class _Ctx:
         table = r["table"]
         jr = np.arange(lo.shape[1])
         hit = np.zeros(lo.shape[1], bool)
-        for s in si:
+        step = max(1, (1 << 18) // max(1, lo.shape[1]))
+        for s0 in range(0, len(si), step):              # the values s of S, many at a time: (s, blocker)
+            s = si[s0:s0 + step]
             l, h = lo[s].astype(np.int64), hi[s].astype(np.int64)
             ne = l <= h
             p = np.frexp(np.where(ne, h - l + 1, 1))[1] - 1      # floor(log2(run length))
             top = np.maximum(table[p, np.where(ne, l, 0)], table[p, np.where(ne, h - (1 << p) + 1, 0)])
-            hit |= ne & (top > jr)
+            hit |= (ne & (top > jr)).any(axis=0)
         cols = np.empty(len(hit), bool)
         cols[P] = hit
         return cols

@@ -268,3 +268,103 @@ def test_kit_activation_by_index_equals_the_rounded_activation(fmt, act):
         kit.T(np.array([0.3, 1.0]))
     with pytest.raises(Exception, match="finite"):
         kit.T(np.array([np.nan, 1.0]))
+
+
+@pytest.mark.parametrize("act, fmt", [("relu", "float8_e4m3"), ("gelu", "float8_e5m2"), ("tanh", "float8_e5m2"),
+                                      ("sigmoid", "float8_e4m3")])
+def test_two_point_map_search_on_indices_equals_the_rounded_search(monkeypatch, act, fmt):
+    """Every call of the index-space search for (a, c) mapping v_off onto a zero state and v_on onto a
+    target, during a construction, returns the rounded search's pair (the sign of a zero c included),
+    or its None."""
+    import condcheck.theorem5 as t5
+    from condcheck.targets import full_box, random_targets
+
+    calls = {"found": 0, "none": 0}
+    indexed = t5._Ctx._map_two_indexed
+
+    def check(self, v_off, v_on, zs, on_target):
+        got = indexed(self, v_off, v_on, zs, on_target)
+        assert got is not NotImplemented
+        want = t5._Ctx._map_two_rounded(self, v_off, v_on, zs, on_target)
+        assert got == want
+        if got is not None:
+            assert np.signbit(got[1]) == np.signbit(want[1])
+            assert t5._Ctx._map_two_rounded(self, v_off, v_on, zs, on_target, choices=True) == [got]
+        calls["found" if got is not None else "none"] += 1
+        return got
+
+    monkeypatch.setattr(t5._Ctx, "_map_two_indexed", check)
+    X = full_box(act, fmt, 1)
+    X = X[np.linspace(0, len(X) - 1, 40).astype(int)]
+    f, h, g = random_targets(fmt, X, 0, 0.25)
+    t5.construct_theorem5(act, fmt, X, f, h, g, verify_result=False)
+    assert calls["found"] > 20
+
+
+def test_two_point_map_search_on_indices_equals_the_rounded_search_on_every_zero_state_and_target():
+    """Off the construction's own calls: every live state as v_on's target and several v_off, v_on,
+    including zeros of both signs."""
+    import condcheck.theorem5 as t5
+    from condcheck.targets import full_box, random_targets
+
+    seen = []
+    orig = t5._Ctx._map_two_indexed
+
+    def grab(self, *a):
+        seen.append(self)
+        return orig(self, *a)
+
+    import pytest as _pt
+    mp = _pt.MonkeyPatch()
+    mp.setattr(t5._Ctx, "_map_two_indexed", grab)
+    try:
+        X = full_box("elu", "float8_e4m3", 1)[::8]
+        f, h, g = random_targets("float8_e4m3", X, 1, 0.25)
+        t5.construct_theorem5("elu", "float8_e4m3", X, f, h, g, verify_result=False)
+    finally:
+        mp.undo()
+    ctx = seen[0]
+    zs = ctx.zero_states[np.argsort(np.abs(ctx.zero_states))][:16]
+    V = ctx.F.values()
+    targets = np.unique(ctx.st.t[ctx.st.z > ctx.st.z_dead])[::7]
+    n = 0
+    for v_off in (0.0, -0.0, float(V[3]), float(V[len(V) // 2 + 5]), float(ctx.st.L)):
+        for v_on in (-0.0, float(V[-4]), float(V[len(V) // 2 + 9]), float(V[len(V) // 3])):
+            for tgt in targets:
+                got = t5._Ctx._map_two_indexed(ctx, v_off, v_on, zs, float(tgt))
+                want = t5._Ctx._map_two_rounded(ctx, v_off, v_on, zs, float(tgt))
+                assert got == want
+                if got is not None:
+                    assert np.signbit(got[1]) == np.signbit(want[1])
+                    n += 1
+    assert n > 10
+
+
+@pytest.mark.parametrize("act, fmt", [("relu", "float8_e5m2"), ("tanh", "float8_e4m3")])
+def test_remembered_reach_equals_the_search_on_every_base_including_signed_zeros(act, fmt):
+    import condcheck.theorem5 as t5
+    from condcheck.targets import full_box, random_targets
+
+    seen = []
+    orig = t5._Ctx._reach
+
+    def grab(self, base):
+        seen.append(self)
+        return orig(self, base)
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(t5._Ctx, "_reach", grab)
+    try:
+        X = full_box(act, fmt, 1)[::6]
+        f, h, g = random_targets(fmt, X, 3, 0.25)
+        t5.construct_theorem5(act, fmt, X, f, h, g, verify_result=False)
+    finally:
+        mp.undo()
+    ctx = seen[0]
+    assert ctx.small_format
+    for base in [-0.0] + ctx.F.values().tolist():
+        for _ in range(2):                        # computed, then remembered
+            got, want = ctx._reach(base), ctx._reach_search(base)
+            assert got == want
+            if got is not None:
+                assert np.signbit(got[0]) == np.signbit(want[0]) and np.signbit(got[1]) == np.signbit(want[1])

@@ -1,0 +1,44 @@
+"""What is imported, and computed, only when it is used: numba, scipy.special, the built-ins' derivatives."""
+import pickle
+import subprocess
+import sys
+
+import sympy
+
+import condcheck.activations as acts
+
+
+def _modules_after(code: str) -> set:
+    out = subprocess.run([sys.executable, "-c", code + "\nimport sys; print(' '.join(sys.modules))"],
+                         capture_output=True, text=True, check=True)
+    return set(out.stdout.split())
+
+
+def test_importing_the_constructor_loads_neither_numba_nor_scipy_special():
+    mods = _modules_after("import condcheck.theorem5, condcheck.targets")
+    assert "condcheck.theorem5" in mods
+    assert "numba" not in mods and "scipy.special" not in mods
+
+
+def test_a_kernel_loads_numba_at_its_first_use():
+    mods = _modules_after("import numpy as np\nfrom condcheck import kernels\nfrom condcheck.formats import get_format\n"
+                          "I = np.array([[0, 1]]); print(kernels.best_separators(I, np.array([0.0, 1.0])))")
+    assert "numba" in mods
+
+
+def test_every_built_in_derivative_is_sympy_diff_of_its_expression():
+    for name in acts.BUILTIN_ACTIVATIONS:
+        act = acts.get_activation(name)
+        assert act.derivative == sympy.diff(act.expr, acts.x)
+
+
+def test_a_derivative_is_computed_at_its_first_use_only():
+    act = acts._make("lazy_test", acts.x ** 3, "x^3")
+    assert act.__dict__["_derivative"] is acts._LAZY
+    assert act.derivative == 3 * acts.x ** 2
+    assert act.__dict__["_derivative"] is not acts._LAZY
+
+
+def test_an_activation_pickled_before_its_derivative_is_computed_computes_it_after():
+    act = pickle.loads(pickle.dumps(acts._make("lazy_test2", sympy.sin(acts.x), "sin")))
+    assert act.derivative == sympy.cos(acts.x)
