@@ -24,6 +24,18 @@ numba = None
 _COMPILED = ("_rn", "_row_sums", "_lookup", "_best_separators", "_preimage_runs")
 
 
+def load_numba():
+    """The numba module; an installed numba that fails to import (e.g. built for another numpy) is an
+    error that says so, not a traceback (uninstalling numba selects the numpy paths)."""
+    try:
+        import numba as _numba
+    except ImportError as e:
+        from .errors import CondcheckError
+        raise CondcheckError(f"numba is installed but cannot be imported ({e}); fix it (pip install -U numba) "
+                             f"or uninstall it to use the numpy paths") from None
+    return _numba
+
+
 def _compile():
     """Import numba and make the compiled kernels (once); without numba, their Python fallbacks."""
     global numba, _rn, _row_sums
@@ -32,8 +44,7 @@ def _compile():
     if not HAVE_NUMBA:  # pragma: no cover
         _rn, _row_sums = _rn_py, None
         return
-    import numba as _numba
-    numba = _numba
+    numba = load_numba()
     _rn = numba.njit(cache=True, inline="always")(_rn_py)     # before the kernels that call it
     _row_sums = numba.njit(cache=True, parallel=True)(_row_sums_py)
     globals().update(_lookup=numba.njit(cache=True, parallel=True)(_lookup_py),
@@ -77,8 +88,6 @@ def _row_sums_py(V, cols, weights, starts, counts, bias, out, shift, half, mask,
             out[b, r] = _rn(acc + bias[r], shift, half, mask, small_bits, K, omega, native)
 
 
-
-
 def rounded_row_sums(V: np.ndarray, cols, weights, starts, counts, bias, fmt) -> np.ndarray:
     """out[b, r] = left-to-right rounded sum of row r's terms applied to V[b], plus bias[r]."""
     _compile()
@@ -106,8 +115,6 @@ def _lookup_py(z, table, zero_index, M, e_min, out):
         else:
             rank = ((e - e_min + 1) << M) | ((bits & 0xFFFFFFFFFFFFF) >> (52 - M))
         out[i] = table[zero_index + rank] if v >= 0 else table[zero_index - rank]
-
-
 
 
 def table_lookup(z: np.ndarray, points: np.ndarray, table: np.ndarray, fmt) -> np.ndarray:
@@ -173,8 +180,6 @@ def _best_separators_py(I, t, best_i, best_sp):
                         best_sp[g, q] = sp
 
 
-
-
 def best_separators(I: np.ndarray, t: np.ndarray):
     """(best_i, best_sp), arrays of shape (n_values, 4): ``_best_separators_py`` compiled (numba)."""
     _compile()
@@ -219,8 +224,6 @@ def _preimage_runs_py(V, fs, S, sign, lo_out, hi_out, shift, half, mask, small_b
                 lo_out[j] = lo
             else:
                 hi_out[j] = lo
-
-
 
 
 def preimage_runs(V: np.ndarray, factors, S: np.ndarray, sign: float, fmt):

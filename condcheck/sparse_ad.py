@@ -57,7 +57,7 @@ from . import kernels
 from .errors import CondcheckError, NetworkOverflowError
 
 if kernels.HAVE_NUMBA:
-    import numba
+    numba = kernels.load_numba()
     from .kernels import _rn
 
 # the forward pass of the shared-y path on defaults and exceptions (``_forward_sparse``); False: the
