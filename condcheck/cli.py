@@ -429,13 +429,16 @@ def construct_theorem7_cmd(activation, format, domain, dim, targets, implementat
 @click.argument("cases", nargs=-1)
 @click.option("--list", "list_only", is_flag=True, help="List the benchmark cases.")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
-def bench(cases, list_only, as_json):
+@click.option("--repeat", default=1, show_default=True, type=click.IntRange(1, 100),
+              help="Run each case this many times (fresh processes) and report the fastest run and every time.")
+def bench(cases, list_only, as_json, repeat):
     """Run the speed benchmarks (time and peak memory, each case in a fresh process).
 
     \b
     Examples:
       condcheck bench --list
       condcheck bench interpreter-float16-depth10-width256
+      condcheck bench --repeat 3 theorem5-relu-float8_e4m3-box    # best of three fresh runs
       condcheck bench            # every case
     CASES may be names or prefixes (e.g. tables-float16); a CASE that is a whole name selects only that
     case (theorem5-gelu-float8_e4m3-box, not also ...-box2).
@@ -457,9 +460,11 @@ def bench(cases, list_only, as_json):
         if "error" in r:
             click.echo(f"{r['case']:45s} ERROR {r['error']}")
         else:
-            click.echo(f"{r['case']:45s} {r['seconds']:8.2f} s ({r['wall_seconds_with_startup']:.2f} s with process "
-                       f"start and imports)  peak {r['peak_mib']:7.1f} MiB  ({r['target']}; {r['detail']})")
-    res = b.run(names, echo)
+            runs = f" best of {len(r['runs'])}: {', '.join(f'{t:.2f}' for t in r['runs'])};" if len(r["runs"]) > 1 else ""
+            click.echo(f"{r['case']:45s} {r['seconds']:8.2f} s ({r['cpu_seconds']:.2f} CPU s;{runs} "
+                       f"{r['wall_seconds_with_startup']:.2f} s with process start and imports)  peak "
+                       f"{r['peak_mib']:7.1f} MiB  ({r['target']}; {r['detail']})")
+    res = b.run(names, echo, repeat)
     if as_json:
         click.echo(json.dumps(res, indent=1))
 

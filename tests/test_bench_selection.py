@@ -1,4 +1,4 @@
-"""`condcheck bench CASES`: which benchmark cases a command line selects."""
+"""`condcheck bench CASES`: which benchmark cases a command line selects, and how repeated runs report."""
 from condcheck import bench
 
 
@@ -20,3 +20,10 @@ def test_no_argument_selects_every_case():
 
 def test_an_unknown_name_selects_nothing():
     assert bench.select(["no-such-benchmark"]) == []
+
+
+def test_repeated_runs_report_the_fastest_run_and_every_time():
+    seen = []
+    (res,) = bench.run(["check-float6_e3m2fn-relu"], seen.append, repeat=2)
+    assert seen == [res] and len(res["runs"]) == 2
+    assert res["seconds"] == min(res["runs"]) and res["cpu_seconds"] > 0 and "detail" in res
