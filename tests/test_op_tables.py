@@ -7,6 +7,16 @@ from condcheck.op_tables import TABLE_LIMIT, op_tables
 from condcheck.ops import add_array, mul_array
 
 
+def _build_on_40_box_points(act, fmt):
+    """A Theorem 5 construction (unverified) on 40 points spread over the d = 1 box, random:0 targets."""
+    import condcheck.theorem5 as t5
+    from condcheck.targets import full_box, random_targets
+    X = full_box(act, fmt, 1)
+    X = X[np.linspace(0, len(X) - 1, 40).astype(int)]
+    f, h, g = random_targets(fmt, X, 0, 0.25)
+    t5.construct_theorem5(act, fmt, X, f, h, g, verify_result=False)
+
+
 @pytest.mark.parametrize("name", ["float8_e4m3", "float8_e5m2", "float6_e2m3fn", "float4_e2m1fn", "b3_6"])
 def test_every_sum_and_product_matches_the_exact_path(name):
     F = get_format(name)
@@ -131,10 +141,7 @@ def test_gate_search_on_indices_equals_the_rounded_gate_search(monkeypatch, act,
         return got
 
     monkeypatch.setattr(t5._Ctx, "_gate_indexed", check)
-    X = full_box(act, fmt, 1)
-    X = X[np.linspace(0, len(X) - 1, 40).astype(int)]
-    f, h, g = random_targets(fmt, X, 0, 0.25)
-    t5.construct_theorem5(act, fmt, X, f, h, g, verify_result=False)
+    _build_on_40_box_points(act, fmt)
     assert calls["found"] > 40
 
 
@@ -294,10 +301,7 @@ def test_two_point_map_search_on_indices_equals_the_rounded_search(monkeypatch, 
         return got
 
     monkeypatch.setattr(t5._Ctx, "_map_two_indexed", check)
-    X = full_box(act, fmt, 1)
-    X = X[np.linspace(0, len(X) - 1, 40).astype(int)]
-    f, h, g = random_targets(fmt, X, 0, 0.25)
-    t5.construct_theorem5(act, fmt, X, f, h, g, verify_result=False)
+    _build_on_40_box_points(act, fmt)
     assert calls["found"] > 20
 
 
