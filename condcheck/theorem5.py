@@ -1038,16 +1038,16 @@ def _chains(kit: Kit, v, k0: int) -> dict:
     if tb is not None:
         # on the index tables (8-bit formats): the same sums, looked up; an overflow index propagates
         # through the table, so the chain stops where the rounded sums would overflow.  Every sum adds
-        # a nonzero c, so a zero result is +0, the table's zero (tests/test_op_tables.py)
-        for k in range(k0, F.e_max + 1):
-            c = math.ldexp(1 + 2.0 ** -F.M, k)
-            if not _in(F, c):
-                break
-            ic = tb.index_of(c)
-            iv = tb.add_table[tb.add_table[iv, ic], int(tb.neg_table[ic])]
-            if (iv == tb.over).any():
-                break
-            out[k] = tb.value(iv)
+        # a nonzero c, so a zero result is +0, the table's zero (tests/test_op_tables.py).  The steps
+        # k0 .. K composed into one index map per K (once per format and k0), so a row costs one gather:
+        # the map of an index is the chain of that index, step by step as on the row itself
+        ks, maps = _chain_index_maps(tb, F, k0)
+        rows = maps[:, iv]
+        bad = (rows == tb.over).any(axis=1)
+        n = int(np.argmax(bad)) if bad.any() else len(ks)
+        vals = tb.value(rows[:n])
+        for j in range(n):
+            out[ks[j]] = vals[j]
         return out
     for k in range(k0, F.e_max + 1):
         c = math.ldexp(1 + 2.0 ** -F.M, k)
@@ -1067,6 +1067,27 @@ def _chains(kit: Kit, v, k0: int) -> dict:
                 break
         out[k] = v
     return out
+
+
+def _chain_index_maps(tb, F: Format, k0: int):
+    """(ks, maps): maps[j][i] = the index of the chain i (+) c_k0 (+) (-c_k0) ... (+) c_K (+) (-c_K) for
+    K = ks[j], the steps of ``_chains`` on the index tables up to the first c_K that is not a value of F
+    (the overflow index maps to itself), kept per (tables, k0)."""
+    cache = tb.__dict__.setdefault("_chain_maps", {})
+    hit = cache.get(k0)
+    if hit is None:
+        m = np.arange(tb.over + 1, dtype=np.int16)
+        ks, rows = [], []
+        for k in range(k0, F.e_max + 1):
+            c = math.ldexp(1 + 2.0 ** -F.M, k)
+            if not _in(F, c):
+                break
+            ic = tb.index_of(c)
+            m = tb.add_table[tb.add_table[m, ic], int(tb.neg_table[ic])]
+            ks.append(k)
+            rows.append(m)
+        hit = cache[k0] = (ks, np.array(rows, dtype=np.int16).reshape(len(rows), tb.over + 1))
+    return hit
 
 
 #: rows at least this long take the chain maps of ``_ChainMaps`` on 16-bit formats (shorter rows: the
