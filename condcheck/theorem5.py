@@ -1085,6 +1085,14 @@ def _chains(kit: Kit, v, k0: int) -> dict:
     return out
 
 
+def _distinct_indices(idx, n: int) -> np.ndarray:
+    """np.unique(idx)'s values (as intp) for indices in [0, n): by a mask over the n indices instead of a
+    sort (the last layer's sets S repeat values; tests/test_op_tables.py compares the two)."""
+    seen = np.zeros(n, bool)
+    seen[idx] = True
+    return np.flatnonzero(seen)
+
+
 def _chain_index_maps(tb, F: Format, k0: int):
     """(ks, maps): maps[j][i] = the index of the chain i (+) c_k0 (+) (-c_k0) ... (+) c_K (+) (-c_K) for
     K = ks[j], the steps of ``_chains`` on the index tables up to the first c_K that is not a value of F
@@ -3851,7 +3859,7 @@ class _Ctx:
         si = self._set_index(S)
         if si is None:
             si = tb.index(S)                    # (raises, as it did)
-        si = np.unique(si)
+        si = _distinct_indices(si, tb.over + 1)
         if "R" in r:
             cols = np.unpackbits(np.bitwise_or.reduce(r["R"][si], axis=0), count=M.shape[1]).astype(bool)
         else:
