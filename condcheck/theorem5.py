@@ -909,15 +909,25 @@ def _best_separators_np(I, src):
         uv, key = None, src
     else:
         key = inv.reshape(-1).astype(np.uint8 if len(uv) <= 256 else np.int32)
-    T = np.ascontiguousarray(key[I].T)         # (values, candidates); transposing bytes costs less than I
+    # (values, candidates); transposing bytes costs less than I, and a block of candidates at a time
+    # less than the whole (the gather's index copy stays in cache)
+    T = np.empty((I.shape[1], I.shape[0]), dtype=key.dtype)
+    for c0 in range(0, I.shape[0], SEPARATOR_BLOCK):
+        T[:, c0:c0 + SEPARATOR_BLOCK] = key[I[c0:c0 + SEPARATOR_BLOCK]].T
     pmin, pmax = _accumulate(np.minimum, T, False), _accumulate(np.maximum, T, False)
     smin, smax = _accumulate(np.minimum, T, True), _accumulate(np.maximum, T, True)
     pmin, pmax, smin, smax = pmin[:-1], pmax[:-1], smin[1:], smax[1:]   # row g - 1: the gap g
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         # q = 0 (on [g:], s = +1) and q = 3 (on [:g], s = -1) separate where smin[g] > pmax[g-1];
-        # q = 1 (on [g:], s = -1) and q = 2 (on [:g], s = +1) where pmin[g-1] > smax[g]
-        for mask, cases in ((smin > pmax, ((0, smin, smax, pmax, False), (3, pmax, pmin, smin, True))),
-                            (pmin > smax, ((1, smax, smin, pmin, True), (2, pmin, pmax, smax, False)))):
+        # q = 1 (on [g:], s = -1) and q = 2 (on [:g], s = +1) where pmin[g-1] > smax[g].
+        # Case q's (lo, hi, edge) (negated for s = -1) give the kernel's spread (hi - edge) / (lo - edge);
+        # (-x) - (-y) = y - x exactly (IEEE subtraction adds the negation, and addition commutes), so
+        # the two cases of a mask share the denominator: q = 0 (lo, hi, edge) = (smin, smax, pmax) and
+        # q = 3 (-pmax, -pmin, -smin) both divide by smin - pmax; q = 1 (-smax, -smin, -pmin) and
+        # q = 2 (pmin, pmax, smax) by pmin - smax.  Per case: (q, minuend, subtrahend) of the numerator
+        for mask, (top, bottom), cases in (
+                (smin > pmax, (smin, pmax), ((0, smax, pmax), (3, smin, pmin))),
+                (pmin > smax, (pmin, smax), ((1, pmin, smin), (2, pmax, smax)))):
             f = np.flatnonzero(mask)                   # np.nonzero's (r, c), in a third of its time
             if not len(f):
                 continue
@@ -925,14 +935,17 @@ def _best_separators_np(I, src):
             c = f - r * mask.shape[1]
             starts = np.flatnonzero(np.concatenate(([True], r[1:] != r[:-1])))
             seg = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, len(r))))
-            for q, lo_a, hi_a, edge_a, neg in cases:
-                # lo_a[r, c] etc. by the flat positions (the arrays are C-contiguous, mask's shape)
-                lo, hi, edge = lo_a.ravel()[f], hi_a.ravel()[f], edge_a.ravel()[f]
-                if uv is not None:
-                    lo, hi, edge = uv[lo], uv[hi], uv[edge]
-                if neg:
-                    lo, hi, edge = -lo, -hi, -edge
-                sp = (hi - edge) / (lo - edge)
+            # a[r, c] by the flat positions (the arrays are C-contiguous, mask's shape)
+            vals = {}
+
+            def at(a):
+                if id(a) not in vals:
+                    v = a.ravel()[f]
+                    vals[id(a)] = uv[v] if uv is not None else v
+                return vals[id(a)]
+            den = at(top) - at(bottom)
+            for q, x_a, y_a in cases:
+                sp = (at(x_a) - at(y_a)) / den
                 m = np.minimum.reduceat(sp, starts)[seg]
                 first = np.flatnonzero((sp == m) | (np.isnan(sp) & np.isnan(m)))
                 sf = seg[first]                        # nondecreasing: each segment's first is where it changes
@@ -941,6 +954,9 @@ def _best_separators_np(I, src):
                 best_sp[r[pick] + 1, q] = sp[pick]
     return best_i, best_sp
 
+
+#: candidates per block of ``_best_separators_np``'s gather
+SEPARATOR_BLOCK = 4096
 
 #: formats of at most this many bits choose separators by ``_best_separators_np`` (no compiled code)
 NUMPY_SEPARATORS_BITS = 8
@@ -1038,16 +1054,16 @@ def _chains(kit: Kit, v, k0: int) -> dict:
     if tb is not None:
         # on the index tables (8-bit formats): the same sums, looked up; an overflow index propagates
         # through the table, so the chain stops where the rounded sums would overflow.  Every sum adds
-        # a nonzero c, so a zero result is +0, the table's zero (tests/test_op_tables.py)
-        for k in range(k0, F.e_max + 1):
-            c = math.ldexp(1 + 2.0 ** -F.M, k)
-            if not _in(F, c):
-                break
-            ic = tb.index_of(c)
-            iv = tb.add_table[tb.add_table[iv, ic], int(tb.neg_table[ic])]
-            if (iv == tb.over).any():
-                break
-            out[k] = tb.value(iv)
+        # a nonzero c, so a zero result is +0, the table's zero (tests/test_op_tables.py).  The steps
+        # k0 .. K composed into one index map per K (once per format and k0), so a row costs one gather:
+        # the map of an index is the chain of that index, step by step as on the row itself
+        ks, maps = _chain_index_maps(tb, F, k0)
+        rows = maps[:, iv]
+        bad = (rows == tb.over).any(axis=1)
+        n = int(np.argmax(bad)) if bad.any() else len(ks)
+        vals = tb.value(rows[:n])
+        for j in range(n):
+            out[ks[j]] = vals[j]
         return out
     for k in range(k0, F.e_max + 1):
         c = math.ldexp(1 + 2.0 ** -F.M, k)
@@ -1067,6 +1083,35 @@ def _chains(kit: Kit, v, k0: int) -> dict:
                 break
         out[k] = v
     return out
+
+
+def _distinct_indices(idx, n: int) -> np.ndarray:
+    """np.unique(idx)'s values (as intp) for indices in [0, n): by a mask over the n indices instead of a
+    sort (the last layer's sets S repeat values; tests/test_op_tables.py compares the two)."""
+    seen = np.zeros(n, bool)
+    seen[idx] = True
+    return np.flatnonzero(seen)
+
+
+def _chain_index_maps(tb, F: Format, k0: int):
+    """(ks, maps): maps[j][i] = the index of the chain i (+) c_k0 (+) (-c_k0) ... (+) c_K (+) (-c_K) for
+    K = ks[j], the steps of ``_chains`` on the index tables up to the first c_K that is not a value of F
+    (the overflow index maps to itself), kept per (tables, k0)."""
+    cache = tb.__dict__.setdefault("_chain_maps", {})
+    hit = cache.get(k0)
+    if hit is None:
+        m = np.arange(tb.over + 1, dtype=np.int16)
+        ks, rows = [], []
+        for k in range(k0, F.e_max + 1):
+            c = math.ldexp(1 + 2.0 ** -F.M, k)
+            if not _in(F, c):
+                break
+            ic = tb.index_of(c)
+            m = tb.add_table[tb.add_table[m, ic], int(tb.neg_table[ic])]
+            ks.append(k)
+            rows.append(m)
+        hit = cache[k0] = (ks, np.array(rows, dtype=np.int16).reshape(len(rows), tb.over + 1))
+    return hit
 
 
 #: rows at least this long take the chain maps of ``_ChainMaps`` on 16-bit formats (shorter rows: the
@@ -3814,7 +3859,7 @@ class _Ctx:
         si = self._set_index(S)
         if si is None:
             si = tb.index(S)                    # (raises, as it did)
-        si = np.unique(si)
+        si = _distinct_indices(si, tb.over + 1)
         if "R" in r:
             cols = np.unpackbits(np.bitwise_or.reduce(r["R"][si], axis=0), count=M.shape[1]).astype(bool)
         else:

@@ -168,3 +168,24 @@ def test_compiled_kernels_and_numpy_path_compute_the_same_bits(fmt_name, monkeyp
     monkeypatch.setattr(network_module, "USE_KERNELS", False)
     v2, g2 = net.evaluate(X, Y)
     assert np.array_equal(v1, v2) and np.array_equal(g1, g2)
+
+
+@pytest.mark.parametrize("fmt_name", ["float8_e5m2", "float16"])
+def test_numpy_sums_round_products_in_batches_to_the_same_bits_as_one_step_at_a_time(fmt_name, monkeypatch):
+    import condcheck.network as network_module
+    rng = np.random.default_rng(5)
+    fmt = get_format(fmt_name)
+    # a long one-row sum (a last layer), a wide sparse layer, and overflowing products
+    m = _random_values(fmt, rng, (40, 300), 2.0, zero_fraction=0.8)
+    m[0] = _random_values(fmt, rng, 300, 4.0)
+    m[1, :5] = float(fmt.max)
+    plan = Layer(m, np.zeros(40)).forward_plan
+    V = _random_values(fmt, rng, (7, 3, 300), 4.0)
+    V[0, 0, :5] = float(fmt.max)
+    monkeypatch.setattr(network_module, "PRODUCT_ELEMENTS", 1)       # one step at a time
+    want = plan.apply(V, fmt)
+    for budget in (1 << 8, 1 << 15, 1 << 30):
+        monkeypatch.setattr(network_module, "PRODUCT_ELEMENTS", budget)
+        got = plan.apply(V, fmt)
+        assert np.array_equal(got, want, equal_nan=True) and np.array_equal(np.signbit(got), np.signbit(want))
+    assert np.isinf(want).any() and len(plan.active) == 300 and plan.active[-1] == 1

@@ -372,3 +372,14 @@ def test_remembered_reach_equals_the_search_on_every_base_including_signed_zeros
             assert got == want
             if got is not None:
                 assert np.signbit(got[0]) == np.signbit(want[0]) and np.signbit(got[1]) == np.signbit(want[1])
+
+
+def test_distinct_indices_by_a_mask_equal_numpy_unique():
+    import condcheck.theorem5 as t5
+
+    rng = np.random.default_rng(3)
+    for n, size in [(249, 0), (249, 1), (249, 40), (249, 5000), (241, 241), (1025, 300)]:
+        idx = rng.integers(0, n, size).astype(np.int16)
+        got = t5._distinct_indices(idx, n)
+        assert np.array_equal(got, np.unique(idx)) and got.dtype.kind == "i"
+    assert np.array_equal(t5._distinct_indices(np.array([248, 0, 248], np.int16), 249), [0, 248])
