@@ -3019,19 +3019,29 @@ class _Ctx:
             # the product normal, and the exact check decides
             # the relays that fit the on and off values (a function of them only: kept for the branches
             # that end on the same values), in the order tried
-            relays = self._cached(("pad_relays", v_on, v_off, math.copysign(1.0, v_on), math.copysign(1.0, v_off)), lambda: self._pad_relays(v_on, v_off))
+            relays = self._cached(("pad_relays", v_on, v_off, math.copysign(1.0, v_on), math.copysign(1.0, v_off)),
+                                  lambda: self._pad_relays(v_on, v_off))
             for m, rel in relays:
                 ow2 = math.ldexp(ow, -m)
                 if not _in(F, ow2):
                     continue
+                try:
+                    yw = kit.mul(br.y, ow2)
+                except ConstructionError:
+                    continue
+                yd = {}                         # RN(RN(y ow2) T'(q)) per derivative T'(q)
                 for a, c, t_on, t_off, d, d_off in rel:
+                    g2 = gain * d_off * abs(a)
+                    if not (abs(ow2) * max(abs(t_on), abs(t_off)) < quarter
+                            and abs(ow2) * h_max * max(1.0, g2) <= F.max_float):
+                        continue
                     try:
-                        back = float(kit.mul(kit.mul(kit.mul(br.y, ow2), d), a))
+                        if d not in yd:
+                            yd[d] = kit.mul(yw, d)
+                        back = float(kit.mul(yd[d], a))
                     except ConstructionError:
                         continue
-                    g2 = gain * d_off * abs(a)
-                    if (back == t1 and abs(ow2) * max(abs(t_on), abs(t_off)) < quarter
-                            and abs(ow2) * h_max * max(1.0, g2) <= F.max_float):
+                    if back == t1:
                         br.post.append((a, c))
                         v_on, v_off, gain, ow = t_on, t_off, max(gain, g2), ow2
                         done = True
@@ -3039,7 +3049,9 @@ class _Ctx:
                 if done:
                     break
             if not done:
-                relay = self._odd_relay(br.y, ow, t1, v_on, v_off, gain, h_max, quarter)
+                sgn = tuple(math.copysign(1.0, v) for v in (br.y, ow, v_on, v_off))
+                relay = self._cached(("odd_relay", br.y, ow, v_on, v_off, gain, h_max, quarter) + sgn,
+                                     lambda: self._odd_relay(br.y, ow, t1, v_on, v_off, gain, h_max, quarter))
                 if relay is None:
                     raise ConstructionError(f"point {br.zi + 1}: no relay pads its gradient branch to "
                                             f"{n_total} layers after the gate")
