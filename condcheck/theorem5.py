@@ -1736,6 +1736,8 @@ def _construct_theorem5(activation, fmt, points, values, upstream, gradients, im
     # rebuild (or pad) the ones that came out shorter than the final depth
     grad_part, n_cur = [], 1
     shortest = SHORTEST_FIRST_SLICED and isinstance(ctx, _SlicedCtx) and ctx.small_format
+    if shortest:
+        ctx.depth_hint = 1               # the layers after the gate of the branch built last
     for zi in range(N):
         if progress:
             progress(zi + 1, 2 * N)
@@ -1897,9 +1899,21 @@ def _gradient_branches_search(ctx, zi, j, y, g, h_max, C, max_post, n_min=1):
             # the fewest layers that work from the depth reached so far, then fewer (the caller rebuilds or
             # pads a shorter branch with exact relays; sigmoid on a 64 x 64 float8_e4m3 grid: a point whose
             # transfer fits only without the blocker layers the branches before it needed)
-            for n_post in list(range(n_min, top + 1)) + list(range(1, min(n_min, top + 1))):
+            order = list(range(n_min, top + 1)) + list(range(1, min(n_min, top + 1)))
+            hint = getattr(ctx, "depth_hint", None)
+            if hint is not None and n_min == 1:
+                # sliced search from the fewest layers (SHORTEST_FIRST_SLICED): the depth of the branch
+                # built last first (neighbouring points mostly need the same), then from one layer upwards;
+                # so no branch is longer than both that one and its own fewest layers, and the final
+                # depth is the largest of the points' fewest
+                p = min(hint, top)
+                order = [p] + list(range(1, p)) + list(range(p + 1, top + 1))
+            for n_post in order:
                 try:
-                    return _parts([ctx.gradient_branch(zi, j, y, part, h_max, C, n_post) for _ in range(parts)])
+                    brs = _parts([ctx.gradient_branch(zi, j, y, part, h_max, C, n_post) for _ in range(parts)])
+                    if hint is not None:
+                        ctx.depth_hint = n_post
+                    return brs
                 except SearchGaveUp:
                     raise
                 except ConstructionError as e:
