@@ -1737,7 +1737,8 @@ def _construct_theorem5(activation, fmt, points, values, upstream, gradients, im
     grad_part, n_cur = [], 1
     shortest = SHORTEST_FIRST_SLICED and isinstance(ctx, _SlicedCtx) and ctx.small_format
     if shortest:
-        ctx.depth_hint = 1               # the layers after the gate of the branch built last
+        ctx.depth_hint = {1: 0}          # how many branches were built with each number of layers after the gate
+        ctx.depth_last = 1               # and the number of the branch built last
     for zi in range(N):
         if progress:
             progress(zi + 1, 2 * N)
@@ -1902,17 +1903,18 @@ def _gradient_branches_search(ctx, zi, j, y, g, h_max, C, max_post, n_min=1):
             order = list(range(n_min, top + 1)) + list(range(1, min(n_min, top + 1)))
             hint = getattr(ctx, "depth_hint", None)
             if hint is not None and n_min == 1:
-                # sliced search from the fewest layers (SHORTEST_FIRST_SLICED): the depth of the branch
-                # built last first (neighbouring points mostly need the same), then from one layer upwards;
-                # so no branch is longer than both that one and its own fewest layers, and the final
-                # depth is the largest of the points' fewest
-                p = min(hint, top)
-                order = [p] + list(range(1, p)) + list(range(p + 1, top + 1))
+                # sliced search from the fewest layers (SHORTEST_FIRST_SLICED): the depth most branches
+                # built so far have first (most points need the same), then the last branch's (neighbouring
+                # points), then from one layer upwards; so no branch is longer than both those depths and
+                # its own fewest layers, and the final depth is the largest of the points' fewest
+                first = [min(max(hint, key=lambda n: (hint[n], -n)), top), min(ctx.depth_last, top)]
+                order = list(dict.fromkeys(first + list(range(1, top + 1))))
             for n_post in order:
                 try:
                     brs = _parts([ctx.gradient_branch(zi, j, y, part, h_max, C, n_post) for _ in range(parts)])
                     if hint is not None:
-                        ctx.depth_hint = n_post
+                        hint[n_post] = hint.get(n_post, 0) + 1
+                        ctx.depth_last = n_post
                     return brs
                 except SearchGaveUp:
                     raise
