@@ -104,3 +104,18 @@ def test_the_full_two_dimensional_float8_box_realizes_random_targets(act, fmt):
 def test_a_64x64_grid_of_the_float8_box_realizes_random_targets(act, fmt):
     net, claim = _build(act, fmt, 64, seed=1)
     assert verify(net, claim, method="sparse").ok
+
+
+def test_sliced_search_from_each_points_fewest_layers_is_no_deeper_than_from_the_depth_reached(monkeypatch):
+    import condcheck.theorem5 as T5
+    monkeypatch.setattr(T5, "SHORTEST_FIRST_SLICED", False)
+    before, _ = _build("sigmoid", "float8_e4m3", 12, gating="slices", verify_result=False)
+    monkeypatch.setattr(T5, "SHORTEST_FIRST_SLICED", True)
+    after, claim = _build("sigmoid", "float8_e4m3", 12, gating="slices")
+    assert after.depth <= before.depth
+
+
+def test_sliced_branches_padded_with_relays_to_the_final_depth_verify_exactly():
+    net, claim = _build("sigmoid", "float8_e4m3", 12, gating="slices")
+    res = verify(net, claim)
+    assert res.ok and res.points == 144, res.summary()
