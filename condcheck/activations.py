@@ -97,6 +97,8 @@ class Activation:
 
 # the dataclass's __init__ (and dataclasses.replace) store ``derivative`` through this property
 Activation.derivative = Activation._lazy_derivative
+
+
 class _Lazy:
     """The marker of a derivative not yet computed (see Activation._lazy_derivative); pickles as itself."""
 
