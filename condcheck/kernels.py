@@ -21,7 +21,7 @@ import numpy as np
 # import costs 0.1-0.4 s, which runs that use no kernel (the d = 1 float8 boxes: numpy paths) save
 HAVE_NUMBA = importlib.util.find_spec("numba") is not None   # else the numpy path in network.py is used
 numba = None
-_COMPILED = ("_rn", "_row_sums", "_lookup", "_best_separators", "_preimage_runs")
+_COMPILED = ("_rn", "_row_sums", "_lookup", "_best_separators", "_preimage_runs", "_gate_pick")
 
 
 def load_numba():
@@ -49,7 +49,8 @@ def _compile():
     _row_sums = numba.njit(cache=True, parallel=True)(_row_sums_py)
     globals().update(_lookup=numba.njit(cache=True, parallel=True)(_lookup_py),
                      _best_separators=numba.njit(cache=True)(_best_separators_py),
-                     _preimage_runs=numba.njit(cache=True)(_preimage_runs_py))
+                     _preimage_runs=numba.njit(cache=True)(_preimage_runs_py),
+                     _gate_pick=numba.njit(cache=True)(_gate_pick_py))
 
 
 def __getattr__(name):
@@ -237,3 +238,55 @@ def preimage_runs(V: np.ndarray, factors, S: np.ndarray, sign: float, fmt):
                    float(sign), lo, hi, shift, np.int64((1 << (shift - 1)) - 1), np.int64(~((1 << shift) - 1)),
                    np.float64(2.0 ** fmt.e_min).view(np.int64), 2.0 ** (fmt.e_min - fmt.M + 52), float(fmt.max))
     return lo, hi
+
+
+def _gate_pick_py(acc, zi, low, over, add, dead, rank, ntv, small_first):
+    """(row, bias index) of ``theorem5._Ctx._gate_indexed``'s choice on table indices, or (-1, -1).
+
+    acc (rows x points) holds the index of each row's sum at each point, ``over`` for an overflow.  A row
+    holding ``over`` anywhere is bad.  Bias index b of a good row r is ok where its sum at point zi,
+    add[acc[r, zi], b], does not overflow, nor its sum with the least of the other points' indices
+    (``over`` when there are none: low, the index of -Omega, with one point), and its sum with their
+    largest (initial 0) is dead; its rank is rank[sum at zi].  The row: the first with a rank <= ntv
+    (small_first), else the first with the least rank; the bias: the first with that row's least rank."""
+    R, n = acc.shape
+    best_r, best_b, best_rank = -1, -1, ntv + 1
+    for r in range(R):
+        ih, il, bad = 0, over, False
+        for k in range(n):
+            v = acc[r, k]
+            if v == over:
+                bad = True
+                break
+            if k != zi:
+                if v > ih:
+                    ih = v
+                if v < il:
+                    il = v
+        if bad:
+            continue
+        if n == 1:
+            ih, il = low, low
+        ia = acc[r, zi]
+        r_rank, r_b = ntv + 1, -1
+        for b in range(over):
+            p = add[ia, b]
+            if p == over or add[il, b] == over or not dead[add[ih, b]]:
+                continue
+            rk = rank[p]
+            if rk < r_rank:
+                r_rank, r_b = rk, b
+        if r_rank <= ntv:
+            if small_first:
+                return r, r_b
+            if r_rank < best_rank:
+                best_r, best_b, best_rank = r, r_b, r_rank
+    return best_r, best_b
+
+
+def gate_pick(acc, zi, low, over, add, dead, rank, ntv, small_first):
+    """``_gate_pick_py`` compiled (numba): (row, bias index), (-1, -1) where none is ok."""
+    _compile()
+    r, b = _gate_pick(np.ascontiguousarray(acc), int(zi), int(low), int(over), add, dead, rank, int(ntv),
+                      bool(small_first))
+    return int(r), int(b)

@@ -2079,6 +2079,11 @@ class _Branch:
 
 class _Ctx:
     NEAR_ONE = True         # _gradient_gates reads _gradient_targets (the retry on gates near 1 applies)
+    #: _gate_indexed chooses by the compiled kernel (``kernels.gate_pick``): set on sliced gating's slices
+    compiled_gates = False
+    #: id -> (target list, name) of lists never edited after they are made, beside gate_targets (set on
+    #: sliced gating's slices: the parent's): ``_fixed_targets`` keeps their sort and ranks
+    fixed_lists = None
 
     def __init__(self, kit, st, F, X, steps, U_X, gating):
         self.kit, self.st, self.F, self.X, self.steps, self.U_X, self.gating = kit, st, F, X, steps, U_X, gating
@@ -2324,7 +2329,11 @@ class _Ctx:
     def _fixed_targets(self, targets) -> bool:
         """Whether ``targets`` is one of the context's fixed target lists (gate_targets, or the same
         states nearest 1 first): what is derived from those is kept, keyed by the list's id."""
-        return targets is self.gate_targets or targets is getattr(self, "_near_one_targets", None)
+        if targets is self.gate_targets or targets is getattr(self, "_near_one_targets", None):
+            return True
+        # sliced gating's slices: the parent's fixed lists too (``_SlicedCtx._fixed_targets``, shared)
+        lists = self.fixed_lists
+        return lists is not None and lists.get(id(targets), (None,))[0] is targets
 
     def _sorted_targets(self, targets):
         """(targets as an array, their stable sort order, the sorted array): made once for the fixed
@@ -2492,27 +2501,23 @@ class _Ctx:
             rank = self._target_ranks(tv)
         if rank is None:
             return None
-        bad = (acc == over).any(axis=1)
-        ia = acc[:, zi]
-        if n > 1:
-            ih = np.maximum(acc[:, :zi].max(axis=1, initial=0), acc[:, zi + 1:].max(axis=1, initial=0))
-            il = np.minimum(acc[:, :zi].min(axis=1, initial=over), acc[:, zi + 1:].min(axis=1, initial=over))
-        else:                                                  # no other point: the bound is -Omega
-            low = kit.index(-F.max_float)
-            if low is None:
-                return None
-            ih = il = np.full(len(B), low, dtype=acc.dtype)
         dead = getattr(self, "_dead_idx", None)
         if dead is None:
             dead = self._dead_idx = np.append(st.dead(tb.values), False)
         add = tb.add_table
-        Pz = add[ia, :over]
-        ok = (Pz != over) & (add[il, :over] != over) & dead[add[ih, :over]] & ~bad[:, None]   # dead[over]: False
-        ranks = np.where(ok, rank[Pz], len(tv) + 1)
-        best_s = ranks.min(axis=1)
-        if (best_s <= len(tv)).any():
-            si = int(np.nonzero(best_s <= len(tv))[0][0]) if small_first else int(np.argmin(best_s))
-            gi = int(np.argmin(ranks[si]))
+        if self.compiled_gates:
+            # the same choice by a compiled loop over the rows (``kernels._gate_pick_py``; sliced gating's
+            # slice gates, where numba is loaded anyway): it stops at the first row that hits with
+            # small_first, and makes no (rows x values) arrays.  tests/test_theorem5_fast_paths.py
+            low = kit.index(-F.max_float) if n == 1 else 0
+            if low is None:
+                return None
+            si, gi = kernels.gate_pick(acc, zi, low, over, add, dead, rank, len(tv), small_first)
+        else:
+            si, gi = self._gate_pick_np(acc, zi, n, over, add, dead, rank, len(tv), small_first)
+            if si is None:
+                return None
+        if si >= 0:
             betas, gamma = [float(b) for b in B[si]], float(tb.values[gi])
             # the gate's row as Kit.row computes it: its products and sums without the bias are row si
             # of acc (the same terms in the same order; row si is not bad, so none of them overflows)
@@ -2522,6 +2527,29 @@ class _Ctx:
             if rank[s[zi]] < len(tv) and dead[s[:zi]].all() and dead[s[zi + 1:]].all():
                 return betas, gamma, tb.value(s)
         raise ConstructionError(f"point {zi + 1} {self.X[zi].tolist()}: no gate puts it live and all other points dead")
+
+    def _gate_pick_np(self, acc, zi, n, over, add, dead, rank, ntv, small_first):
+        """``_gate_indexed``'s (row, bias index) by numpy arrays ((-1, -1) where none is ok; None where the
+        one point's bound -Omega is not a value)."""
+        kit, F = self.kit, self.F
+        bad = (acc == over).any(axis=1)
+        ia = acc[:, zi]
+        if n > 1:
+            ih = np.maximum(acc[:, :zi].max(axis=1, initial=0), acc[:, zi + 1:].max(axis=1, initial=0))
+            il = np.minimum(acc[:, :zi].min(axis=1, initial=over), acc[:, zi + 1:].min(axis=1, initial=over))
+        else:                                                  # no other point: the bound is -Omega
+            low = kit.index(-F.max_float)
+            if low is None:
+                return None
+            ih = il = np.full(len(acc), low, dtype=acc.dtype)
+        Pz = add[ia, :over]
+        ok = (Pz != over) & (add[il, :over] != over) & dead[add[ih, :over]] & ~bad[:, None]   # dead[over]: False
+        ranks = np.where(ok, rank[Pz], ntv + 1)
+        best_s = ranks.min(axis=1)
+        if (best_s <= ntv).any():
+            si = int(np.nonzero(best_s <= ntv)[0][0]) if small_first else int(np.argmin(best_s))
+            return si, int(np.argmin(ranks[si]))
+        return -1, -1
 
     def _index_array(self, v):
         """Table indices of an array of values, the last one remembered (a gate's pass input is read by
@@ -3073,11 +3101,30 @@ class _Ctx:
         (checked exactly); its forward value stays small enough to be absorbed, and at the other points
         the backward gain it adds is checked against h_max.
         """
-        kit, F = self.kit, self.F
         v_on, v_off, gain = br.ends
-        ow = br.out_weight
-        while len(br.post) < n_total:
-            t1 = float(kit.mul(br.y, ow))      # the backward value the branch's last layer must keep
+        ow, need = br.out_weight, n_total - len(br.post)
+        if need > 0:
+            # the relays appended are a function of these numbers only (the same ones recur: branches that
+            # end on the same values with the same upstream and output weight), so they are kept by them
+            # (signs too: -0 == 0 as a key); a failure keeps what was appended before it, as the loop did
+            sgn = tuple(math.copysign(1.0, v) for v in (br.y, ow, v_on, v_off, gain))
+            added, ow2, ok = self._cached(("pad", br.y, ow, v_on, v_off, gain, need, h_max, quarter) + sgn,
+                                          lambda: self._pad_search(br.y, ow, v_on, v_off, gain, need, h_max, quarter))
+            br.post.extend(added)
+            if not ok:
+                raise ConstructionError(f"point {br.zi + 1}: no relay pads its gradient branch to "
+                                        f"{n_total} layers after the gate")
+            ow = ow2
+        br.out_weight = ow
+        return br
+
+    def _pad_search(self, y, ow, v_on, v_off, gain, need, h_max, quarter):
+        """``pad_gradient``'s relays: (the need (a, c) appended, the output weight, True), or (the ones
+        appended before no relay fitted, None, False)."""
+        kit, F = self.kit, self.F
+        post = []
+        while len(post) < need:
+            t1 = float(kit.mul(y, ow))      # the backward value the branch's last layer must keep
             done = False
             # m = 0 first (T'(r) a = 1, the output weight stays); then relays with T'(r) a = 2^m and the
             # output weight ow 2^-m: sigmoid's pass states have T' = 1/4, and t1 (x) 1/4 (x) 4 != t1 when
@@ -3092,7 +3139,7 @@ class _Ctx:
                 if not _in(F, ow2):
                     continue
                 try:
-                    yw = kit.mul(br.y, ow2)
+                    yw = kit.mul(y, ow2)
                 except ConstructionError:
                     continue
                 yd = {}                         # RN(RN(y ow2) T'(q)) per derivative T'(q)
@@ -3108,24 +3155,22 @@ class _Ctx:
                     except ConstructionError:
                         continue
                     if back == t1:
-                        br.post.append((a, c))
+                        post.append((a, c))
                         v_on, v_off, gain, ow = t_on, t_off, max(gain, g2), ow2
                         done = True
                         break
                 if done:
                     break
             if not done:
-                sgn = tuple(math.copysign(1.0, v) for v in (br.y, ow, v_on, v_off))
-                relay = self._cached(("odd_relay", br.y, ow, v_on, v_off, gain, h_max, quarter) + sgn,
-                                     lambda: self._odd_relay(br.y, ow, t1, v_on, v_off, gain, h_max, quarter))
+                sgn = tuple(math.copysign(1.0, v) for v in (y, ow, v_on, v_off))
+                relay = self._cached(("odd_relay", y, ow, v_on, v_off, gain, h_max, quarter) + sgn,
+                                     lambda: self._odd_relay(y, ow, t1, v_on, v_off, gain, h_max, quarter))
                 if relay is None:
-                    raise ConstructionError(f"point {br.zi + 1}: no relay pads its gradient branch to "
-                                            f"{n_total} layers after the gate")
+                    return post, None, False
                 (a, c), (v_on, v_off, g2), ow = relay
-                br.post.append((a, c))
+                post.append((a, c))
                 gain = max(gain, g2)
-        br.out_weight = ow
-        return br
+        return post, ow, True
 
     def _pad_relays(self, v_on, v_off):
         """[(m, [(a, c, T(on), T(off), T'(q), |T'(off)|), ...]) for m = 0, 1, 2, 3, -1, -2]: the relays
@@ -4120,12 +4165,15 @@ class _SlicedCtx(_Ctx):
                     out.append(step_of[(j, v + 1, True)])
                 return out
             self.slices[j] = _Ctx(kit, st, F, coord_vals[j].reshape(-1, 1), steps, U, gating)
+            self.slices[j].compiled_gates = kernels.HAVE_NUMBA
         self._indicators, self._slice_gates, self._ands = {}, {}, {}
         self._live_orders = {}          # _live_states
         self._indicator_in = {}         # _indicator_inputs: (I, j, v) -> its _input triple
         # target lists never edited after they are made (gate_targets, _live_states): _and keys its memo by
         # a name for them instead of their 1,024 values; id -> (the list, its name)
         self._fixed_targets = {id(self.gate_targets): (self.gate_targets, "gate_targets")}
+        for sl in self.slices.values():     # the slices' gates read these lists (and gate_targets) too
+            sl.fixed_lists = self._fixed_targets
 
     def _coord_values(self, j):
         return self.coord_vals[j]

@@ -569,3 +569,70 @@ def test_one_term_layer_equals_the_cols_rows_it_replaces():
 def test_one_term_layer_refuses_a_weight_outside_the_format():
     with pytest.raises(t5.ConstructionError, match="not a value"):
         t5._one_term_layer([([0], [0.3], [0.0])], 1, get_format("float8_e5m2"))
+
+
+def _gate_pick_case(rng, F, n, zi):
+    """Random index sums (rows x points, some rows with an overflow index), ranks and a dead mask on F's
+    tables, as ``_Ctx._gate_indexed`` hands them to its pick."""
+    from condcheck.op_tables import op_tables
+    tb = op_tables(F)
+    over = tb.over
+    R = int(rng.integers(1, 12))
+    acc = rng.integers(0, over, (R, n)).astype(np.int16)
+    acc[rng.random((R, n)) < 0.02] = over
+    ntv = int(rng.integers(1, 60))
+    rank = np.full(over + 1, ntv + 1, dtype=np.int64)
+    rank[rng.choice(over, ntv, replace=False)] = rng.permutation(ntv)
+    dead = np.append(rng.random(over) < rng.random(), False)
+    return tb, acc, rank, dead, ntv
+
+
+@pytest.mark.parametrize("fmt", ["float8_e4m3", "float8_e5m2"])
+@pytest.mark.parametrize("seed", range(4))
+def test_compiled_gate_pick_chooses_what_the_numpy_pick_chooses(fmt, seed):
+    """``kernels.gate_pick`` (compiled) and its Python source against ``_Ctx._gate_pick_np`` on random index
+    sums with overflowing rows, ties of ranks, one point or many, both choice rules: the same (row, bias)."""
+    from condcheck import kernels
+    F = get_format(fmt)
+    rng = np.random.default_rng(seed)
+    probe = _Probe(F)
+    probe.kit = t5.Kit("relu", F, "exact")
+    hits = 0
+    for _ in range(150):
+        n = int(rng.choice([1, 2, 5, 40]))
+        zi = int(rng.integers(0, n))
+        tb, acc, rank, dead, ntv = _gate_pick_case(rng, F, n, zi)
+        low = int(tb.index_of(-float(F.max_float)))
+        for small_first in (False, True):
+            want = t5._Ctx._gate_pick_np(probe, acc, zi, n, tb.over, tb.add_table, dead, rank, ntv, small_first)
+            got = kernels.gate_pick(acc, zi, low if n == 1 else 0, tb.over, tb.add_table, dead, rank, ntv, small_first)
+            assert got == want
+            assert tuple(int(x) for x in kernels._gate_pick_py(acc, zi, low if n == 1 else 0, tb.over, tb.add_table,
+                                                                dead, rank, ntv, small_first)) == want
+            hits += want[0] >= 0
+    assert hits > 20
+
+
+@pytest.mark.parametrize("act,fmt,grid", [("sigmoid", "float8_e4m3", 16), ("relu", "float8_e5m2", 12)])
+def test_slice_gates_chosen_by_the_compiled_pick_build_the_same_network(monkeypatch, act, fmt, grid):
+    """Sliced gating with its slice gates chosen by ``kernels.gate_pick`` and by numpy: weight for weight
+    the same network."""
+    X, f, h, g = _sliced_ctx(act, fmt, grid)
+    calls = []
+    real = t5._Ctx._gate_pick_np
+
+    def counted(self, *args):
+        calls.append(self.compiled_gates)
+        return real(self, *args)
+    monkeypatch.setattr(t5._Ctx, "_gate_pick_np", counted)
+    fast, _ = t5.construct_theorem5(act, fmt, X, f, h, g, gating="slices", verify_result=False)
+    assert not calls                                        # every slice gate by the kernel
+    monkeypatch.setattr(t5._Ctx, "compiled_gates", property(lambda self: False, lambda self, v: None))
+    slow, _ = t5.construct_theorem5(act, fmt, X, f, h, g, gating="slices", verify_result=False)
+    assert len(calls) > 50
+    assert len(fast.layers) == len(slow.layers)
+    for a, b in zip(fast.layers, slow.layers):
+        assert a.weight.shape == b.weight.shape
+        for x, y in ((a.weight.indptr, b.weight.indptr), (a.weight.indices, b.weight.indices),
+                     (a.weight.data.view(np.int64), b.weight.data.view(np.int64)), (a.bias.view(np.int64), b.bias.view(np.int64))):
+            assert np.array_equal(x, y)
