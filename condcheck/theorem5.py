@@ -3003,10 +3003,56 @@ class _Ctx:
         With n_top: n_post .. n_top passes (the fewest that work) for each source, pass and gate."""
         kit, F = self.kit, self.F
         X = self.X
-        xs, vi = self._coord_values(j), self._coord_index(zi, j)    # the source row's inputs, z's index
-        xz = float(xs[vi])
+        vi = self._coord_index(zi, j)                                  # z's index in the source row's inputs
         quarter = math.ldexp(1.0, math.frexp(C)[1] - 1 - F.M - 2)      # ulp(C) / 4
         last_err = "no source state reachable"
+        # the (source, passes, scales) before the gate, in the order tried, with the reasons the ones
+        # between them failed ("relay", "reach")
+        for c in self._pre_gate(zi, j, g):
+            if c.__class__ is str:
+                last_err = c
+                continue
+            w_g, b_g, a2, c2, a2b, c3, a3, relays, P3, tail = c
+            for option in self._gradient_gates(zi, j, vi, a3, P3, (j, w_g, b_g, a2, a3)):
+                if isinstance(option, ConstructionError):
+                    last_err = str(option)
+                    continue
+                gate, slice_gate, front = option
+                Gz = float(kit.T(gate.pz))
+                d3 = float(kit.dT(gate.pz))
+                factors = [d3] + front + tail
+                for n in range(n_post, (n_top or n_post) + 1):
+                    r = self._transfer(y, g, Gz, d3, factors, gate.bmax, h_max, quarter, n)
+                    if r is not None:
+                        break
+                if r is None:
+                    last_err = (f"no transfer pair (a, A) maps upstream {y!r} to gradient {g!r}: "
+                                f"{self.transfer_why}")
+                    continue
+                post, A, ends = r
+                post = list(post)           # pad_gradient appends to it; r may be shared (cached)
+                br = _Branch(zi, gate, post, A, coord=j, w_g=w_g, b_g=b_g, a2=a2, c2=c2, a2b=a2b, c3=c3,
+                             a3=a3, slice_gate=slice_gate, relays=relays)
+                br.ends, br.y, br.g, br.near_one = ends, y, g, self.near_one
+                return br
+        if last_err == "relay":
+            last_err = "no relay of the pass reaches a pass state"
+        elif last_err == "reach":
+            # every gate's transfer would find no value reaching g through the factors before the
+            # gate (their last factors are these): its gate searches were skipped (the same branch)
+            last_err = (f"no transfer pair (a, A) maps upstream {y!r} to gradient {g!r}: no value "
+                        f"reaches the gradient through the factors before the gate")
+        raise ConstructionError(f"point {zi + 1} {X[zi].tolist()}, coordinate {j + 1}: gradient branch not "
+                                f"found ({last_err})")
+
+    def _pre_gate(self, zi, j, g):
+        """gradient_branch's (source, pass, second pass, relays, scales) in the order tried, each as
+        (w_g, b_g, a2, c2, a2b, c3, a3, relays, P3, the backward factors before the gate), or the reason
+        one failed: "relay" (no relay of the pass reaches a pass state) or "reach" (``_reaches``: no value
+        reaches g through those factors, so every gate's transfer would fail at once)."""
+        kit, F = self.kit, self.F
+        xs, vi = self._coord_values(j), self._coord_index(zi, j)    # the source row's inputs, z's index
+        xz = float(xs[vi])
         # source weights: a backward value must stay a finite value of the format all the way, so near
         # the input the suffix products |w_g|, |T'(s0) w_g| must reach |g| / Omega; small |w_g| first
 
@@ -3036,62 +3082,52 @@ class _Ctx:
                 continue
             b_g, s0, S, d1 = src
             for a2, a3 in self._scales(g, w_g, d1, self._gate_weight(zi, j) * self.share):
-                r2 = self._cached_at(vi, ("pass2", j, vi, w_g, a2), lambda: self._pass(S, a2, vi))
-                if r2 is None:
+                # the passes of (source, a2), with their factors of the backward chain (kept together)
+                pp = self._cached_at(vi, ("passes", j, vi, w_g, a2), lambda: self._passes(j, vi, w_g, S, d1, a2))
+                if pp is None:
                     continue
-                c2, p2, P2 = r2
-                d2 = float(kit.dT(p2))
-                # the second pass (layer 3, beside the boosted steps): weight -1 keeps it small
-                a2b = -1.0
-                r3 = self._cached_at(vi, ("pass3", j, vi, w_g, a2), lambda: self._pass(P2, a2b, vi))
-                if r3 is None:
+                if pp.__class__ is str:
+                    yield pp
                     continue
-                c3, p3, P3 = r3
-                d2b = float(kit.dT(p3))
-                # relays after the second pass, one per sharpening layer of the steps (none on most
-                # formats): passes like the second one (weight -1, a pass state at the point), whose
-                # derivatives and weights join the backward chain
-                relays, relay_f = [], []
-                for k in range(self.relays):
-                    r = self._cached_at(vi, ("relay", k, j, vi, w_g, a2), lambda: self._pass(P3, -1.0, vi))
-                    if r is None:
-                        break
-                    relays.append((-1.0, r[0]))
-                    relay_f = [float(kit.dT(r[1])), -1.0] + relay_f
-                    P3 = r[2]
-                if len(relays) < self.relays:
-                    last_err = "no relay of the pass reaches a pass state"
+                c2, a2b, c3, relays, P3, front = pp
+                # every gate's transfer would find no value reaching g through the factors before the
+                # gate (their last factors are these): its gate searches are skipped (the same branch)
+                if not self._reaches(g, None, ("reaches", float(a3)) + front):
+                    yield "reach"
                     continue
-                if not self._reaches(g, [a3] + relay_f + [d2b, a2b, d2, a2, d1, w_g]):
-                    # every gate's transfer would find no value reaching g through the factors before the
-                    # gate (their last factors are these): its gate searches are skipped (the same branch)
-                    last_err = (f"no transfer pair (a, A) maps upstream {y!r} to gradient {g!r}: no value "
-                                f"reaches the gradient through the factors before the gate")
-                    continue
-                for option in self._gradient_gates(zi, j, vi, a3, P3, (j, w_g, b_g, a2, a3)):
-                    if isinstance(option, ConstructionError):
-                        last_err = str(option)
-                        continue
-                    gate, slice_gate, front = option
-                    Gz = float(kit.T(gate.pz))
-                    d3 = float(kit.dT(gate.pz))
-                    factors = [d3] + front + [a3] + relay_f + [d2b, a2b, d2, a2, d1, w_g]
-                    for n in range(n_post, (n_top or n_post) + 1):
-                        r = self._transfer(y, g, Gz, d3, factors, gate.bmax, h_max, quarter, n)
-                        if r is not None:
-                            break
-                    if r is None:
-                        last_err = (f"no transfer pair (a, A) maps upstream {y!r} to gradient {g!r}: "
-                                    f"{self.transfer_why}")
-                        continue
-                    post, A, ends = r
-                    post = list(post)           # pad_gradient appends to it; r may be shared (cached)
-                    br = _Branch(zi, gate, post, A, coord=j, w_g=w_g, b_g=b_g, a2=a2, c2=c2, a2b=a2b, c3=c3,
-                                 a3=a3, slice_gate=slice_gate, relays=tuple(relays))
-                    br.ends, br.y, br.g, br.near_one = ends, y, g, self.near_one
-                    return br
-        raise ConstructionError(f"point {zi + 1} {X[zi].tolist()}, coordinate {j + 1}: gradient branch not "
-                                f"found ({last_err})")
+                yield w_g, b_g, a2, c2, a2b, c3, a3, relays, P3, [a3] + list(front)
+
+    def _passes(self, j, vi, w_g, S, d1, a2):
+        """The passes after source S (weight w_g on x_j, value index vi) with weight a2: (c2, a2b, c3,
+        relays, P3, (the factors of the backward chain from the relays down to the source)), None where
+        the pass or the second pass reaches no pass state, "relay" where a relay does not."""
+        kit = self.kit
+        r2 = self._cached_at(vi, ("pass2", j, vi, w_g, a2), lambda: self._pass(S, a2, vi))
+        if r2 is None:
+            return None
+        c2, p2, P2 = r2
+        d2 = float(kit.dT(p2))
+        # the second pass (layer 3, beside the boosted steps): weight -1 keeps it small
+        a2b = -1.0
+        r3 = self._cached_at(vi, ("pass3", j, vi, w_g, a2), lambda: self._pass(P2, a2b, vi))
+        if r3 is None:
+            return None
+        c3, p3, P3 = r3
+        d2b = float(kit.dT(p3))
+        # relays after the second pass, one per sharpening layer of the steps (none on most
+        # formats): passes like the second one (weight -1, a pass state at the point), whose
+        # derivatives and weights join the backward chain
+        relays, relay_f = [], []
+        for k in range(self.relays):
+            r = self._cached_at(vi, ("relay", k, j, vi, w_g, a2), lambda: self._pass(P3, -1.0, vi))
+            if r is None:
+                break
+            relays.append((-1.0, r[0]))
+            relay_f = [float(kit.dT(r[1])), -1.0] + relay_f
+            P3 = r[2]
+        if len(relays) < self.relays:
+            return "relay"
+        return c2, a2b, c3, tuple(relays), P3, tuple(float(f) for f in relay_f + [d2b, a2b, d2, a2, d1, w_g])
 
     def pad_gradient(self, br, n_total, h_max, quarter):
         """Append relays to a gradient branch until it has n_total layers after its gate.
@@ -3239,7 +3275,7 @@ class _Ctx:
                         return (a, c), (t_on, t_off, max(gain, g2)), ow2
         return None
 
-    def _reaches(self, g, factors) -> bool:
+    def _reaches(self, g, factors, key=None) -> bool:
         """False only when no value u of the format (0 and the overflow index included) has
         RN(...RN(RN(u f_1) f_2)... f_k) = g for these factors (8-bit formats; True elsewhere).
 
@@ -3253,11 +3289,12 @@ class _Ctx:
         tb = self.tables
         if tb is None or self.nonzero_values is None:
             return True
-        key = ("reaches",) + tuple(float(f) for f in factors)
+        if key is None:     # (the caller may pass it: ("reaches",) and the factors as floats)
+            key = ("reaches",) + tuple(float(f) for f in factors)
         mask = self._memo.get(key)
         if mask is None:
             i = np.arange(tb.over + 1)
-            for f in factors:
+            for f in key[1:]:
                 i = tb.mul(i, tb.index_of(float(f)))
             mask = np.zeros(tb.over + 1, bool)
             mask[i] = True

@@ -499,6 +499,10 @@ def test_reaches_says_no_only_when_no_value_maps_to_g_through_any_longer_chain(f
         image = t5._rn_products(F, V, factors)
         reaches = t5._Ctx._reaches(probe, g, factors)
         assert reaches == bool((image == g).any())
+        # the same answer by the key the branch search passes (kept passes), on an empty memo
+        memo, probe._memo = probe._memo, {}
+        assert t5._Ctx._reaches(probe, g, None, ("reaches",) + tuple(factors)) == reaches
+        probe._memo = memo
         if not reaches:
             said_no += 1
             for _ in range(3):
@@ -521,13 +525,13 @@ def test_skipping_unreachable_gradients_builds_the_same_network(monkeypatch, act
     calls = []
     real = t5._Ctx._reaches
 
-    def counted(self, g_, factors):
-        r = real(self, g_, factors)
+    def counted(self, g_, factors, key=None):
+        r = real(self, g_, factors, key)
         calls.append(r)
         return r
     monkeypatch.setattr(t5._Ctx, "_reaches", counted)
     fast, _ = t5.construct_theorem5(act, fmt, X, f, h, g, verify_result=False)
-    monkeypatch.setattr(t5._Ctx, "_reaches", lambda self, g_, factors: True)
+    monkeypatch.setattr(t5._Ctx, "_reaches", lambda self, g_, factors, key=None: True)
     slow, _ = t5.construct_theorem5(act, fmt, X, f, h, g, verify_result=False)
     assert act == "relu" or not all(calls)                       # sigmoid: some searches were skipped
     assert len(fast.layers) == len(slow.layers)
