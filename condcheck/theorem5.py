@@ -2332,7 +2332,7 @@ class _Ctx:
         if targets is self.gate_targets or targets is getattr(self, "_near_one_targets", None):
             return True
         # sliced gating's slices: the parent's fixed lists too (``_SlicedCtx._fixed_targets``, shared)
-        lists = self.fixed_lists
+        lists = getattr(self, "fixed_lists", None)
         return lists is not None and lists.get(id(targets), (None,))[0] is targets
 
     def _sorted_targets(self, targets):
