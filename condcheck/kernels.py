@@ -240,25 +240,31 @@ def preimage_runs(V: np.ndarray, factors, S: np.ndarray, sign: float, fmt):
     return lo, hi
 
 
-def _gate_pick_py(acc, zi, low, over, add, dead, rank, ntv, small_first):
+def _gate_pick_py(acc, pe, zi, low, over, add, dead, rank, ntv, small_first):
     """(row, bias index) of ``theorem5._Ctx._gate_indexed``'s choice on table indices, or (-1, -1).
 
-    acc (rows x points) holds the index of each row's sum at each point, ``over`` for an overflow.  A row
-    holding ``over`` anywhere is bad.  Bias index b of a good row r is ok where its sum at point zi,
-    add[acc[r, zi], b], does not overflow, nor its sum with the least of the other points' indices
-    (``over`` when there are none: low, the index of -Omega, with one point), and its sum with their
-    largest (initial 0) is dead; its rank is rank[sum at zi].  The row: the first with a rank <= ntv
-    (small_first), else the first with the least rank; the bias: the first with that row's least rank."""
+    Row r's index at point k is add[acc[r, k], pe[k]] (acc[r, k] where pe is empty: the sums before the
+    gate's bias), ``over`` for an overflow.  A row holding ``over`` anywhere is bad.  Bias index b of a
+    good row r is ok where its sum at point zi does not overflow, nor its sum with the least of the other
+    points' indices (``over`` when there are none: low, the index of -Omega, with one point), and its sum
+    with their largest (initial 0) is dead; its rank is rank[sum at zi].  The row: the first with a rank
+    <= ntv (small_first), else the first with the least rank; the bias: the first with that row's least
+    rank."""
     R, n = acc.shape
+    extra = pe.shape[0] > 0
     best_r, best_b, best_rank = -1, -1, ntv + 1
     for r in range(R):
-        ih, il, bad = 0, over, False
+        ih, il, bad, ia = 0, over, False, 0
         for k in range(n):
             v = acc[r, k]
+            if extra:
+                v = add[v, pe[k]]
             if v == over:
                 bad = True
                 break
-            if k != zi:
+            if k == zi:
+                ia = v
+            else:
                 if v > ih:
                     ih = v
                 if v < il:
@@ -267,7 +273,6 @@ def _gate_pick_py(acc, zi, low, over, add, dead, rank, ntv, small_first):
             continue
         if n == 1:
             ih, il = low, low
-        ia = acc[r, zi]
         r_rank, r_b = ntv + 1, -1
         for b in range(over):
             p = add[ia, b]
@@ -284,9 +289,12 @@ def _gate_pick_py(acc, zi, low, over, add, dead, rank, ntv, small_first):
     return best_r, best_b
 
 
-def gate_pick(acc, zi, low, over, add, dead, rank, ntv, small_first):
-    """``_gate_pick_py`` compiled (numba): (row, bias index), (-1, -1) where none is ok."""
+def gate_pick(acc, zi, low, over, add, dead, rank, ntv, small_first, pe=None):
+    """``_gate_pick_py`` compiled (numba): (row, bias index), (-1, -1) where none is ok; pe (the index
+    row of the gate's extra term) is added to every row of acc, or nothing is."""
     _compile()
-    r, b = _gate_pick(np.ascontiguousarray(acc), int(zi), int(low), int(over), add, dead, rank, int(ntv),
-                      bool(small_first))
+    if pe is None:
+        pe = np.zeros(0, dtype=add.dtype)
+    r, b = _gate_pick(np.ascontiguousarray(acc), np.ascontiguousarray(pe, dtype=add.dtype), int(zi), int(low),
+                      int(over), add, dead, rank, int(ntv), bool(small_first))
     return int(r), int(b)

@@ -2484,14 +2484,18 @@ class _Ctx:
         acc = self._gating_sums_indexed(gating, B)
         if acc is False:
             return None
-        iex = None
+        iex, pe = None, None
         if extra is not None:
             iex = (kit.index(extra[0]), self._index_array(extra[1]))
             if iex[0] is None or iex[1] is None:
                 return None
             p = tb.mul_table[iex[0], iex[1]][None, :]
-            acc = p if acc is None else tb.add_table[acc, p]
-            acc = np.broadcast_to(acc, (len(B), n))
+            if acc is None:
+                acc = np.broadcast_to(p, (len(B), n))
+            elif self.compiled_gates:
+                pe = p[0]           # the kernel adds it to each row it reads (acc stays the gating sums)
+            else:
+                acc = np.broadcast_to(tb.add_table[acc, p], (len(B), n))
         if self._fixed_targets(targets):
             ranks = self.__dict__.setdefault("_fixed_ranks", {})
             rank = ranks.get(id(targets))
@@ -2512,7 +2516,7 @@ class _Ctx:
             low = kit.index(-F.max_float) if n == 1 else 0
             if low is None:
                 return None
-            si, gi = kernels.gate_pick(acc, zi, low, over, add, dead, rank, len(tv), small_first)
+            si, gi = kernels.gate_pick(acc, zi, low, over, add, dead, rank, len(tv), small_first, pe)
         else:
             si, gi = self._gate_pick_np(acc, zi, n, over, add, dead, rank, len(tv), small_first)
             if si is None:
@@ -2521,7 +2525,7 @@ class _Ctx:
             betas, gamma = [float(b) for b in B[si]], float(tb.values[gi])
             # the gate's row as Kit.row computes it: its products and sums without the bias are row si
             # of acc (the same terms in the same order; row si is not bad, so none of them overflows)
-            s = add[acc[si], gi]
+            s = add[acc[si] if pe is None else add[acc[si], pe], gi]
             if (s == over).any():
                 raise ConstructionError(f"a sum overflows {F.name}")
             if rank[s[zi]] < len(tv) and dead[s[:zi]].all() and dead[s[zi + 1:]].all():

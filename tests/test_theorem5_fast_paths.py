@@ -607,12 +607,17 @@ def test_compiled_gate_pick_chooses_what_the_numpy_pick_chooses(fmt, seed):
         zi = int(rng.integers(0, n))
         tb, acc, rank, dead, ntv = _gate_pick_case(rng, F, n, zi)
         low = int(tb.index_of(-float(F.max_float)))
+        # an extra term's index row, added to every row by the kernel (numpy: to acc first)
+        pe = rng.integers(0, tb.over + 1, n).astype(np.int16) if rng.random() < 0.5 else None
+        summed = acc if pe is None else tb.add_table[acc, pe[None, :]]
         for small_first in (False, True):
-            want = t5._Ctx._gate_pick_np(probe, acc, zi, n, tb.over, tb.add_table, dead, rank, ntv, small_first)
-            got = kernels.gate_pick(acc, zi, low if n == 1 else 0, tb.over, tb.add_table, dead, rank, ntv, small_first)
+            want = t5._Ctx._gate_pick_np(probe, summed, zi, n, tb.over, tb.add_table, dead, rank, ntv, small_first)
+            got = kernels.gate_pick(acc, zi, low if n == 1 else 0, tb.over, tb.add_table, dead, rank, ntv, small_first,
+                                    pe)
             assert got == want
-            assert tuple(int(x) for x in kernels._gate_pick_py(acc, zi, low if n == 1 else 0, tb.over, tb.add_table,
-                                                                dead, rank, ntv, small_first)) == want
+            assert tuple(int(x) for x in kernels._gate_pick_py(
+                acc, np.zeros(0, np.int16) if pe is None else pe, zi, low if n == 1 else 0, tb.over, tb.add_table,
+                dead, rank, ntv, small_first)) == want
             hits += want[0] >= 0
     assert hits > 20
 
