@@ -4208,6 +4208,7 @@ class _SlicedCtx(_Ctx):
             self.slices[j] = _Ctx(kit, st, F, coord_vals[j].reshape(-1, 1), steps, U, gating)
             self.slices[j].compiled_gates = kernels.HAVE_NUMBA
         self._indicators, self._slice_gates, self._ands = {}, {}, {}
+        self._slice_gate_in = {}        # _gradient_gates: slice gate key -> (T' at it, its _input triple)
         self._live_orders = {}          # _live_states
         self._indicator_in = {}         # _indicator_inputs: (I, j, v) -> its _input triple
         # target lists never edited after they are made (gate_targets, _live_states): _and keys its memo by
@@ -4311,11 +4312,16 @@ class _SlicedCtx(_Ctx):
             # from L: with a coarse slice gate on value (RN(a3 P3 + gamma) can not land much finer than
             # a3 P3's spacing) the AND gate's weight on it, a factor of the chain, is about t / on value,
             # so a far target t keeps the fixed chain from shrinking the gradient below reach
-            d_sg = float(self.kit.dT(sg.pz))
+            # T' there and the slice gate's input triple are functions of the slice gate: kept by its key
+            sgi = self._slice_gate_in.get(skey)
+            if sgi is None:
+                d_sg = float(self.kit.dT(sg.pz))
+                sgi = self._slice_gate_in[skey] = (d_sg, self._input(skey, sg) if d_sg != 0 else None)
+            d_sg = sgi[0]
             if d_sg == 0:               # a flat slice gate passes no gradient at all
                 yield ConstructionError(f"point {zi + 1}: the slice gate's state is flat (T' = 0)")
                 continue
-            inputs = self._indicator_inputs(zi, skip=j) + [self._input(skey, sg)]
+            inputs = self._indicator_inputs(zi, skip=j) + [sgi[1]]
             for targets, small in ((self.gate_targets, True), (self._indicator_targets(), False)):
                 try:
                     gate = self._and(inputs, targets, small, zi)
