@@ -2081,8 +2081,8 @@ class _Ctx:
     NEAR_ONE = True         # _gradient_gates reads _gradient_targets (the retry on gates near 1 applies)
     #: _gate_indexed chooses by the compiled kernel (``kernels.gate_pick``): set on sliced gating's slices
     compiled_gates = False
-    #: id -> (target list, name) of lists never edited after they are made, beside gate_targets (set on
-    #: sliced gating's slices: the parent's): ``_fixed_targets`` keeps their sort and ranks
+    #: id -> (target list, name) of lists never edited after they are made, beside gate_targets (sliced
+    #: gating: its own, shared with its slices): ``_fixed_targets`` keeps their sort and ranks
     fixed_lists = None
 
     def __init__(self, kit, st, F, X, steps, U_X, gating):
@@ -2331,8 +2331,8 @@ class _Ctx:
         states nearest 1 first): what is derived from those is kept, keyed by the list's id."""
         if targets is self.gate_targets or targets is getattr(self, "_near_one_targets", None):
             return True
-        # sliced gating's slices: the parent's fixed lists too (``_SlicedCtx._fixed_targets``, shared)
-        lists = getattr(self, "fixed_lists", None)
+        # sliced gating and its slices: the sliced context's fixed lists too (``_SlicedCtx.fixed_lists``)
+        lists = self.fixed_lists
         return lists is not None and lists.get(id(targets), (None,))[0] is targets
 
     def _sorted_targets(self, targets):
@@ -4213,9 +4213,9 @@ class _SlicedCtx(_Ctx):
         self._indicator_in = {}         # _indicator_inputs: (I, j, v) -> its _input triple
         # target lists never edited after they are made (gate_targets, _live_states): _and keys its memo by
         # a name for them instead of their 1,024 values; id -> (the list, its name)
-        self._fixed_targets = {id(self.gate_targets): (self.gate_targets, "gate_targets")}
+        self.fixed_lists = {id(self.gate_targets): (self.gate_targets, "gate_targets")}
         for sl in self.slices.values():     # the slices' gates read these lists (and gate_targets) too
-            sl.fixed_lists = self._fixed_targets
+            sl.fixed_lists = self.fixed_lists
 
     def _coord_values(self, j):
         return self.coord_vals[j]
@@ -4254,7 +4254,7 @@ class _SlicedCtx(_Ctx):
             if dt_nonzero:
                 ok &= st.dt != 0
             cache[name] = list(st.z[ok][np.lexsort(keys(st.t[ok], st.dt[ok]))][:1024])
-            self._fixed_targets[id(cache[name])] = (cache[name], "live:" + name)
+            self.fixed_lists[id(cache[name])] = (cache[name], "live:" + name)
         return cache[name]
 
     def _gate_weight(self, zi, j=None):
@@ -4339,7 +4339,7 @@ class _SlicedCtx(_Ctx):
         gains = tuple(float(g) for _, _, g in inputs)
         # the targets by name when they are a fixed list, else by value (a tuple: no array conversion per
         # call; by their bytes when they hold a zero, since a tuple would not tell -0 from +0)
-        fixed = self._fixed_targets.get(id(targets))
+        fixed = self.fixed_lists.get(id(targets))
         if fixed is not None and fixed[0] is targets:
             tk = fixed[1]
         else:

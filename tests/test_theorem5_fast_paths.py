@@ -120,6 +120,7 @@ def test_lex_first_is_the_first_index_of_a_stable_lexsort_with_ties(n, seed):
 
 class _RankProbe:
     _fixed_targets = t5._Ctx._fixed_targets
+    fixed_lists = None
 
     def __init__(self, F):
         self.F, self.gate_targets = F, []
