@@ -128,7 +128,7 @@ def table_lookup(z: np.ndarray, points: np.ndarray, table: np.ndarray, fmt) -> n
 
 
 def _best_separators_py(I, t, best_i, best_sp):
-    """The separator choice of ``theorem5._choose_steps`` in one pass over the candidates.
+    """The separator choice of ``theorem5.steps._choose_steps`` in one pass over the candidates.
 
     Candidate c's values on the sorted coordinate values are t[I[c, :]].  For every gap g and each of
     its four (side, sign) cases q (0: on = [g:], s = +1; 1: on = [g:], s = -1; 2: on = [:g], s = +1;
@@ -193,7 +193,7 @@ def best_separators(I: np.ndarray, t: np.ndarray):
 
 def _preimage_runs_py(V, fs, S, sign, lo_out, hi_out, shift, half, mask, small_bits, K, omega):
     """For each s of S: [lo_out, hi_out) is the run of the ascending array V whose images
-    sign * RN(...RN(t f_1)... f_k) equal s: ``theorem5._preimage_bisect``'s two bisections, with the
+    sign * RN(...RN(t f_1)... f_k) equal s: ``theorem5.kit._preimage_bisect``'s two bisections, with the
     same key (an overflowing product keys as the infinity of t's sign) and ``_rn`` for RN_F."""
     n = V.shape[0]
     for j in range(S.shape[0]):
@@ -241,7 +241,7 @@ def preimage_runs(V: np.ndarray, factors, S: np.ndarray, sign: float, fmt):
 
 
 def _gate_pick_py(acc, pe, zi, low, over, add, dead, rank, ntv, small_first):
-    """(row, bias index) of ``theorem5._Ctx._gate_indexed``'s choice on table indices, or (-1, -1).
+    """(row, bias index) of ``theorem5.context._Ctx._gate_indexed``'s choice on table indices, or (-1, -1).
 
     Row r's index at point k is add[acc[r, k], pe[k]] (acc[r, k] where pe is empty: the sums before the
     gate's bias), ``over`` for an overflow.  A row holding ``over`` anywhere is bad.  Bias index b of a

@@ -5,7 +5,7 @@ For sorted distinct coordinate values ``vals`` and a gap ``g`` (1 <= g < n: betw
 intermediate finite on all of ``vals``) whose values on the *on side* are all strictly above (s = +1) or
 all strictly below (s = -1) its values on the *dead side*.  ``up=True``: on side ``vals[g:]``;
 ``up=False``: on side ``vals[:g]``.  The result per (g, up) is ``(w, b, s, kappa)`` with the meaning of
-``theorem5._choose_steps``: kappa = -(dead-side value nearest the on side) * s, and among the candidates
+``theorem5.steps._choose_steps``: kappa = -(dead-side value nearest the on side) * s, and among the candidates
 tried the one with the smallest spread (hi_on - edge) / (lo_on - edge) is kept.
 
 How it scales (theorem5 tries every (w, b) in F x F on every value: 4 * 10^9 pairs for 16-bit formats):
@@ -212,7 +212,7 @@ class _Best:
 
 
 def _spreads(on_min, on_max, d_min, d_max):
-    """(spread, ok) for s = +1 and s = -1 (theorem5._choose_steps' criterion); spread inf if not ok."""
+    """(spread, ok) for s = +1 and s = -1 (theorem5.steps._choose_steps' criterion); spread inf if not ok."""
     out = []
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         for lo_on, hi_on, edge in ((on_min, on_max, d_max), (-on_max, -on_min, -d_min)):
@@ -481,7 +481,7 @@ def find_separators(kit, vals, stats: dict | None = None, full_search_limit: flo
     full = False
     open_entries = [(g, up) for up in (False, True) for g in range(1, n) if (g, up) not in res]
     if open_entries and F.count_finite() ** 2 * n <= full_search_limit:
-        from .theorem5 import _choose_steps, _extremes, _separator_table
+        from .theorem5.steps import _choose_steps, _extremes, _separator_table
         full = True
         chosen = _choose_steps(_extremes(_separator_table(kit, vals, None)), n)
         for g, up in open_entries:

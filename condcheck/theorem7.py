@@ -1576,7 +1576,11 @@ class _Gating:
     coordinate: all dead at the point, and at every other point (it differs in some coordinate) one on."""
 
     def __init__(self, act: "_Act", X, implementation):
-        from .theorem5 import Kit, _boost, _Constants, _Ctx, _separator_chooser, find_states
+        from .theorem5 import Kit, find_states
+        from .theorem5.boosts import _boost
+        from .theorem5.assemble import _Constants
+        from .theorem5.context import _Ctx
+        from .theorem5.steps import _separator_chooser
         F = act.F
         self.F, self.act = F, act
         kit = Kit(act.name, F, implementation)
@@ -1620,7 +1624,8 @@ class _Gating:
     def _step(kit, st, vals, j: int, gap: int, up: bool, choose, _boost):
         """(Step, boosted pre-activations on vals): the separator of the gap (theorem5's chooser), snapped
         by the rounded-sum chain into the dead tail on one side and far from it on the other, boosted."""
-        from .theorem5 import Step, _chains
+        from .theorem5 import Step
+        from .theorem5.steps import _chains
         F = kit.fmt
         chs = choose(gap, up)
         if chs is None:

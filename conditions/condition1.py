@@ -2,7 +2,7 @@ r"""Condition 1: the states the Theorem 5 constructor gates with (condcheck's ow
 
 The paper's text of Condition 1 was not available (SPEC section 3).  Its role there: the network must
 be able to distinguish inputs and to build exact indicator-like signals.  condcheck states it as what
-its own constructor (condcheck/theorem5.py) uses, so that the statement is exactly what a construction
+its own constructor (condcheck/theorem5/) uses, so that the statement is exactly what a construction
 relies on.  Clauses, and why each is there:
 
 * (a) **dead tail**: a value z_d >= -Omega/2 such that every finite z <= z_d of F has sigma~(z) = L and

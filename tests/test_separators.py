@@ -14,7 +14,8 @@ from condcheck.formats import get_format
 from condcheck.ops import add_array, mul_array
 from condcheck.separators import find_separators
 from condcheck.targets import box_bound
-from condcheck.theorem5 import Kit, _choose_steps, _extremes, _separator_table
+from condcheck.theorem5 import Kit
+from condcheck.theorem5.steps import _choose_steps, _extremes, _separator_table
 
 
 def _box(fmt, act, n=None, seed=1):

@@ -301,7 +301,7 @@ def test_progress_is_reported_once_per_point_for_gradients_then_values():
 def test_near_grid_holds_every_value_within_one_ulp_of_a_point():
     from fractions import Fraction
 
-    from condcheck.theorem5 import _near
+    from condcheck.theorem5.kit import _near
 
     F = get_format("float16")
     rng = np.random.default_rng(5)
@@ -319,7 +319,7 @@ def test_gates_bounded_over_the_other_points_verify_on_the_float8_box(monkeypatc
     # sum is monotone in every term) instead of evaluating it on every point; force that path here
     import condcheck.theorem5 as t5
 
-    monkeypatch.setattr(t5, "EXACT_GATE_POINTS", 0)
+    monkeypatch.setattr(t5.tuning, "EXACT_GATE_POINTS", 0)
     F, X, net, claim = _full_box_case("gelu", "float8_e4m3", seed=0)
     assert verify(net, claim).ok
 
@@ -345,8 +345,8 @@ def test_a_large_tanh_value_pads_its_branch_with_blockers_instead_of_relays(monk
     from condcheck.targets import box_sample, random_targets
 
     used = []
-    orig = t5._Ctx._value_blockers
-    monkeypatch.setattr(t5._Ctx, "_value_blockers", lambda self, *a, **k: used.append(1) or orig(self, *a, **k))
+    orig = t5.context._Ctx._value_blockers
+    monkeypatch.setattr(t5.context._Ctx, "_value_blockers", lambda self, *a, **k: used.append(1) or orig(self, *a, **k))
     X = box_sample("tanh", "float16", 1, 64, seed=0)
     f, h, g = random_targets("float16", X, 0, 0.25)
     assert np.min(f) == -59968.0
@@ -379,7 +379,7 @@ def test_values_and_gradients_on_larger_16_bit_samples(fmt, act, n):
 
 
 def test_the_layers_tried_after_a_gradient_gate_grow_with_the_ratio_g_over_h():
-    from condcheck.theorem5 import _post_limit
+    from condcheck.theorem5.search import _post_limit
 
     F = get_format("float8_e5m2")                     # M = 2: about 2^3 of decoupling per layer
     assert _post_limit(F, 0.25, 1.0, None) == 5

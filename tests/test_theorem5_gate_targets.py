@@ -31,27 +31,27 @@ def _relu_pair():
 
 @pytest.fixture
 def small_budget(monkeypatch):
-    monkeypatch.setattr(t5, "TRANSFER_BUDGET", 4)
+    monkeypatch.setattr(t5.tuning, "TRANSFER_BUDGET", 4)
 
 
 @pytest.fixture
 def usual_gates_fail(monkeypatch):
     # every transfer from a gate on the usual targets finds nothing (as before the last layer was aimed at
     # its blockers' gains), so the budget runs out there
-    original = t5._Ctx._transfer_search
+    original = t5.context._Ctx._transfer_search
 
     def search(self, *args):
         if not self.near_one:
             self.transfer_why = "the usual gates are blocked by the test"
             return None
         return original(self, *args)
-    monkeypatch.setattr(t5._Ctx, "_transfer_search", search)
+    monkeypatch.setattr(t5.context._Ctx, "_transfer_search", search)
 
 
 @pytest.fixture(autouse=True)
 def no_unbudgeted_last(monkeypatch):
     # the last, unlimited search after every budgeted attempt gave up would take hours on these pairs
-    monkeypatch.setattr(t5, "UNBUDGETED_LAST", False)
+    monkeypatch.setattr(t5.tuning, "UNBUDGETED_LAST", False)
 
 
 def test_a_ratio_far_below_one_is_carried_by_gradient_gates_near_one(small_budget, usual_gates_fail):
@@ -63,7 +63,7 @@ def test_a_ratio_far_below_one_is_carried_by_gradient_gates_near_one(small_budge
 def test_a_ratio_far_below_one_finds_a_last_layer_from_a_gate_on_the_smallest_value(small_budget, monkeypatch):
     # point 466's gate sits on relu's smallest value 2^-133, where every blocker has |a| >= 3/4: the last
     # layer aimed at half of need = 2^-56 found none; aimed within its blockers' gains it does
-    monkeypatch.setattr(t5._Ctx, "NEAR_ONE", False)
+    monkeypatch.setattr(t5.context._Ctx, "NEAR_ONE", False)
     X, f, h, g = _relu_pair()
     net, claim = t5.construct_theorem5("relu", "bfloat16", X, f, h, g)
     assert verify(net, claim).ok
@@ -72,15 +72,15 @@ def test_a_ratio_far_below_one_finds_a_last_layer_from_a_gate_on_the_smallest_va
 def _attempts(monkeypatch, X, f, h, g):
     """The retry flags of every gradient search of the first point, with a budget of 0 (every attempt gives
     up at once)."""
-    monkeypatch.setattr(t5, "TRANSFER_BUDGET", 0)
+    monkeypatch.setattr(t5.tuning, "TRANSFER_BUDGET", 0)
     seen = []
-    original = t5._gradient_branches_search
+    original = t5.search._gradient_branches_search
 
     def spy(ctx, zi, *args, **kw):
         if zi == 0:
             seen.append("near_one" if ctx.near_one else "join" if ctx.join else "usual")
         return original(ctx, zi, *args, **kw)
-    monkeypatch.setattr(t5, "_gradient_branches_search", spy)
+    monkeypatch.setattr(t5.search, "_gradient_branches_search", spy)
     with pytest.raises(t5.SearchGaveUp):
         t5.construct_theorem5("relu", "bfloat16", X, f, h, g)
     return seen
@@ -103,13 +103,13 @@ def test_a_search_that_gave_up_on_a_ratio_above_one_retries_the_join_before_gate
 def test_without_gates_near_one_that_gradient_search_gives_up_naming_the_point(small_budget, usual_gates_fail,
                                                                                monkeypatch):
     X, f, h, g = _relu_pair()
-    monkeypatch.setattr(t5._Ctx, "NEAR_ONE", False)
+    monkeypatch.setattr(t5.context._Ctx, "NEAR_ONE", False)
     with pytest.raises(t5.SearchGaveUp, match=r"point \d .*gave up after 4 transfer searches"):
         t5.construct_theorem5("relu", "bfloat16", X, f, h, g)
 
 
 def test_a_search_with_no_budget_gives_up_at_its_first_transfer(monkeypatch):
-    monkeypatch.setattr(t5, "TRANSFER_BUDGET", 0)
+    monkeypatch.setattr(t5.tuning, "TRANSFER_BUDGET", 0)
     X = box_sample("relu", "bfloat16", 1, 4, 0)
     f, h, g = random_targets("bfloat16", X, 0, 0.25)
     with pytest.raises(t5.SearchGaveUp, match="point 1 .*gave up after 0 transfer searches"):
@@ -118,15 +118,15 @@ def test_a_search_with_no_budget_gives_up_at_its_first_transfer(monkeypatch):
 
 def test_gates_near_one_are_the_gate_targets_ordered_by_the_distance_of_their_value_from_one(monkeypatch):
     seen = {}
-    original = t5._Ctx._gradient_targets
+    original = t5.context._Ctx._gradient_targets
 
     def spy(self):
         r = original(self)
         if self.near_one:
             seen["near"], seen["all"], seen["ctx"] = r, self.gate_targets, self
         return r
-    monkeypatch.setattr(t5._Ctx, "_gradient_targets", spy)
-    monkeypatch.setattr(t5, "TRANSFER_BUDGET", 0)
+    monkeypatch.setattr(t5.context._Ctx, "_gradient_targets", spy)
+    monkeypatch.setattr(t5.tuning, "TRANSFER_BUDGET", 0)
     X = box_sample("relu", "bfloat16", 1, 4, 0)
     f, h, g = random_targets("bfloat16", X, 0, 0.25)
     with pytest.raises(t5.SearchGaveUp):
@@ -140,8 +140,8 @@ def test_gates_near_one_are_the_gate_targets_ordered_by_the_distance_of_their_va
 def test_a_search_that_gave_up_everywhere_is_tried_once_more_without_a_budget(monkeypatch):
     # with a budget of 0 every budgeted attempt gives up at once; the last search has no budget and builds
     # the four points (as the search did before the budget existed)
-    monkeypatch.setattr(t5, "TRANSFER_BUDGET", 0)
-    monkeypatch.setattr(t5, "UNBUDGETED_LAST", True)
+    monkeypatch.setattr(t5.tuning, "TRANSFER_BUDGET", 0)
+    monkeypatch.setattr(t5.tuning, "UNBUDGETED_LAST", True)
     X = box_sample("tanh", "bfloat16", 1, 4, 0)
     f, h, g = random_targets("bfloat16", X, 0, 0.25)
     net, claim = t5.construct_theorem5("tanh", "bfloat16", X, f, h, g)

@@ -24,8 +24,8 @@ def _ctx():
     """A context for sigmoid on float16 (one point: the transfer reads only the states and the format)."""
     F = get_format("float16")
     kit = t5.Kit("sigmoid", F, "exact")
-    st = t5.find_states(kit, t5._require_conditions(kit, F, "exact"))
-    return t5._Ctx(kit, st, F, np.array([[0.0287017822265625]]), [], [], lambda zi: [])
+    st = t5.find_states(kit, t5.states._require_conditions(kit, F, "exact"))
+    return t5.context._Ctx(kit, st, F, np.array([[0.0287017822265625]]), [], [], lambda zi: [])
 
 
 def _backward(ctx, post, A):

@@ -1,5 +1,5 @@
 """Theorem 5 with sliced gating (d >= 2): indicators and slice gates per coordinate value, one AND gate
-per point and branch (``theorem5._SlicedCtx``).  Every network is verified exactly by the constructor;
+per point and branch (``theorem5.sliced._SlicedCtx``).  Every network is verified exactly by the constructor;
 the tests verify again and check the structure that makes large d = 2 domains affordable."""
 import numpy as np
 import pytest
@@ -7,7 +7,8 @@ import pytest
 from condcheck.errors import CondcheckError
 from condcheck.formats import get_format
 from condcheck.targets import full_box, random_targets
-from condcheck.theorem5 import EXACT_GATE_POINTS, construct_theorem5
+from condcheck.theorem5.tuning import EXACT_GATE_POINTS
+from condcheck.theorem5 import construct_theorem5
 from condcheck.verify import verify
 
 
@@ -68,7 +69,7 @@ def test_auto_gating_switches_to_slices_beyond_the_exact_gate_limit(monkeypatch)
     import condcheck.theorem5 as t5
     below = _build("relu", "float8_e4m3", 5, verify_result=False)[0]
     assert _same(below, _build("relu", "float8_e4m3", 5, verify_result=False, gating="points")[0])
-    monkeypatch.setattr(t5, "EXACT_GATE_POINTS", 24)
+    monkeypatch.setattr(t5.tuning, "EXACT_GATE_POINTS", 24)
     above = _build("relu", "float8_e4m3", 5, verify_result=False)[0]
     assert _same(above, _build("relu", "float8_e4m3", 5, verify_result=False, gating="slices")[0])
     assert not _same(above, below)
@@ -108,9 +109,9 @@ def test_a_64x64_grid_of_the_float8_box_realizes_random_targets(act, fmt):
 
 def test_sliced_search_from_each_points_fewest_layers_is_no_deeper_than_from_the_depth_reached(monkeypatch):
     import condcheck.theorem5 as T5
-    monkeypatch.setattr(T5, "SHORTEST_FIRST_SLICED", False)
+    monkeypatch.setattr(T5.tuning, "SHORTEST_FIRST_SLICED", False)
     before, _ = _build("sigmoid", "float8_e4m3", 12, gating="slices", verify_result=False)
-    monkeypatch.setattr(T5, "SHORTEST_FIRST_SLICED", True)
+    monkeypatch.setattr(T5.tuning, "SHORTEST_FIRST_SLICED", True)
     after, claim = _build("sigmoid", "float8_e4m3", 12, gating="slices")
     assert after.depth <= before.depth
 

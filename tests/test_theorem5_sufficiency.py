@@ -59,8 +59,11 @@ def test_a_sharpened_step_of_float8_e4m3b11fnuz_splits_where_its_separator_does_
     # Omega = 30 and gelu's dead tail starts at -5 with ulp 1/2: the best first-layer separator of the
     # box's first gap leaves the step row just above the tail (gelu~(-4) = -2^-13), where no boost moves
     # it; a few sharpening layers T(w n + b) (exhaustive over F x F) pull the two sides apart
-    from condcheck.theorem5 import (Kit, _gate_push_need, _require_conditions, _separator_chooser,
-                                    _sharpened_split, _step_split, find_states)
+    from condcheck.theorem5 import Kit, find_states
+    from condcheck.theorem5.gates import _gate_push_need
+    from condcheck.theorem5.states import _require_conditions
+    from condcheck.theorem5.steps import _separator_chooser
+    from condcheck.theorem5.boosts import _sharpened_split, _step_split
     F = get_format("float8_e4m3b11fnuz")
     kit = Kit("gelu", F, "exact")
     st = find_states(kit, _require_conditions(kit, F, "exact"))
@@ -90,8 +93,10 @@ def test_a_lift_gives_a_step_at_swishs_minimum_the_push_a_gate_needs():
     # swish~ on float8_e4m3b11fnuz: L = 0, z_d = -13, Omega = 30; a step whose on value is swish~'s minimum
     # -0.28 keeps, after the best boost (whose bias must keep L dead), almost no push for a gate; a lift
     # T(a1 U + c1) with any (a1, c1) before the boost moves it far enough
-    from condcheck.theorem5 import (Kit, _boost, _gate_push_need, _gate_reach, _lifted_boost,
-                                    _require_conditions, find_states)
+    from condcheck.theorem5 import Kit, find_states
+    from condcheck.theorem5.boosts import _boost, _lifted_boost
+    from condcheck.theorem5.gates import _gate_push_need, _gate_reach
+    from condcheck.theorem5.states import _require_conditions
     F = get_format("float8_e4m3b11fnuz")
     kit = Kit("swish", F, "exact")
     st = find_states(kit, _require_conditions(kit, F, "exact"))
@@ -137,7 +142,8 @@ def test_an_absorbed_output_weight_loses_the_smallest_subnormal_upstream_where_l
     # |A| below 1/2 for tanh (L = -1), and RN(2^-13 A) is then 0; tanh~ still takes the value L = -1 at
     # live states (T' != 0), and 0 at the live state 0
     from condcheck.rounding import round_float
-    from condcheck.theorem5 import Kit, _require_conditions, find_states
+    from condcheck.theorem5 import Kit, find_states
+    from condcheck.theorem5.states import _require_conditions
     F = get_format("float8_e4m3b11fnuz")
     kit = Kit("tanh", F, "exact")
     st = find_states(kit, _require_conditions(kit, F, "exact"))

@@ -17,8 +17,8 @@ from condcheck.verify import verify
 
 def _constants(act, F):
     kit = t5.Kit(act, F, "exact")
-    st = t5.find_states(kit, t5._require_conditions(kit, F, "exact"))
-    return t5._Constants(F, *st.constants), kit
+    st = t5.find_states(kit, t5.states._require_conditions(kit, F, "exact"))
+    return t5.assemble._Constants(F, *st.constants), kit
 
 
 def test_absorber_finds_a_constant_state_that_keeps_the_largest_upstream_finite():
@@ -48,10 +48,10 @@ def test_absorber_keeps_the_state_nearest_one_for_small_upstream():
 
 def test_boost_weights_are_the_powers_of_two_unless_widened():
     F = get_format("float8_e4m3")
-    narrow = t5._boost_weights(F, 1.0, False)
+    narrow = t5.boosts._boost_weights(F, 1.0, False)
     assert narrow[:2] == [math.ldexp(1.0, F.e_max), -math.ldexp(1.0, F.e_max)]
     assert all(math.frexp(abs(a))[0] == 0.5 for a in narrow)
-    wide = t5._boost_weights(F, -1.0, True)
+    wide = t5.boosts._boost_weights(F, -1.0, True)
     assert set(narrow) < set(wide) and wide[0] == -float(F.max_float)
 
 
@@ -64,7 +64,7 @@ def test_value_that_overflows_with_power_of_two_boosts_builds_with_wide_boosts(a
     f, h, g = random_targets(F, X, seed, float(F.max_float))
     args = (act, F, X, f, h, g, "exact", False, None, None, "auto")
     with pytest.raises(t5.ValueGainOverflow):
-        t5._construct_theorem5(*args)
+        t5.construct._construct_theorem5(*args)
     net, claim = t5.construct_theorem5(act, F, X, f, h, g)
     assert verify(net, claim).ok
 

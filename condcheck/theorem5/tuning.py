@@ -1,0 +1,52 @@
+"""Tunable constants of the Theorem 5 construction (search budgets, thresholds); read as
+``tuning.NAME`` at every use, so a test or user can change one in one place.
+"""
+from __future__ import annotations
+
+
+#: domains with at most this many points evaluate each gate's sum on every point; larger ones bound it
+EXACT_GATE_POINTS = 512
+
+#: transfer searches (``_Ctx._transfer_search``, uncached) one attempt of ``_gradient_branches`` may run
+#: on a format with more than 4,096 values before it gives up (SearchGaveUp); each retry (join, gates near
+#: 1) gets as many again.  relu on 1,024 bfloat16 box points: at most 145 for every point that its first
+#: attempt builds
+TRANSFER_BUDGET = 400
+
+#: when every budgeted attempt of a point gave up, search once more without a budget (as before the budget
+#: existed: sigmoid on 4,096 distinguishable bfloat16 points, point 21, g*/h* = 2^203, needs it); False
+#: lets SearchGaveUp through (tests of the budget)
+UNBUDGETED_LAST = True
+
+#: the blocker searches with a window of weights (large formats) kept per on value, most recent first
+BLOCKER_WINDOWS = 16
+
+#: 8-bit networks with at most this many (points x nonzero parameters) are verified by the dense numpy
+#: interpreter (no compiled code to load: the full float8 box, d = 1, is at most 233 x 27,000)
+NUMPY_VERIFY_WORK = 10_000_000
+
+#: the last-layer search (``_Ctx._last_layer_tables``) builds an upstream value's reach rows after this many calls
+REACH_ROWS_AFTER = 32
+
+#: sliced gating (d >= 2) on the small formats: each gradient branch is searched from one layer after its
+#: gate upwards (the point's own fewest layers), and a branch shorter than the final depth is padded with
+#: exact relays (``_Ctx.pad_gradient``), rebuilt at that depth only where no relay pads it.  Searching
+#: from the depth reached so far first cost a full failing sweep (every source, scale and gate) for each
+#: point that works only with fewer layers, and a rebuild for each one built before the depth grew
+SHORTEST_FIRST_SLICED = True
+
+
+#: candidates per block of ``_best_separators_np``'s gather
+SEPARATOR_BLOCK = 4096
+
+#: formats of at most this many bits choose separators by ``_best_separators_np`` (no compiled code)
+NUMPY_SEPARATORS_BITS = 8
+
+
+#: rows at least this long take the chain maps of ``_ChainMaps`` on 16-bit formats (shorter rows: the
+#: rounded sums cost less than building the maps, about 2 CPU s once per format and process)
+CHAIN_MAP_MIN = 256
+
+
+#: the most sharpening layers a step may take before its row
+MAX_SHARPEN = 6
