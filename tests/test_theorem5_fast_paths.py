@@ -310,6 +310,17 @@ def _random_rows(seed, n_vals, n_cand, huge):
     return rng, src, rng.integers(0, 50, (n_cand, n_vals)).astype(np.int16)
 
 
+def _assert_same_network(a_net, b_net):
+    """Weight for weight the same network: sparsity pattern, and every weight and bias by bit pattern."""
+    assert len(a_net.layers) == len(b_net.layers)
+    for a, b in zip(a_net.layers, b_net.layers):
+        assert a.weight.shape == b.weight.shape
+        for x, y in ((a.weight.indptr, b.weight.indptr), (a.weight.indices, b.weight.indices),
+                     (a.weight.data.view(np.int64), b.weight.data.view(np.int64)),
+                     (a.bias.view(np.int64), b.bias.view(np.int64))):
+            assert np.array_equal(x, y)
+
+
 def _same_choice(got, want):
     assert set(got) == set(want)
     for key, w in want.items():
@@ -535,12 +546,7 @@ def test_skipping_unreachable_gradients_builds_the_same_network(monkeypatch, act
     monkeypatch.setattr(t5.context._Ctx, "_reaches", lambda self, g_, factors, key=None: True)
     slow, _ = t5.construct_theorem5(act, fmt, X, f, h, g, verify_result=False)
     assert act == "relu" or not all(calls)                       # sigmoid: some searches were skipped
-    assert len(fast.layers) == len(slow.layers)
-    for a, b in zip(fast.layers, slow.layers):
-        assert a.weight.shape == b.weight.shape
-        for x, y in ((a.weight.indptr, b.weight.indptr), (a.weight.indices, b.weight.indices),
-                     (a.weight.data.view(np.int64), b.weight.data.view(np.int64)), (a.bias.view(np.int64), b.bias.view(np.int64))):
-            assert np.array_equal(x, y)
+    _assert_same_network(fast, slow)
 
 
 def test_one_term_layer_equals_the_cols_rows_it_replaces():
@@ -640,9 +646,4 @@ def test_slice_gates_chosen_by_the_compiled_pick_build_the_same_network(monkeypa
     monkeypatch.setattr(t5.context._Ctx, "compiled_gates", property(lambda self: False, lambda self, v: None))
     slow, _ = t5.construct_theorem5(act, fmt, X, f, h, g, gating="slices", verify_result=False)
     assert len(calls) > 50
-    assert len(fast.layers) == len(slow.layers)
-    for a, b in zip(fast.layers, slow.layers):
-        assert a.weight.shape == b.weight.shape
-        for x, y in ((a.weight.indptr, b.weight.indptr), (a.weight.indices, b.weight.indices),
-                     (a.weight.data.view(np.int64), b.weight.data.view(np.int64)), (a.bias.view(np.int64), b.bias.view(np.int64))):
-            assert np.array_equal(x, y)
+    _assert_same_network(fast, slow)
