@@ -57,6 +57,7 @@ class _SlicedCtx(_Ctx):
             self.slices[j] = _Ctx(kit, st, F, coord_vals[j].reshape(-1, 1), steps, U, gating)
             self.slices[j].compiled_gates = kernels.HAVE_NUMBA
         self._indicators, self._slice_gates, self._ands = {}, {}, {}
+        self._and_by_name = {}          # _and: (input keys, fixed target list's name, small_first) -> its search
         self._slice_gate_in = {}        # _gradient_gates: slice gate key -> (T' at it, its _input triple)
         self._live_orders = {}          # _live_states
         self._indicator_in = {}         # _indicator_inputs: (I, j, v) -> its _input triple
@@ -145,8 +146,9 @@ class _SlicedCtx(_Ctx):
         followed by the AND gate of the point; the factors between the two in the backward chain are the
         AND gate's weight on the slice gate and T' there."""
         sl = self.slices[j]
-        for variant, targets, small in ((0, self._unit_targets(), False), (1, self._indicator_targets(), False),
-                                        (2, self.gate_targets, True)):
+        gt, ind = self.gate_targets, self._indicator_targets()
+        rest = None                     # the point's indicator inputs but coordinate j's (made once)
+        for variant, targets, small in ((0, self._unit_targets(), False), (1, ind, False), (2, gt, True)):
             skey = ("G", j, vi, variant) + key[1:]
             if skey not in self._slice_gates:
                 try:
@@ -170,8 +172,10 @@ class _SlicedCtx(_Ctx):
             if d_sg == 0:               # a flat slice gate passes no gradient at all
                 yield ConstructionError(f"point {zi + 1}: the slice gate's state is flat (T' = 0)")
                 continue
-            inputs = self._indicator_inputs(zi, skip=j) + [sgi[1]]
-            for targets, small in ((self.gate_targets, True), (self._indicator_targets(), False)):
+            if rest is None:
+                rest = self._indicator_inputs(zi, skip=j)
+            inputs = rest + [sgi[1]]
+            for targets, small in ((gt, True), (ind, False)):
                 try:
                     gate = self._and(inputs, targets, small, zi)
                 except ConstructionError as e:
@@ -182,8 +186,29 @@ class _SlicedCtx(_Ctx):
     def _and(self, inputs, targets, small_first, zi) -> Gate:
         """The AND gate of slice neurons: weights beta_k = +-2^(e - exponent of |on_k - L|) (one e for all;
         sign: an input at L lowers the sum), gamma such that the sum with every input on lands on a
-        target (earliest preferred) and every other on/L pattern is dead; exact on all 2^k patterns."""
-        keys = [k for k, _, _ in inputs]
+        target (earliest preferred) and every other on/L pattern is dead; exact on all 2^k patterns.
+
+        On a fixed target list the gate is kept by its inputs' keys too (``_and_by_name``): a slice
+        neuron's key fixes its on value and gain (kept per key in _indicator_in and _slice_gate_in), so
+        the same keys give the same search; no tuples of on values and gains are built per call."""
+        fixed = self.fixed_lists.get(id(targets))
+        if fixed is not None and fixed[0] is targets:
+            keys = tuple([k for k, _, _ in inputs])
+            nkey = (keys, fixed[1], small_first)
+            hit = self._and_by_name.get(nkey, False)
+            if hit is False:
+                hit = self._and_by_name[nkey] = self._and_hit(inputs, targets, small_first)
+        else:
+            keys = None
+            hit = self._and_hit(inputs, targets, small_first)
+        if hit is None:
+            raise ConstructionError(f"point {zi + 1} {self.X[zi].tolist()}: no AND gate of its slice neurons puts it "
+                                    f"live and every other point dead")
+        betas, gamma, pz, bmax = hit
+        return Gate(list(keys) if keys is not None else [k for k, _, _ in inputs], betas, gamma, pz, bmax)
+
+    def _and_hit(self, inputs, targets, small_first):
+        """(betas, gamma, pz, bmax) of the AND gate, or None; kept by the on values, gains and targets."""
         ons = tuple(float(u) for _, u, _ in inputs)
         gains = tuple(float(g) for _, _, g in inputs)
         # the targets by name when they are a fixed list, else by value (a tuple: no array conversion per
@@ -203,11 +228,7 @@ class _SlicedCtx(_Ctx):
                 betas = hit[0]
                 hit += (float(np.max(np.abs(betas) * np.array(gains, float))) if len(betas) else 1.0,)
             self._ands[memo] = hit
-        if hit is None:
-            raise ConstructionError(f"point {zi + 1} {self.X[zi].tolist()}: no AND gate of its slice neurons puts it "
-                                    f"live and every other point dead")
-        betas, gamma, pz, bmax = hit
-        return Gate(keys, betas, gamma, pz, bmax)
+        return hit
 
     def _and_search(self, ons, tv, small_first):
         F, st, L = self.F, self.st, self.st.L
