@@ -678,3 +678,40 @@ def test_and_gates_kept_by_their_input_keys_equal_the_search_by_on_values_and_ga
     t5.construct_theorem5(act, fmt, X, f, h, g, gating="slices", verify_result=False)
     assert sum(checked) > 100                     # many answers came from the memo by input keys
     assert not all(checked)
+
+
+def _same_network(a, b):
+    assert len(a.layers) == len(b.layers)
+    for x, y in zip(a.layers, b.layers):
+        assert x.weight.shape == y.weight.shape
+        for u, v in ((x.weight.indptr, y.weight.indptr), (x.weight.indices, y.weight.indices),
+                     (x.weight.data.view(np.int64), y.weight.data.view(np.int64)),
+                     (x.bias.view(np.int64), y.bias.view(np.int64))):
+            assert np.array_equal(u, v)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("act,fmt,grid", [("sigmoid", "float8_e4m3", 48)])       # depth 8: padded value branches
+def test_value_blocker_ends_kept_per_on_value_and_power_build_the_same_network_as_recomputed_ones(
+        monkeypatch, act, fmt, grid):
+    """value_branch's blocker paddings (``_value_block_ends``) kept by (on value, depth, P) and computed
+    afresh on every value branch: weight for weight the same network, and the kept ones were reused."""
+    X, f, h, g = _sliced_ctx(act, fmt, grid)
+    calls = []
+    real_ends = t5.context._Ctx._value_block_ends
+
+    def counted(self, *args):
+        calls.append(args)
+        return real_ends(self, *args)
+    monkeypatch.setattr(t5.context._Ctx, "_value_block_ends", counted)
+    kept, _ = t5.construct_theorem5(act, fmt, X, f, h, g, gating="slices", verify_result=False)
+    n_kept = len(calls)
+    real_cached = t5.context._Ctx._cached
+
+    def uncached(self, key, fn):
+        return fn() if key[0] == "value_block_ends" else real_cached(self, key, fn)
+    monkeypatch.setattr(t5.context._Ctx, "_cached", uncached)
+    calls.clear()
+    fresh, _ = t5.construct_theorem5(act, fmt, X, f, h, g, gating="slices", verify_result=False)
+    assert len(calls) > n_kept > 0
+    _same_network(kept, fresh)
