@@ -57,7 +57,6 @@ class _SlicedCtx(_Ctx):
             self.slices[j] = _Ctx(kit, st, F, coord_vals[j].reshape(-1, 1), steps, U, gating)
             self.slices[j].compiled_gates = kernels.HAVE_NUMBA
         self._indicators, self._slice_gates, self._ands = {}, {}, {}
-        self._and_by_name = {}          # _and: (input keys, fixed target list's name, small_first) -> its search
         self._slice_gate_in = {}        # _gradient_gates: slice gate key -> (T' at it, its _input triple)
         self._live_orders = {}          # _live_states
         self._indicator_in = {}         # _indicator_inputs: (I, j, v) -> its _input triple
@@ -187,30 +186,10 @@ class _SlicedCtx(_Ctx):
         """The AND gate of slice neurons: weights beta_k = +-2^(e - exponent of |on_k - L|) (one e for all;
         sign: an input at L lowers the sum), gamma such that the sum with every input on lands on a
         target (earliest preferred) and every other on/L pattern is dead; exact on all 2^k patterns.
-
-        On a fixed target list the gate is kept by its inputs' keys too (``_and_by_name``): a slice
-        neuron's key fixes its on value and gain (kept per key in _indicator_in and _slice_gate_in), so
-        the same keys give the same search; no tuples of on values and gains are built per call."""
-        fixed = self.fixed_lists.get(id(targets))
-        if fixed is not None and fixed[0] is targets:
-            keys = tuple([k for k, _, _ in inputs])
-            nkey = (keys, fixed[1], small_first)
-            hit = self._and_by_name.get(nkey, False)
-            if hit is False:
-                hit = self._and_by_name[nkey] = self._and_hit(inputs, targets, small_first)
-        else:
-            keys = None
-            hit = self._and_hit(inputs, targets, small_first)
-        if hit is None:
-            raise ConstructionError(f"point {zi + 1} {self.X[zi].tolist()}: no AND gate of its slice neurons puts it "
-                                    f"live and every other point dead")
-        betas, gamma, pz, bmax = hit
-        return Gate(list(keys) if keys is not None else [k for k, _, _ in inputs], betas, gamma, pz, bmax)
-
-    def _and_hit(self, inputs, targets, small_first):
-        """(betas, gamma, pz, bmax) of the AND gate, or None; kept by the on values, gains and targets."""
-        ons = tuple(float(u) for _, u, _ in inputs)
-        gains = tuple(float(g) for _, _, g in inputs)
+        (Kept by the inputs' on values and gains, not their keys: a point's keys are its own, while
+        points share on values.)"""
+        ons = tuple([u for _, u, _ in inputs])
+        gains = tuple([g for _, _, g in inputs])
         # the targets by name when they are a fixed list, else by value (a tuple: no array conversion per
         # call; by their bytes when they hold a zero, since a tuple would not tell -0 from +0)
         fixed = self.fixed_lists.get(id(targets))
@@ -228,7 +207,11 @@ class _SlicedCtx(_Ctx):
                 betas = hit[0]
                 hit += (float(np.max(np.abs(betas) * np.array(gains, float))) if len(betas) else 1.0,)
             self._ands[memo] = hit
-        return hit
+        if hit is None:
+            raise ConstructionError(f"point {zi + 1} {self.X[zi].tolist()}: no AND gate of its slice neurons puts it "
+                                    f"live and every other point dead")
+        betas, gamma, pz, bmax = hit
+        return Gate([k for k, _, _ in inputs], betas, gamma, pz, bmax)
 
     def _and_search(self, ons, tv, small_first):
         F, st, L = self.F, self.st, self.st.L
