@@ -647,3 +647,30 @@ def test_slice_gates_chosen_by_the_compiled_pick_build_the_same_network(monkeypa
     slow, _ = t5.construct_theorem5(act, fmt, X, f, h, g, gating="slices", verify_result=False)
     assert len(calls) > 50
     _assert_same_network(fast, slow)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("act,fmt,grid", [("sigmoid", "float8_e4m3", 48)])       # depth 8: padded value branches
+def test_value_blocker_ends_kept_per_on_value_and_power_build_the_same_network_as_recomputed_ones(
+        monkeypatch, act, fmt, grid):
+    """value_branch's blocker paddings (``_value_block_ends``) kept by (on value, depth, P) and computed
+    afresh on every value branch: weight for weight the same network, and the kept ones were reused."""
+    X, f, h, g = _sliced_ctx(act, fmt, grid)
+    calls = []
+    real_ends = t5.context._Ctx._value_block_ends
+
+    def counted(self, *args):
+        calls.append(args)
+        return real_ends(self, *args)
+    monkeypatch.setattr(t5.context._Ctx, "_value_block_ends", counted)
+    kept, _ = t5.construct_theorem5(act, fmt, X, f, h, g, gating="slices", verify_result=False)
+    n_kept = len(calls)
+    real_cached = t5.context._Ctx._cached
+
+    def uncached(self, key, fn):
+        return fn() if key[0] == "value_block_ends" else real_cached(self, key, fn)
+    monkeypatch.setattr(t5.context._Ctx, "_cached", uncached)
+    calls.clear()
+    fresh, _ = t5.construct_theorem5(act, fmt, X, f, h, g, gating="slices", verify_result=False)
+    assert len(calls) > n_kept > 0
+    _assert_same_network(kept, fresh)

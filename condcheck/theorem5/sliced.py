@@ -145,8 +145,9 @@ class _SlicedCtx(_Ctx):
         followed by the AND gate of the point; the factors between the two in the backward chain are the
         AND gate's weight on the slice gate and T' there."""
         sl = self.slices[j]
-        for variant, targets, small in ((0, self._unit_targets(), False), (1, self._indicator_targets(), False),
-                                        (2, self.gate_targets, True)):
+        gt, ind = self.gate_targets, self._indicator_targets()
+        rest = None                     # the point's indicator inputs but coordinate j's (made once)
+        for variant, targets, small in ((0, self._unit_targets(), False), (1, ind, False), (2, gt, True)):
             skey = ("G", j, vi, variant) + key[1:]
             if skey not in self._slice_gates:
                 try:
@@ -170,8 +171,10 @@ class _SlicedCtx(_Ctx):
             if d_sg == 0:               # a flat slice gate passes no gradient at all
                 yield ConstructionError(f"point {zi + 1}: the slice gate's state is flat (T' = 0)")
                 continue
-            inputs = self._indicator_inputs(zi, skip=j) + [sgi[1]]
-            for targets, small in ((self.gate_targets, True), (self._indicator_targets(), False)):
+            if rest is None:
+                rest = self._indicator_inputs(zi, skip=j)
+            inputs = rest + [sgi[1]]
+            for targets, small in ((gt, True), (ind, False)):
                 try:
                     gate = self._and(inputs, targets, small, zi)
                 except ConstructionError as e:
@@ -182,10 +185,11 @@ class _SlicedCtx(_Ctx):
     def _and(self, inputs, targets, small_first, zi) -> Gate:
         """The AND gate of slice neurons: weights beta_k = +-2^(e - exponent of |on_k - L|) (one e for all;
         sign: an input at L lowers the sum), gamma such that the sum with every input on lands on a
-        target (earliest preferred) and every other on/L pattern is dead; exact on all 2^k patterns."""
-        keys = [k for k, _, _ in inputs]
-        ons = tuple(float(u) for _, u, _ in inputs)
-        gains = tuple(float(g) for _, _, g in inputs)
+        target (earliest preferred) and every other on/L pattern is dead; exact on all 2^k patterns.
+        (Kept by the inputs' on values and gains, not their keys: a point's keys are its own, while
+        points share on values.)"""
+        ons = tuple([u for _, u, _ in inputs])
+        gains = tuple([g for _, _, g in inputs])
         # the targets by name when they are a fixed list, else by value (a tuple: no array conversion per
         # call; by their bytes when they hold a zero, since a tuple would not tell -0 from +0)
         fixed = self.fixed_lists.get(id(targets))
@@ -207,7 +211,7 @@ class _SlicedCtx(_Ctx):
             raise ConstructionError(f"point {zi + 1} {self.X[zi].tolist()}: no AND gate of its slice neurons puts it "
                                     f"live and every other point dead")
         betas, gamma, pz, bmax = hit
-        return Gate(keys, betas, gamma, pz, bmax)
+        return Gate([k for k, _, _ in inputs], betas, gamma, pz, bmax)
 
     def _and_search(self, ons, tv, small_first):
         F, st, L = self.F, self.st, self.st.L

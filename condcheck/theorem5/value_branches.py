@@ -162,7 +162,6 @@ class _ValueBranches:
             Pv = float(kit.T(gate.pz))
             d3 = abs(float(kit.dT(gate.pz)))
             bmax = gate.bmax
-            blocker_chains = None
 
             def consider(post, g_on, g_off, A):
                 nonlocal best
@@ -205,17 +204,14 @@ class _ValueBranches:
                 # the padding as blockers between V_z and V' instead: L stays dead through them, so at
                 # the other points the backward value stops at the last blocker (relays after V' map 0
                 # to a zero of T, where T' can be 1, and multiply it by their weights there)
-                if blocker_chains is None:
-                    blocker_chains = self._value_blockers(Pv, n_post - 1)
-                for chain, t_last, gains in blocker_chains:
-                    for a2, c2 in self._map_two(st.L, t_last, "zero", P, choices=True):
-                        d4 = abs(float(kit.dT(kit.add(kit.mul(a2, t_last), c2))))
-                        d0 = abs(float(kit.dT(kit.add(kit.mul(a2, st.L), c2))))
-                        prefix = [1.0, d4, d4 * abs(a2)]
-                        for gk in gains:                        # T'(p_k) a_k, last blocker first
-                            prefix.append(prefix[-1] * gk)
-                        prefix += [prefix[-1] * d3, prefix[-1] * d3 * bmax * share]
-                        consider(chain + [(a2, c2)], abs(A) * max(prefix), abs(A) * max(1.0, d0, d0 * abs(a2)), A)
+                # (the chains and their last layers are functions of (Pv, n_post, P): kept, in their order)
+                ends = self._cached(("value_block_ends", Pv, n_post, P), lambda: self._value_block_ends(Pv, n_post, P))
+                for chain, a2, d4, d0, gains in ends:
+                    prefix = [1.0, d4, d4 * abs(a2)]
+                    for gk in gains:                        # T'(p_k) a_k, last blocker first
+                        prefix.append(prefix[-1] * gk)
+                    prefix += [prefix[-1] * d3, prefix[-1] * d3 * bmax * share]
+                    consider(list(chain), abs(A) * max(prefix), abs(A) * max(1.0, d0, d0 * abs(a2)), A)
             if best is not None and not best[0][0]:
                 break
         if best is None:
@@ -249,6 +245,20 @@ class _ValueBranches:
             return None
         ra, rc = r
         return ra, rc, abs(float(kit.dT(kit.add(kit.mul(ra, P), rc)))), abs(float(kit.dT(rc)))
+
+    def _value_block_ends(self, Pv, n_post, P):
+        """value_branch's blocker padding between a value gate with on value Pv and V' onto P, in the
+        order tried: (the layers, V' included, as a tuple; V''s weight a2; |T'| of V' at the point and at
+        L; the blockers' gains |T'(p_k) a_k|, last first) for each of ``_value_blockers``' chains and each
+        V' of ``_map_two`` after it."""
+        kit, L = self.kit, self.st.L
+        out = []
+        for chain, t_last, gains in self._value_blockers(Pv, n_post - 1):
+            for a2, c2 in self._map_two(L, t_last, "zero", P, choices=True):
+                d4 = abs(float(kit.dT(kit.add(kit.mul(a2, t_last), c2))))
+                d0 = abs(float(kit.dT(kit.add(kit.mul(a2, L), c2))))
+                out.append((tuple(chain) + ((a2, c2),), a2, d4, d0, tuple(gains)))
+        return out
 
     def _value_blockers(self, v_on, n, n_last=8):
         return self._cached(("value_blockers", v_on, n, n_last), lambda: self._value_blockers_search(v_on, n, n_last))
