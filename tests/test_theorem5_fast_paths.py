@@ -618,7 +618,8 @@ def test_compiled_gate_pick_chooses_what_the_numpy_pick_chooses(fmt, seed):
         pe = rng.integers(0, tb.over + 1, n).astype(np.int16) if rng.random() < 0.5 else None
         summed = acc if pe is None else tb.add_table[acc, pe[None, :]]
         for small_first in (False, True):
-            want = t5.context._Ctx._gate_pick_np(probe, summed, zi, n, tb.over, tb.add_table, dead, rank, ntv, small_first)
+            want = t5.context._Ctx._gate_pick_np(probe, summed, zi, low if n == 1 else 0, tb.over, tb.add_table, dead,
+                                                 rank, ntv, small_first)
             got = kernels.gate_pick(acc, zi, low if n == 1 else 0, tb.over, tb.add_table, dead, rank, ntv, small_first,
                                     pe)
             assert got == want

@@ -208,8 +208,7 @@ def _construct_theorem5(activation, fmt, points, values, upstream, gradients, im
     shortest = (tuning.SHORTEST_FIRST_SLICED and isinstance(ctx, _SlicedCtx) and ctx.small_format
                 and float(kit.T(0.0)) != 0)
     if shortest:
-        ctx.depth_hint = {1: 0}          # how many branches were built with each number of layers after the gate
-        ctx.depth_last = 1               # and the number of the branch built last
+        ctx.depth_hint = {1: 0}          # (``_Ctx.depth_hint``)
     for zi in range(N):
         if progress:
             progress(zi + 1, 2 * N)

@@ -25,6 +25,10 @@ class _Ctx(_Gates, _ValueBranches, _GradientBranches, _Transfers):
     #: id -> (target list, name) of lists never edited after they are made, beside gate_targets (sliced
     #: gating: its own, shared with its slices): ``_fixed_targets`` keeps their sort and ranks
     fixed_lists = None
+    #: the sliced small-format search from the fewest layers (``tuning.SHORTEST_FIRST_SLICED``, set by
+    #: construct): how many branches were built with each number of layers after the gate, None when off
+    depth_hint = None
+    depth_last = 1          # and the number of layers of the branch built last
 
     def __init__(self, kit, st, F, X, steps, U_X, gating):
         self.kit, self.st, self.F, self.X, self.steps, self.U_X, self.gating = kit, st, F, X, steps, U_X, gating

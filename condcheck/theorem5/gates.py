@@ -412,18 +412,17 @@ class _Gates:
         if dead is None:
             dead = self._dead_idx = np.append(st.dead(tb.values), False)
         add = tb.add_table
+        # with no other point the bounds are -Omega (its index)
+        low = kit.index(-F.max_float) if n == 1 else 0
+        if low is None:
+            return None
         if self.compiled_gates:
             # the same choice by a compiled loop over the rows (``kernels._gate_pick_py``; sliced gating's
             # slice gates, where numba is loaded anyway): it stops at the first row that hits with
             # small_first, and makes no (rows x values) arrays.  tests/test_theorem5_fast_paths.py
-            low = kit.index(-F.max_float) if n == 1 else 0
-            if low is None:
-                return None
             si, gi = kernels.gate_pick(acc, zi, low, over, add, dead, rank, len(tv), small_first, pe)
         else:
-            si, gi = self._gate_pick_np(acc, zi, n, over, add, dead, rank, len(tv), small_first)
-            if si is None:
-                return None
+            si, gi = self._gate_pick_np(acc, zi, low, over, add, dead, rank, len(tv), small_first)
         if si >= 0:
             betas, gamma = [float(b) for b in B[si]], float(tb.values[gi])
             # the gate's row as Kit.row computes it: its products and sums without the bias are row si
@@ -435,19 +434,15 @@ class _Gates:
                 return betas, gamma, tb.value(s)
         raise ConstructionError(f"point {zi + 1} {self.X[zi].tolist()}: no gate puts it live and all other points dead")
 
-    def _gate_pick_np(self, acc, zi, n, over, add, dead, rank, ntv, small_first):
-        """``_gate_indexed``'s (row, bias index) by numpy arrays ((-1, -1) where none is ok; None where the
-        one point's bound -Omega is not a value)."""
-        kit, F = self.kit, self.F
+    def _gate_pick_np(self, acc, zi, low, over, add, dead, rank, ntv, small_first):
+        """``_gate_indexed``'s (row, bias index) by numpy arrays, (-1, -1) where none is ok: the choice of
+        ``kernels.gate_pick`` (same arguments; low: the bounds' index when acc has one point only)."""
         bad = (acc == over).any(axis=1)
         ia = acc[:, zi]
-        if n > 1:
+        if acc.shape[1] > 1:
             ih = np.maximum(acc[:, :zi].max(axis=1, initial=0), acc[:, zi + 1:].max(axis=1, initial=0))
             il = np.minimum(acc[:, :zi].min(axis=1, initial=over), acc[:, zi + 1:].min(axis=1, initial=over))
         else:                                                  # no other point: the bound is -Omega
-            low = kit.index(-F.max_float)
-            if low is None:
-                return None
             ih = il = np.full(len(acc), low, dtype=acc.dtype)
         Pz = add[ia, :over]
         ok = (Pz != over) & (add[il, :over] != over) & dead[add[ih, :over]] & ~bad[:, None]   # dead[over]: False
@@ -514,7 +509,6 @@ class _Gates:
         return self._map_two_search(v_off, v_on, off_ok, on_target, choices)
 
     def _map_two_search(self, v_off, v_on, off_ok, on_target, choices=False):
-        kit, F = self.kit, self.F
         zs = self.zero_states if off_ok == "zero" else off_ok
         zs = zs[np.argsort(np.abs(zs - 0))][:16]
         if self.small_format and self.tables is not None:

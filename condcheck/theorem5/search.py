@@ -114,7 +114,7 @@ def _gradient_branches_search(ctx, zi, j, y, g, h_max, C, max_post, n_min=1):
             # pads a shorter branch with exact relays; sigmoid on a 64 x 64 float8_e4m3 grid: a point whose
             # transfer fits only without the blocker layers the branches before it needed)
             order = list(range(n_min, top + 1)) + list(range(1, min(n_min, top + 1)))
-            hint = getattr(ctx, "depth_hint", None)
+            hint = ctx.depth_hint
             if hint is not None and n_min == 1:
                 # sliced search from the fewest layers (SHORTEST_FIRST_SLICED): the last branch's depth
                 # first (neighbouring points mostly need the same), then the depth most branches built so
