@@ -295,8 +295,12 @@ def construct():
               help="Largest |h*| of random targets (up to the paper's H_sigma; see README for what was verified).")
 @click.option("--implementation", "-i", default="exact", show_default=True)
 @click.option("--out", required=True, type=click.Path(dir_okay=False), help="Network file to write (SPEC 6).")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
+              help="Worker processes for the per-point searches (default: the usable CPUs; 1: none). The "
+                   "network is the same for every value.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-def construct_theorem5_cmd(activation, format, domain, dim, targets, upstream_max, implementation, out, as_json):
+def construct_theorem5_cmd(activation, format, domain, dim, targets, upstream_max, implementation, out, jobs,
+                           as_json):
     """Theorem 5: f(x) = f*(x) and D_(f,x)(h*(x)) = g*(x) on every point of the domain.
 
     \b
@@ -328,7 +332,7 @@ def construct_theorem5_cmd(activation, format, domain, dim, targets, upstream_ma
     t0 = time.perf_counter()
     try:
         net, claim = construct_theorem5(act, fmt, X, f, h, g, implementation=implementation,
-                                        progress=_progress("constructing (gradients, then values)"))
+                                        progress=_progress("constructing (gradients, then values)"), jobs=jobs)
     except ConstructionError as e:
         click.echo(f"construction failed: {e}", err=True)
         sys.exit(1)
@@ -461,9 +465,10 @@ def bench(cases, list_only, as_json, repeat):
             click.echo(f"{r['case']:45s} ERROR {r['error']}")
         else:
             runs = f" best of {len(r['runs'])}: {', '.join(f'{t:.2f}' for t in r['runs'])};" if len(r["runs"]) > 1 else ""
+            workers = f" (workers: {r['worker_peak_mib']:.1f} MiB each at most)" if r.get("worker_peak_mib") else ""
             click.echo(f"{r['case']:45s} {r['seconds']:8.2f} s ({r['cpu_seconds']:.2f} CPU s;{runs} "
                        f"{r['wall_seconds_with_startup']:.2f} s with process start and imports)  peak "
-                       f"{r['peak_mib']:7.1f} MiB  ({r['target']}; {r['detail']})")
+                       f"{r['peak_mib']:7.1f} MiB{workers}  ({r['target']}; {r['detail']})")
     res = b.run(names, echo, repeat)
     if as_json:
         click.echo(json.dumps(res, indent=1))

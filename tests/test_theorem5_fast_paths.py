@@ -8,6 +8,7 @@ from hypothesis import given, settings, strategies as st
 import condcheck.theorem5 as t5
 from condcheck import kernels
 from condcheck.formats import get_format
+from netcompare import assert_same_layer, assert_same_network
 
 
 def _scales_reference(F, g, w_g, d1, bmax, tries):
@@ -310,17 +311,6 @@ def _random_rows(seed, n_vals, n_cand, huge):
     return rng, src, rng.integers(0, 50, (n_cand, n_vals)).astype(np.int16)
 
 
-def _assert_same_network(a_net, b_net):
-    """Weight for weight the same network: sparsity pattern, and every weight and bias by bit pattern."""
-    assert len(a_net.layers) == len(b_net.layers)
-    for a, b in zip(a_net.layers, b_net.layers):
-        assert a.weight.shape == b.weight.shape
-        for x, y in ((a.weight.indptr, b.weight.indptr), (a.weight.indices, b.weight.indices),
-                     (a.weight.data.view(np.int64), b.weight.data.view(np.int64)),
-                     (a.bias.view(np.int64), b.bias.view(np.int64))):
-            assert np.array_equal(x, y)
-
-
 def _same_choice(got, want):
     assert set(got) == set(want)
     for key, w in want.items():
@@ -387,6 +377,34 @@ def test_numpy_separator_search_equals_the_kernel_on_the_full_box_coordinates(fm
     assert (got[0][1:] >= 0).any()
     _same_choice(t5.steps._choose_from_rows(W, B, I, src, len(vals), compiled=False),
                  t5.steps._choose_from_rows(W, B, I, src, len(vals), compiled=True))
+
+
+@given(st.integers(2, 40), st.integers(2, 300), st.integers(0, 2**32 - 1), st.booleans(), st.data())
+@settings(max_examples=150, deadline=None)
+def test_the_separator_search_merged_from_two_halves_of_the_candidates_is_the_whole_search(
+        n_vals, n_cand, seed, huge, data):
+    _, src, I = _random_rows(seed, n_vals, n_cand, huge)
+    h = data.draw(st.integers(0, n_cand))
+    with np.errstate(over="ignore", invalid="ignore"):
+        first = t5.steps._best_separators_np(I[:h], src)
+        bi, bs = t5.steps._best_separators_np(I[h:], src)
+        whole = t5.steps._best_separators_np(I, src)
+    _same_arrays(t5.steps._merge_best(first, (np.where(bi >= 0, bi + h, -1), bs)), whole)
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_the_separator_search_on_two_halves_gives_the_same_choice_on_the_full_box(jobs, monkeypatch):
+    from condcheck.op_tables import op_tables
+    from condcheck.targets import full_box
+    F = get_format("float8_e5m2")
+    kit = t5.Kit("relu", F, "exact")
+    vals = np.unique(full_box("relu", F, 1)[:, 0])
+    W, B, I, t_all = t5.steps._separator_rows_indexed(kit, op_tables(F), vals)
+    src = t_all.astype(np.float32)
+    assert I.shape[0] >= t5.tuning.SEPARATOR_SPLIT_ROWS
+    _same_arrays(t5.steps._best_separators_halves(I, src, jobs), t5.steps._best_separators_np(I, src))
+    _same_choice(t5.steps._choose_from_rows(W, B, I, src, len(vals), compiled=False, jobs=jobs),
+                 t5.steps._choose_from_rows(W, B, I, src, len(vals), compiled=False))
 
 
 def test_eight_bit_formats_choose_separators_without_compiled_code(monkeypatch):
@@ -546,7 +564,7 @@ def test_skipping_unreachable_gradients_builds_the_same_network(monkeypatch, act
     monkeypatch.setattr(t5.context._Ctx, "_reaches", lambda self, g_, factors, key=None: True)
     slow, _ = t5.construct_theorem5(act, fmt, X, f, h, g, verify_result=False)
     assert act == "relu" or not all(calls)                       # sigmoid: some searches were skipped
-    _assert_same_network(fast, slow)
+    assert_same_network(fast, slow)
 
 
 def test_one_term_layer_equals_the_cols_rows_it_replaces():
@@ -569,12 +587,7 @@ def test_one_term_layer_equals_the_cols_rows_it_replaces():
         for cols, w, b in blocks:
             for c, x, y in zip(cols, w, b):
                 ref.add({} if c < 0 else {int(c): float(x)}, float(y))
-        want, got = ref.layer(n_in, F), t5.layers._one_term_layer(blocks, n_in, F)
-        assert got.weight.shape == want.weight.shape
-        for x, y in ((got.weight.indptr, want.weight.indptr), (got.weight.indices, want.weight.indices),
-                     (got.weight.data.view(np.int64), want.weight.data.view(np.int64)),
-                     (got.bias.view(np.int64), want.bias.view(np.int64))):
-            assert np.array_equal(x, y)
+        assert_same_layer(t5.layers._one_term_layer(blocks, n_in, F), ref.layer(n_in, F))
 
 
 def test_one_term_layer_refuses_a_weight_outside_the_format():
@@ -647,7 +660,7 @@ def test_slice_gates_chosen_by_the_compiled_pick_build_the_same_network(monkeypa
     monkeypatch.setattr(t5.context._Ctx, "compiled_gates", property(lambda self: False, lambda self, v: None))
     slow, _ = t5.construct_theorem5(act, fmt, X, f, h, g, gating="slices", verify_result=False)
     assert len(calls) > 50
-    _assert_same_network(fast, slow)
+    assert_same_network(fast, slow)
 
 
 @pytest.mark.slow
@@ -674,4 +687,4 @@ def test_value_blocker_ends_kept_per_on_value_and_power_build_the_same_network_a
     calls.clear()
     fresh, _ = t5.construct_theorem5(act, fmt, X, f, h, g, gating="slices", verify_result=False)
     assert len(calls) > n_kept > 0
-    _assert_same_network(kept, fresh)
+    assert_same_network(kept, fresh)

@@ -80,6 +80,11 @@ where the exact test holds.  A coarse candidate set can make a search fail, neve
 Every number is chosen by exact computation on the domain and the network is verified exactly on
 every point before it is returned.  A failure of any requirement raises ConstructionError naming it.
 
+On the small formats the per-point searches run in a fixed number of chunks of the domain, side by
+side in forked worker processes where there are cores (``chunks``; ``jobs=1`` runs them one after the
+other here).  The chunks are a function of the domain, and every cache holds a pure function of its key,
+so the network does not depend on the number of workers.
+
 Where each block lives (one module per block):
 
 - ``tuning``: tunable constants (budgets, thresholds), read as ``tuning.NAME``
@@ -97,6 +102,7 @@ Where each block lives (one module per block):
 - ``context``: ``_Ctx``: what one construction shares; its searches come from the four modules above
 - ``sliced``: ``_SlicedCtx``: sliced gating for d >= 2 (slice neurons, AND gates)
 - ``search``: the per-point gradient-branch search: depths, retries, budget
+- ``chunks``: the per-point searches in chunks of the domain, side by side in worker processes
 - ``assemble``: the absorber constants and the network's layers from the branches
 - ``construct``: ``construct_theorem5``: the construction end to end, then verification
 - ``distinguish``: distinguishability of a domain's points

@@ -12,6 +12,7 @@ from ..op_tables import op_tables
 from . import tuning
 from .assemble import _assemble, _Constants
 from .boosts import _lifted_boost, _padded_split, _reboosts, _sharpened_split, _step_split
+from .chunks import gc_paused, point_chunks, resolve_jobs, run_rounds
 from .context import _Ctx
 from .errors import ConditionFailure, ConstructionError, ValueGainOverflow
 from .gates import _gate_push_need
@@ -23,20 +24,24 @@ from .steps import _separator_chooser, Step
 
 
 def construct_theorem5(activation, fmt, points, values, upstream, gradients, implementation="exact",
-                       verify_result=True, max_post=None, progress=None, gating="auto"):
+                       verify_result=True, max_post=None, progress=None, gating="auto", jobs=None):
     """Build a network f with f(x) = values and D_(f,x)(upstream) = gradients on every point.
 
-    ``progress(done, total)`` is called once per point for the gradient branches, then the values.
+    ``progress(done, total)`` is called once per point and coordinate for the gradient branches, then once
+    per point for the values (total N d + N; with worker processes, in steps every 0.2 s).
     ``gating``: "points" (each point's gates read the gating steps), "slices" (d >= 2: AND gates of
     slice neurons, ``_SlicedCtx``) or "auto" (slices for d >= 2 beyond EXACT_GATE_POINTS points, where
     per-point gates would cost N x N rounded sums to build and to verify).
 
     On formats outside both branches of the paper's theorems (E < 4) the construction is an attempt:
-    its errors say so."""
+    its errors say so.
+
+    ``jobs``: the worker processes for the per-point searches (default ``tuning.JOBS``, else the usable
+    CPUs; 1 runs everything in this process).  The network does not depend on it (``chunks``)."""
     from ..check import theorem_branch
 
     args = (activation, fmt, points, values, upstream, gradients, implementation, verify_result, max_post,
-            progress, gating)
+            progress, gating, jobs)
     try:
         try:
             return _construct_theorem5(*args)
@@ -57,7 +62,7 @@ def construct_theorem5(activation, fmt, points, values, upstream, gradients, imp
 
 
 def _construct_theorem5(activation, fmt, points, values, upstream, gradients, implementation, verify_result,
-                        max_post, progress, gating, wide_boosts=False):
+                        max_post, progress, gating, jobs, wide_boosts=False):
     from ..netfile import Claim
     from ..verify import verify as _verify
 
@@ -66,6 +71,7 @@ def _construct_theorem5(activation, fmt, points, values, upstream, gradients, im
     if gating not in ("auto", "points", "slices"):
         raise CondcheckError(f"gating must be 'auto', 'points' or 'slices', not {gating!r}")
     F = get_format(fmt)
+    jobs = resolve_jobs(jobs)
     kit = Kit(activation, F, implementation)
     kit.wide_boosts = wide_boosts
     X = np.asarray(points, float)
@@ -93,7 +99,7 @@ def _construct_theorem5(activation, fmt, points, values, upstream, gradients, im
         vals = coord_vals[j]
         if len(vals) < 2:
             continue
-        choose = _separator_chooser(kit, vals, st)
+        choose = _separator_chooser(kit, vals, st, jobs)
         for gap in range(1, len(vals)):
             for up in (True, False):
                 ch = choose(gap, up)
@@ -200,24 +206,87 @@ def _construct_theorem5(activation, fmt, points, values, upstream, gradients, im
     # ratio g*/h* (its forward value at z is re-centred once more); every branch gets the same depth
     quarter = math.ldexp(1.0, math.frexp(C)[1] - 1 - F.M - 2)
     # every branch must span the same layers: build each with at least the depth reached so far, and
-    # rebuild (or pad) the ones that came out shorter than the final depth
-    grad_part, n_cur = [], 1
-    # only where T(0) != 0 (the activations with T(0) = 0 built their branches faster from the depth
+    # rebuild (or pad) the ones that came out shorter than the final depth.  The points are searched in
+    # chunks (``chunks.point_chunks``), side by side in worker processes where there are cores: each
+    # chunk's search starts from one layer, and the chunks agree on the depth between the rounds.
+    # Sliced gating searches each branch from the fewest layers (``tuning.SHORTEST_FIRST_SLICED``) only
+    # where T(0) != 0 (the activations with T(0) = 0 built their branches faster from the depth
     # reached so far: relu on the float8_e5m2 box 108 s from one layer up against 61 s, elu, gelu, swish,
     # tanh on float8_e4m3 20-30 % slower; sigmoid on float8_e4m3 331 s -> 85 s)
-    shortest = (tuning.SHORTEST_FIRST_SLICED and isinstance(ctx, _SlicedCtx) and ctx.small_format
+    sliced = isinstance(ctx, _SlicedCtx)
+    shortest = (tuning.SHORTEST_FIRST_SLICED and sliced and ctx.small_format
                 and float(kit.T(0.0)) != 0)
-    if shortest:
-        ctx.depth_hint = {1: 0}          # (``_Ctx.depth_hint``)
-    for zi in range(N):
-        if progress:
-            progress(zi + 1, 2 * N)
-        for j in range(d):
+
+    def rounds(chunk, report):
+        """The chunk's branches: its gradient branches (round 1, then rebuilt or padded to the depth of
+        every chunk's deepest, round 2), then, once every chunk has counted its gradient gates per point,
+        its points' value branches at the final depth."""
+        grad_part, n_cur = [], 1
+        if shortest:
+            ctx.depth_hint, ctx.depth_last = {1: 0}, 1        # (``_Ctx.depth_hint``)
+        for zi, j in chunk.pairs():
+            report()
             if gv[zi, j] != 0:
                 brs = _gradient_branches(ctx, zi, j, float(hv[zi]), float(gv[zi, j]), h_max, C, max_post,
                                          1 if shortest else n_cur)
                 n_cur = max(n_cur, len(brs[0].post))
                 grad_part += brs
+        n_cur = (yield {"depth": n_cur})["depth"]
+        _to_depth(ctx, grad_part, n_cur, shortest, h_max, C, quarter)
+        gates = {}
+        for br in grad_part:
+            gates[br.zi] = gates.get(br.zi, 0) + 1
+        every = yield {"depth": max([len(br.post) for br in grad_part] + [1]), "gates": gates}
+        n_final = every["depth"]
+        for br in grad_part:
+            ctx.pad_gradient(br, n_final, h_max, quarter)
+        # the value gates share each point's gating steps with its gradient gates, of every chunk
+        # (``gradient_at``, read where gating is per point, holds this chunk's branches: all of its
+        # points' there, since such chunks split the points, not the coordinates)
+        ctx.gradient_gates = every["gates"]
+        for br in grad_part:
+            ctx.gradient_at.setdefault(br.zi, []).append(br)
+        values_part = []
+        for zi in chunk.points:
+            report()
+            if fv[zi] != 0:
+                values_part += ctx.value_branches(zi, fv[zi], h_max, n_final, float(hv[zi]))
+        # sliced gating: the indicators this chunk built (assembly reads them; a worker's are its own)
+        return grad_part, values_part, getattr(ctx, "_indicators", None)
+
+    total = N * d + N
+    parts = run_rounds(point_chunks(N, d, ctx.small_format, by_coordinate=sliced), rounds, _agree, jobs,
+                       (lambda done: progress(done, total)) if progress else None)
+    # point by point, each point's coordinates in order, as one chunk of every point would list them
+    grad_part = sorted((br for p in parts for br in p[0]), key=lambda br: (br.zi, br.coord, br.part))
+    values_part = [br for p in parts for br in p[1]]
+    if sliced:
+        for p in parts:
+            for key, gate in p[2].items():
+                ctx._indicators.setdefault(key, gate)
+    with gc_paused():       # (sigmoid on a 64 x 64 float8_e4m3 grid: 0.41-0.52 s with collections, 0.19 s without)
+        net = _assemble(kit, st, F, d, steps, values_part, grad_part, consts, C, activation, implementation,
+                        ctx if sliced else None)
+    claim = Claim(5, X, fv, hv, gv)
+    ctx = None               # its per-point arrays (steps x points) and caches are not needed to verify
+    if verify_result:
+        # the sparse interpreter (the same numbers, computed on the neurons live at each point) where it
+        # applies; the dense one otherwise.  Small networks on 8-bit formats (the d = 1 float8 boxes):
+        # the dense one by numpy, which costs less there (0.1-0.2 s) than loading the compiled kernels
+        if F.bits <= 8 and N * net.nonzero_parameters <= tuning.NUMPY_VERIFY_WORK:
+            from ..network import numpy_path
+            with numpy_path():
+                res = _verify(net, claim, method="fast")
+        else:
+            res = _verify(net, claim, method="sparse")
+        if not res.ok:
+            raise ConstructionError("the constructed network failed exact verification: " + res.summary())
+    return net, claim
+
+
+def _to_depth(ctx, grad_part, n_cur, shortest, h_max, C, quarter):
+    """Round 2 of a chunk: each gradient branch shorter than n_cur padded with relays (the shortest-first
+    search), else rebuilt at n_cur with the gate targets it was found with, else left for pad_gradient."""
     for i, br in enumerate(grad_part):
         if shortest and len(br.post) < n_cur:
             # padded with relays on a copy of its layers (the branch stays as it was where padding fails)
@@ -236,35 +305,19 @@ def _construct_theorem5(activation, fmt, points, values, upstream, gradients, im
                 grad_part[i] = ctx.gradient_branch(br.zi, br.coord, br.y, br.g, h_max, C, n_cur)
                 grad_part[i].part = br.part
             except ConstructionError:
-                pass                                   # pad_gradient below appends exact relays instead
+                pass                                   # pad_gradient appends exact relays instead
             finally:
                 ctx.near_one, ctx.transfer_budget = False, None
-    n_final = max([len(br.post) for br in grad_part] + [1])
-    for br in grad_part:
-        ctx.pad_gradient(br, n_final, h_max, quarter)
-    values_part = []
-    for br in grad_part:
-        ctx.gradient_gates[br.zi] = ctx.gradient_gates.get(br.zi, 0) + 1
-        ctx.gradient_at.setdefault(br.zi, []).append(br)
-    for zi in range(N):
-        if progress:
-            progress(N + zi + 1, 2 * N)
-        if fv[zi] != 0:
-            values_part += ctx.value_branches(zi, fv[zi], h_max, n_final, float(hv[zi]))
-    net = _assemble(kit, st, F, d, steps, values_part, grad_part, consts, C, activation, implementation,
-                    ctx if isinstance(ctx, _SlicedCtx) else None)
-    claim = Claim(5, X, fv, hv, gv)
-    ctx = None               # its per-point arrays (steps x points) and caches are not needed to verify
-    if verify_result:
-        # the sparse interpreter (the same numbers, computed on the neurons live at each point) where it
-        # applies; the dense one otherwise.  Small networks on 8-bit formats (the d = 1 float8 boxes):
-        # the dense one by numpy, which costs less there (0.1-0.2 s) than loading the compiled kernels
-        if F.bits <= 8 and N * net.nonzero_parameters <= tuning.NUMPY_VERIFY_WORK:
-            from ..network import numpy_path
-            with numpy_path():
-                res = _verify(net, claim, method="fast")
-        else:
-            res = _verify(net, claim, method="sparse")
-        if not res.ok:
-            raise ConstructionError("the constructed network failed exact verification: " + res.summary())
-    return net, claim
+
+
+def _agree(reports):
+    """What the chunks agree on between rounds: the deepest branch of any chunk, and each point's number
+    of gradient gates over every chunk."""
+    out = {"depth": max(r["depth"] for r in reports)}
+    if "gates" in reports[0]:
+        gates = {}
+        for r in reports:
+            for zi, k in r["gates"].items():
+                gates[zi] = gates.get(zi, 0) + k
+        out["gates"] = gates
+    return out

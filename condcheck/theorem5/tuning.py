@@ -36,11 +36,27 @@ REACH_ROWS_AFTER = 32
 SHORTEST_FIRST_SLICED = True
 
 
+#: the per-point searches of a construction on the small formats run in this many chunks of the domain
+#: (``chunks.point_chunks``; sliced gating: one chunk per coordinate), side by side in worker processes
+#: where there are cores; the chunks, and so the network, do not depend on the machine
+POINT_CHUNKS = 2
+
+#: domains with fewer points are one chunk (a worker costs a fork and a cold cache)
+CHUNK_MIN_POINTS = 32
+
+#: worker processes for the chunks (None: the CPUs this process may use; 1: none, all in this process)
+JOBS = None
+
+
 #: candidates per block of ``_best_separators_np``'s gather
 SEPARATOR_BLOCK = 4096
 
 #: formats of at most this many bits choose separators by ``_best_separators_np`` (no compiled code)
 NUMPY_SEPARATORS_BITS = 8
+
+#: with worker processes, ``_best_separators_np`` on at least this many candidate rows runs on two halves
+#: side by side (the full float8 box: about 60,000 rows, 0.2-0.3 s)
+SEPARATOR_SPLIT_ROWS = 8192
 
 
 #: rows at least this long take the chain maps of ``_ChainMaps`` on 16-bit formats (shorter rows: the

@@ -1,0 +1,19 @@
+"""Test helpers: layers and networks compared weight for weight (imported by the tests that build one
+network two ways and claim the same result)."""
+import numpy as np
+
+
+def assert_same_layer(a, b):
+    """The same sparse layer: shape, sparsity pattern, and every weight and bias by bit pattern."""
+    assert a.weight.shape == b.weight.shape
+    for x, y in ((a.weight.indptr, b.weight.indptr), (a.weight.indices, b.weight.indices),
+                 (a.weight.data.view(np.int64), b.weight.data.view(np.int64)),
+                 (a.bias.view(np.int64), b.bias.view(np.int64))):
+        assert np.array_equal(x, y)
+
+
+def assert_same_network(a_net, b_net):
+    """Weight for weight the same network (``assert_same_layer`` on every layer)."""
+    assert len(a_net.layers) == len(b_net.layers)
+    for a, b in zip(a_net.layers, b_net.layers):
+        assert_same_layer(a, b)
