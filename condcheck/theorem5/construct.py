@@ -36,8 +36,9 @@ def construct_theorem5(activation, fmt, points, values, upstream, gradients, imp
     On formats outside both branches of the paper's theorems (E < 4) the construction is an attempt:
     its errors say so.
 
-    ``jobs``: the worker processes for the per-point searches (default ``tuning.JOBS``, else the usable
-    CPUs; 1 runs everything in this process).  The network does not depend on it (``chunks``)."""
+    ``jobs``: the worker processes for the per-point searches (default ``tuning.JOBS``, else the
+    environment variable CONDCHECK_JOBS, else the usable CPUs; 1 runs everything in this process).  The
+    network does not depend on it (``chunks``)."""
     from ..check import theorem_branch
 
     args = (activation, fmt, points, values, upstream, gradients, implementation, verify_result, max_post,
