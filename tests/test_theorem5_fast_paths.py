@@ -379,34 +379,6 @@ def test_numpy_separator_search_equals_the_kernel_on_the_full_box_coordinates(fm
                  t5.steps._choose_from_rows(W, B, I, src, len(vals), compiled=True))
 
 
-@given(st.integers(2, 40), st.integers(2, 300), st.integers(0, 2**32 - 1), st.booleans(), st.data())
-@settings(max_examples=150, deadline=None)
-def test_the_separator_search_merged_from_two_halves_of_the_candidates_is_the_whole_search(
-        n_vals, n_cand, seed, huge, data):
-    _, src, I = _random_rows(seed, n_vals, n_cand, huge)
-    h = data.draw(st.integers(0, n_cand))
-    with np.errstate(over="ignore", invalid="ignore"):
-        first = t5.steps._best_separators_np(I[:h], src)
-        bi, bs = t5.steps._best_separators_np(I[h:], src)
-        whole = t5.steps._best_separators_np(I, src)
-    _same_arrays(t5.steps._merge_best(first, (np.where(bi >= 0, bi + h, -1), bs)), whole)
-
-
-@pytest.mark.parametrize("jobs", [1, 2])
-def test_the_separator_search_on_two_halves_gives_the_same_choice_on_the_full_box(jobs, monkeypatch):
-    from condcheck.op_tables import op_tables
-    from condcheck.targets import full_box
-    F = get_format("float8_e5m2")
-    kit = t5.Kit("relu", F, "exact")
-    vals = np.unique(full_box("relu", F, 1)[:, 0])
-    W, B, I, t_all = t5.steps._separator_rows_indexed(kit, op_tables(F), vals)
-    src = t_all.astype(np.float32)
-    assert I.shape[0] >= t5.tuning.SEPARATOR_SPLIT_ROWS
-    _same_arrays(t5.steps._best_separators_halves(I, src, jobs), t5.steps._best_separators_np(I, src))
-    _same_choice(t5.steps._choose_from_rows(W, B, I, src, len(vals), compiled=False, jobs=jobs),
-                 t5.steps._choose_from_rows(W, B, I, src, len(vals), compiled=False))
-
-
 def test_eight_bit_formats_choose_separators_without_compiled_code(monkeypatch):
     F = get_format("float8_e4m3")
     kit = t5.Kit("tanh", F, "exact")

@@ -100,7 +100,7 @@ def _construct_theorem5(activation, fmt, points, values, upstream, gradients, im
         vals = coord_vals[j]
         if len(vals) < 2:
             continue
-        choose = _separator_chooser(kit, vals, st, jobs)
+        choose = _separator_chooser(kit, vals, st)
         for gap in range(1, len(vals)):
             for up in (True, False):
                 ch = choose(gap, up)

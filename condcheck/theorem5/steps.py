@@ -14,7 +14,6 @@ from ..formats import Format
 from ..op_tables import op_tables
 from ..ops import add_array, mul_array
 from ..targets import enumerated
-from .chunks import run_rounds
 from . import tuning
 from .errors import ConstructionError
 from .kit import _in, Kit
@@ -215,7 +214,7 @@ def _choose_steps(ext, n_vals: int, chunk: int = 16) -> dict:
     return out
 
 
-def _choose_steps_compiled(kit: Kit, vals, jobs: int = 1):
+def _choose_steps_compiled(kit: Kit, vals):
     """``_choose_steps(_separator_extremes(kit, vals), len(vals))`` by the compiled one-pass search
     (``kernels.best_separators``; on formats of at most NUMPY_SEPARATORS_BITS bits its numpy twin
     ``_best_separators_np``, which needs no compiled code), or None where that does not apply (no
@@ -239,7 +238,7 @@ def _choose_steps_compiled(kit: Kit, vals, jobs: int = 1):
     if ((tv == 0) & np.signbit(tv)).any():
         return None
     src = t_all.astype(np.float32) if np.array_equal(tv.astype(np.float32), tv) else t_all
-    return _choose_from_rows(W, B, I, src, len(vals), compiled, jobs)
+    return _choose_from_rows(W, B, I, src, len(vals), compiled)
 
 
 def _best_separators_np(I, src):
@@ -316,41 +315,11 @@ def _best_separators_np(I, src):
     return best_i, best_sp
 
 
-def _best_separators_halves(I, src, jobs: int):
-    """``_best_separators_np(I, src)`` on the two halves of the candidates, the second half in a worker
-    process when jobs > 1 (``chunks.run_rounds``), merged by ``_merge_best``: the same arrays."""
-    def rounds(part, report):
-        yield None
-        bi, bs = _best_separators_np(I[part.start:part.stop], src)
-        return np.where(bi >= 0, bi + part.start, -1), bs
-    h = I.shape[0] // 2
-    first, second = run_rounds([range(0, h), range(h, I.shape[0])], rounds, lambda vals: None, jobs)
-    return _merge_best(first, second)
-
-
-def _merge_best(first, second):
-    """The kernel's choice over candidates [0, h) then [h, n) from each half's choice (indices of the
-    whole): it keeps the first half's where that is a NaN spread (nothing replaces a NaN), else takes the
-    second half's first NaN, else the smaller spread (ties: the first half's, the earlier candidate);
-    either where the other half has none."""
-    (bi1, bs1), (bi2, bs2) = first, second
-    has1, has2 = bi1 >= 0, bi2 >= 0
-    with np.errstate(invalid="ignore"):
-        take2 = has2 & (~has1 | (~np.isnan(bs1) & (np.isnan(bs2) | (bs2 < bs1))))
-    return np.where(take2, bi2, bi1), np.where(take2, bs2, bs1)
-
-
-def _choose_from_rows(W, B, I, src, n_vals: int, compiled: bool = True, jobs: int = 1) -> dict:
+def _choose_from_rows(W, B, I, src, n_vals: int, compiled: bool = True) -> dict:
     """``_choose_steps``' dict from candidate rows (candidate c: weight W[c], bias B[c], values
     src[I[c, :]] on the sorted coordinate values) by ``kernels.best_separators`` (or, not
-    ``compiled``, by ``_best_separators_np``: the same arrays; with jobs > 1 on many candidates, on
-    two halves side by side, ``_best_separators_halves``)."""
-    if compiled:
-        best_i, best_sp = kernels.best_separators(I, src)
-    elif jobs > 1 and I.shape[0] >= tuning.SEPARATOR_SPLIT_ROWS:
-        best_i, best_sp = _best_separators_halves(I, src, jobs)
-    else:
-        best_i, best_sp = _best_separators_np(I, src)
+    ``compiled``, by ``_best_separators_np``: the same arrays)."""
+    best_i, best_sp = kernels.best_separators(I, src) if compiled else _best_separators_np(I, src)
     out = {}
     for gap in range(1, n_vals):
         for up, cases in ((True, ((0, 1.0), (1, -1.0))), (False, ((2, 1.0), (3, -1.0)))):
@@ -371,19 +340,19 @@ def _choose_from_rows(W, B, I, src, n_vals: int, compiled: bool = True, jobs: in
     return out
 
 
-def _chosen_steps(kit: Kit, vals, jobs: int = 1) -> dict:
+def _chosen_steps(kit: Kit, vals) -> dict:
     """``_choose_steps`` over every (w, b) in F x F for every gap: the compiled pass where it applies
     (the same choices), else the numpy extremes."""
-    chosen = _choose_steps_compiled(kit, vals, jobs)
+    chosen = _choose_steps_compiled(kit, vals)
     return chosen if chosen is not None else _choose_steps(_separator_extremes(kit, vals), len(vals))
 
 
-def _separator_chooser(kit: Kit, vals, states=None, jobs: int = 1):
+def _separator_chooser(kit: Kit, vals, states=None):
     """choose(gap, up) -> (w, b, s, kappa) or None.  Every (w, b) in F x F when that is small (8-bit
     formats: the smallest spread), else the restricted search of condcheck.separators (16-bit formats;
     its "not found" is not a proof of inseparability, and the error says distinguishability fails)."""
     if kit.fmt.count_finite() ** 2 * len(vals) <= 2e8:
-        chosen = _chosen_steps(kit, vals, jobs)
+        chosen = _chosen_steps(kit, vals)
         return lambda gap, up: chosen[(gap, up)]
     from ..separators import find_separators
     found = find_separators(kit, vals, states=None if enumerated(kit.fmt) else states)

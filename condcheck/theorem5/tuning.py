@@ -54,10 +54,6 @@ SEPARATOR_BLOCK = 4096
 #: formats of at most this many bits choose separators by ``_best_separators_np`` (no compiled code)
 NUMPY_SEPARATORS_BITS = 8
 
-#: with worker processes, ``_best_separators_np`` on at least this many candidate rows runs on two halves
-#: side by side (the full float8 box: about 60,000 rows, 0.2-0.3 s)
-SEPARATOR_SPLIT_ROWS = 8192
-
 
 #: rows at least this long take the chain maps of ``_ChainMaps`` on 16-bit formats (shorter rows: the
 #: rounded sums cost less than building the maps, about 2 CPU s once per format and process)
