@@ -296,8 +296,9 @@ def construct():
 @click.option("--implementation", "-i", default="exact", show_default=True)
 @click.option("--out", required=True, type=click.Path(dir_okay=False), help="Network file to write (SPEC 6).")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
-              help="Worker processes for the per-point searches (default: the usable CPUs; 1: none). The "
-                   "network is the same for every value.")
+              help="Worker processes for the per-point searches (default: the environment variable "
+                   "CONDCHECK_JOBS if set, else the usable CPUs; 1: all in this process). The network is the "
+                   "same for every value.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def construct_theorem5_cmd(activation, format, domain, dim, targets, upstream_max, implementation, out, jobs,
                            as_json):
