@@ -2,15 +2,14 @@
 worker processes, and the runner's rounds, errors and progress."""
 import os
 
-import numpy as np
 import pytest
 
 import condcheck.theorem5 as t5
 from condcheck.errors import CondcheckError
 from condcheck.formats import get_format
-from condcheck.targets import full_box, random_targets, separable_part
+from condcheck.targets import full_box, random_targets
 from condcheck.theorem5 import chunks
-from netcompare import assert_same_network
+from theorem5_helpers import assert_same_network, separable_grid
 
 needs_fork = pytest.mark.skipif(not hasattr(os, "fork"), reason="workers need fork")
 
@@ -151,9 +150,7 @@ def test_workers_build_the_same_network_as_one_process_on_the_full_box(act, fmt)
 @needs_fork
 def test_workers_build_the_same_network_as_one_process_with_sliced_gating():
     F = get_format("float8_e4m3")
-    c = separable_part("sigmoid", F, full_box("sigmoid", F, 1))[:, 0]
-    c = c[np.linspace(0, len(c) - 1, 12).round().astype(int)]
-    X = np.array([(u, v) for u in c for v in c])
+    X = separable_grid("sigmoid", F, 12)
     assert [p.coords for p in chunks.point_chunks(len(X), 2, True, by_coordinate=True)] == [(0,), (1,)]
     assert_same_network(_build("sigmoid", F, X, 2, gating="slices"), _build("sigmoid", F, X, 1, gating="slices"))
 

@@ -8,7 +8,7 @@ from hypothesis import given, settings, strategies as st
 import condcheck.theorem5 as t5
 from condcheck import kernels
 from condcheck.formats import get_format
-from netcompare import assert_same_layer, assert_same_network
+from theorem5_helpers import assert_same_layer, assert_same_network, separable_grid
 
 
 def _scales_reference(F, g, w_g, d1, bmax, tries):
@@ -469,12 +469,9 @@ def test_a_float8_box_is_built_and_verified_without_compiled_kernels(monkeypatch
 
 def _sliced_ctx(act, fmt, grid):
     """A built sliced-gating context (the constructor's) for a grid x grid part of the float8 box, d = 2."""
-    from condcheck.targets import full_box, random_targets, separable_part
-    F = get_format(fmt)
-    c = separable_part(act, F, full_box(act, F, 1))[:, 0]
-    c = c[np.linspace(0, len(c) - 1, grid).round().astype(int)]
-    X = np.array([(u, v) for u in c for v in c])
-    f, h, g = random_targets(F, X, 0, 0.25)
+    from condcheck.targets import random_targets
+    X = separable_grid(act, fmt, grid)
+    f, h, g = random_targets(get_format(fmt), X, 0, 0.25)
     return X, f, h, g
 
 

@@ -44,7 +44,8 @@ POINT_CHUNKS = 2
 #: domains with fewer points are one chunk (a worker costs a fork and a cold cache)
 CHUNK_MIN_POINTS = 32
 
-#: worker processes for the chunks (None: the CPUs this process may use; 1: none, all in this process)
+#: worker processes for the chunks (None: the environment variable CONDCHECK_JOBS if set, else the CPUs
+#: this process may use; 1: none, all in this process)
 JOBS = None
 
 

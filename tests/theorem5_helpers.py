@@ -1,6 +1,17 @@
-"""Test helpers: layers and networks compared weight for weight (imported by the tests that build one
-network two ways and claim the same result)."""
+"""Test helpers for the Theorem 5 tests: grids of the float8 box, and layers and networks compared weight
+for weight (for the tests that build one network two ways and claim the same result)."""
 import numpy as np
+
+from condcheck.formats import get_format
+from condcheck.targets import full_box, separable_part
+
+
+def separable_grid(act, fmt, k):
+    """The k x k grid (d = 2) of evenly spaced values of the separable part of the d = 1 box."""
+    F = get_format(fmt)
+    c = separable_part(act, F, full_box(act, F, 1))[:, 0]
+    c = c[np.linspace(0, len(c) - 1, k).round().astype(int)]
+    return np.array([(u, v) for u in c for v in c])
 
 
 def assert_same_layer(a, b):
