@@ -52,6 +52,26 @@ class VerifyResult:
     def to_dict(self) -> dict:
         return dict(self.__dict__)
 
+    @classmethod
+    def merged(cls, parts) -> "VerifyResult":
+        """One result from the results of consecutive parts of a claim's points (a construction verifies
+        each chunk's points in its own process): the counts add up, and the first failure is the first
+        part's that has one, as one pass over every point would find it (which also stops at an overflow,
+        where a part's result compares nothing)."""
+        parts = list(parts)
+        if not parts:
+            raise CondcheckError("no verification results to merge")
+        out = cls(ok=all(p.ok for p in parts), points=sum(p.points for p in parts),
+                  value_checks=sum(p.value_checks for p in parts),
+                  gradient_checks=sum(p.gradient_checks for p in parts),
+                  value_failures=sum(p.value_failures for p in parts),
+                  gradient_failures=sum(p.gradient_failures for p in parts),
+                  first_failure=next((p.first_failure for p in parts if p.first_failure), None),
+                  method=", ".join(dict.fromkeys(p.method for p in parts)),
+                  notes=[n for p in parts for n in p.notes], semantics=parts[0].semantics,
+                  semantics_text=parts[0].semantics_text)
+        return out
+
 
 def _check_claim_against(net: Network, claim: Claim):
     if claim.points.shape[1] != net.input_dim:

@@ -82,8 +82,10 @@ every point before it is returned.  A failure of any requirement raises Construc
 
 On the small formats the per-point searches run in a fixed number of chunks of the domain, side by
 side in forked worker processes where there are cores (``chunks``; ``jobs=1`` runs them one after the
-other here).  The chunks are a function of the domain, and every cache holds a pure function of its key,
-so the network does not depend on the number of workers.
+other here).  With per-point gating each chunk also builds the steps its points read (``step_rounds``)
+and, on the small networks that numpy verifies, verifies its points.  The chunks are a function of the
+domain, and every cache holds a pure function of its key, so the network does not depend on the number
+of workers.
 
 Where each block lives (one module per block):
 
@@ -94,6 +96,7 @@ Where each block lives (one module per block):
 - ``steps``: layers 1-2: separators, steps, quantizer chains
 - ``layers``: sparse layer assembly helpers
 - ``boosts``: layer 3: boosts, sharpened and padded steps
+- ``step_rounds``: the steps built (by chunk, in rounds) and padded to one depth
 - ``records``: ``Gate`` and ``_Branch`` records
 - ``gates``: layer 4: value and gradient gates, checked on every point
 - ``value_branches``: layer 5: value outputs V'_z, relays and value blockers

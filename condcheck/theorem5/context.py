@@ -34,7 +34,8 @@ class _Ctx(_Gates, _ValueBranches, _GradientBranches, _Transfers):
         self.kit, self.st, self.F, self.X, self.steps, self.U_X, self.gating = kit, st, F, X, steps, U_X, gating
         # the layers a step spends on sharpening (and the boosts that pad it): each gradient branch
         # relays its pass through as many layers, so that its gate sits in the same layer as the others
-        self.relays = max([len(s.sharpen) + len(s.reboost) for s in steps] + [0])
+        # (every step spans the same layers; a chunk's context holds only its points' steps, None elsewhere)
+        self.relays = max([len(s.sharpen) + len(s.reboost) for s in steps if s is not None] + [0])
         z, t, dt = st.z, st.t, st.dt
         live = z > st.z_dead
         self.zero_states = z[(t == 0)]
@@ -49,7 +50,7 @@ class _Ctx(_Gates, _ValueBranches, _GradientBranches, _Transfers):
         far = np.abs(self.pass_t - st.L) >= 2 * abs(st.z_dead) / float(F.max_float)
         strong = np.abs(self.pass_d) * 4 >= np.max(np.abs(self.pass_d)) if len(self.pass_d) else far
         self.gate_targets = list(self.pass_z[far & strong])
-        self.small_format = F.enumerable and F.count_finite() <= 4096   # searches may try every value
+        self.small_format = self.is_small_format(F)
         self.tables = kit.tables            # grids of RN sums and products as lookups (8-bit formats)
         if not self.small_format:
             # large formats: a gate's sum at its point can be coarse (RN(at_z + gamma) lands only on
@@ -97,6 +98,11 @@ class _Ctx(_Gates, _ValueBranches, _GradientBranches, _Transfers):
         self.near_one = False           # gradient gates on targets with |T - L| nearest 1 first (_gradient_targets)
         self.transfer_budget = None     # transfer searches left to this gradient search (None: no limit)
         self.unbudgeted = False         # the last, unlimited search of _gradient_branches (UNBUDGETED_LAST)
+
+    @staticmethod
+    def is_small_format(F) -> bool:
+        """Whether the searches may try every value of F (at most 4,096 finite values)."""
+        return F.enumerable and F.count_finite() <= 4096
 
     #: the flags _gradient_branches sets for a retry of a point's search (each one at most once)
     RETRY_FLAGS = ("beam", "join", "zero_end", "offset_gates", "near_one")
