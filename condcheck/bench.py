@@ -246,12 +246,37 @@ def _interpreter():
             f"({net.nonzero_parameters:,} nonzero parameters)")
 
 
+def machine_reference() -> float:
+    """Seconds of a fixed workload that does not change with condcheck's code: a pure-Python loop and
+    many numpy operations on arrays of a few hundred values, the two costs that dominate the
+    constructions on 8-bit formats.  The machines here drift (the same code and case took 1.94 s one
+    day and 2.8-3.1 s another, and a Python loop 1.3 s and 1.8 s an hour apart), so every case reports
+    this beside its time: times are comparable only at similar reference times."""
+    import numpy as np
+
+    t0 = time.perf_counter()
+    acc = 0
+    for i in range(1_000_000):
+        acc += i * i % 7
+    a = np.arange(225, dtype=np.float64)
+    b = a[::-1].copy()
+    for _ in range(20_000):
+        c = a * b
+        c += a
+        np.minimum.reduce(c)
+        np.searchsorted(a, c)
+    return time.perf_counter() - t0
+
+
 def run_case(name: str) -> dict:
     """One case, timed: wall seconds, CPU seconds of this process and its worker processes (the
     constructions' chunks, ``theorem5.chunks``), and the peak resident memory of this process and of the
     largest worker (each worker shares this process's memory until it writes to it, so the two together
-    bound the machine's use from above: peak + workers x worker peak)."""
+    bound the machine's use from above: peak + workers x worker peak); and, measured just before in
+    the same process, the machine's reference time (``machine_reference``)."""
     import resource
+
+    reference = machine_reference()
 
     def children_cpu():
         ru = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -263,7 +288,8 @@ def run_case(name: str) -> dict:
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB -> MiB on Linux
     worker_peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     return {"case": name, "seconds": round(elapsed, 3), "cpu_seconds": round(cpu, 3), "peak_mib": round(peak, 1),
-            "worker_peak_mib": round(worker_peak, 1), "target": target, "detail": detail}
+            "worker_peak_mib": round(worker_peak, 1), "target": target, "detail": detail,
+            "reference_seconds": round(reference, 3)}
 
 
 def _run_once(name: str) -> dict:
@@ -273,7 +299,8 @@ def _run_once(name: str) -> dict:
     if out.returncode != 0:
         return {"case": name, "error": out.stderr.strip().splitlines()[-1] if out.stderr else "failed"}
     res = json.loads(out.stdout.strip().splitlines()[-1])
-    res["wall_seconds_with_startup"] = round(time.perf_counter() - t0, 3)
+    # (without the machine reference, which runs in the same process before the case)
+    res["wall_seconds_with_startup"] = round(time.perf_counter() - t0 - res["reference_seconds"], 3)
     return res
 
 
@@ -291,6 +318,7 @@ def run(names, echo, repeat: int = 1) -> list[dict]:
             res["peak_mib"] = max(r["peak_mib"] for r in runs)
             res["worker_peak_mib"] = max(r.get("worker_peak_mib", 0.0) for r in runs)
             res["runs"] = [r["seconds"] for r in runs]
+            res["reference_runs"] = [r["reference_seconds"] for r in runs]
         echo(res)
         results.append(res)
     return results

@@ -446,7 +446,9 @@ def bench(cases, list_only, as_json, repeat):
       condcheck bench --repeat 3 theorem5-relu-float8_e4m3-box    # best of three fresh runs
       condcheck bench            # every case
     CASES may be names or prefixes (e.g. tables-float16); a CASE that is a whole name selects only that
-    case (theorem5-gelu-float8_e4m3-box, not also ...-box2).
+    case (theorem5-gelu-float8_e4m3-box, not also ...-box2).  Each run also reports the machine
+    reference: the seconds of a fixed workload (a Python loop and small numpy operations) measured in
+    the same process just before; compare times only at similar reference times.
     """
     from . import bench as b
 
@@ -468,7 +470,8 @@ def bench(cases, list_only, as_json, repeat):
             runs = f" best of {len(r['runs'])}: {', '.join(f'{t:.2f}' for t in r['runs'])};" if len(r["runs"]) > 1 else ""
             workers = f" (workers: {r['worker_peak_mib']:.1f} MiB each at most)" if r.get("worker_peak_mib") else ""
             click.echo(f"{r['case']:45s} {r['seconds']:8.2f} s ({r['cpu_seconds']:.2f} CPU s;{runs} "
-                       f"{r['wall_seconds_with_startup']:.2f} s with process start and imports)  peak "
+                       f"{r['wall_seconds_with_startup']:.2f} s with process start and imports; machine "
+                       f"reference {r['reference_seconds']:.2f} s)  peak "
                        f"{r['peak_mib']:7.1f} MiB{workers}  ({r['target']}; {r['detail']})")
     res = b.run(names, echo, repeat)
     if as_json:

@@ -27,3 +27,10 @@ def test_repeated_runs_report_the_fastest_run_and_every_time():
     (res,) = bench.run(["check-float6_e3m2fn-relu"], seen.append, repeat=2)
     assert seen == [res] and len(res["runs"]) == 2
     assert res["seconds"] == min(res["runs"]) and res["cpu_seconds"] > 0 and "detail" in res
+
+
+def test_each_run_reports_the_machine_reference_time_measured_in_its_own_process():
+    seen = []
+    (res,) = bench.run(["check-float6_e3m2fn-relu"], seen.append, repeat=2)
+    assert len(res["reference_runs"]) == 2 and all(t > 0 for t in res["reference_runs"])
+    assert res["reference_seconds"] in res["reference_runs"]
