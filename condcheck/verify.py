@@ -7,8 +7,10 @@ Inf may pass through but NaN, a non-finite value or a non-finite gradient fails;
 ``method="fast"`` uses the vectorized interpreter, ``method="sparse"`` the same numbers computed on the
 active neurons only (``condcheck.sparse_ad``: for Theorem 7 networks, where almost every neuron is dead at
 a given x, and Theorem 5 networks, one upstream value per point; finite semantics, formats of at most 16
-bits), ``method="exact"`` the exact rational reference path (slow; the
-standalone re-check).
+bits), ``method="tables"`` the same values computed on the format's RN index tables
+(``condcheck.index_interpreter``: finite semantics, formats of at most 1024 values; zero signs are not
+kept, and the comparison is by value), ``method="exact"`` the exact rational reference path (slow; the
+standalone re-check).  "sparse" and "tables" fall back to "fast" where they do not apply.
 """
 from __future__ import annotations
 
@@ -90,12 +92,16 @@ def _fmt_point(p) -> str:
 def verify(net: Network, claim: Claim | None, method: str = "fast", progress=None) -> VerifyResult:
     if claim is None:
         raise CondcheckError("the network has no claim: nothing to verify")
-    if method not in ("fast", "sparse", "exact"):
-        raise CondcheckError(f"verification method must be 'fast', 'sparse' or 'exact', not {method!r}")
+    if method not in ("fast", "sparse", "tables", "exact"):
+        raise CondcheckError(f"verification method must be 'fast', 'sparse', 'tables' or 'exact', not {method!r}")
     if method == "sparse":
         from .sparse_ad import supports
         if not supports(net):
             method = "fast"      # the sparse shortcut: finite semantics, formats of at most 16 bits, numba
+    if method == "tables":
+        from .index_interpreter import supports as tables_apply
+        if not tables_apply(net):
+            method = "fast"      # index tables: finite semantics, formats of at most 1024 values
     _check_claim_against(net, claim)
     N, d = claim.points.shape
     K = claim.upstream.shape[0] if claim.theorem == 7 else 1
@@ -109,6 +115,9 @@ def verify(net: Network, claim: Claim | None, method: str = "fast", progress=Non
         elif method == "sparse":
             from .sparse_ad import evaluate_sparse
             values, grads = evaluate_sparse(net, claim.points, np.ascontiguousarray(Y), progress=progress)
+        elif method == "tables":
+            from .index_interpreter import evaluate_indexed
+            values, grads = evaluate_indexed(net, claim.points, np.ascontiguousarray(Y), progress=progress)
         else:
             values = np.empty(N)
             grads = np.empty((N, K, d))

@@ -166,3 +166,47 @@ def test_an_error_that_does_not_unpickle_reaches_the_caller_as_a_construction_er
         return []
     with pytest.raises(t5.ConstructionError, match="UnknownNameError in a construction worker: unknown format"):
         chunks.run_rounds([range(0, 2), range(2, 4)], rounds, max, 2)
+
+
+def test_each_chunk_builds_the_steps_its_points_read_and_together_every_step():
+    from condcheck.theorem5 import step_rounds
+    import numpy as np
+    vals = [np.arange(6.0)]
+    idx = [np.arange(6)]
+    every = step_rounds.all_keys(vals)
+    first, second = (step_rounds.chunk_keys(vals, idx, range(a, b)) for a, b in ((0, 3), (3, 6)))
+    assert sorted(set(first) | set(second)) == sorted(every) and len(every) == 10
+    # point 2 reads the step on above its value (gap 3, up), point 3 the step on below it (gap 3, down)
+    assert set(first) & set(second) == set() and (0, 3, True) in first and (0, 3, False) in second
+    assert step_rounds.gating_keys(vals, idx, 0) == [(0, 1, True)]
+    assert step_rounds.gating_keys(vals, idx, 2) == [(0, 2, False), (0, 3, True)]
+
+
+def test_the_steps_grow_one_layer_for_all_chunks_until_every_step_pads_and_then_stop():
+    from condcheck.theorem5.step_rounds import agree_steps
+    assert agree_steps([{"step_depth": 1}, {"step_depth": 3}]) == {"depth": 3}
+    fail = [{"step_failure": None, "depth": 3}, {"step_failure": "step at gap 7: no boost", "depth": 3}]
+    assert agree_steps(fail) == {"depth": 4}
+    assert agree_steps([dict(r, depth=t5.tuning.MAX_SHARPEN) for r in fail]) == {"error": "step at gap 7: no boost"}
+    assert agree_steps([{"step_failure": None, "depth": 3}] * 2) == {"done": True}
+
+
+@needs_fork
+def test_a_verification_failure_among_the_workers_points_fails_the_construction_naming_that_point(monkeypatch):
+    import numpy as np
+    from condcheck import index_interpreter
+    F = get_format("float8_e4m3")
+    X = full_box("relu", F, 1)[::5]
+    assert len(chunks.point_chunks(len(X), 1, True)) == 2
+    last = X[-1]
+    evaluate = index_interpreter.evaluate_indexed
+
+    def wrong_at_the_last_point(net, P, Y, progress=None):
+        values, grads = evaluate(net, P, Y, progress)
+        hit = np.flatnonzero((np.asarray(P) == last).all(axis=1))
+        values[hit] = values[hit] + 1.0
+        return values, grads
+    monkeypatch.setattr(index_interpreter, "evaluate_indexed", wrong_at_the_last_point)
+    with pytest.raises(t5.ConstructionError, match=r"failed exact verification(.|\n)*values 38/39 equal"
+                                                   r"(.|\n)*kind=value, point=\(" + float(last[0]).hex().replace("+", r"\+")):
+        _build("relu", F, X, 2)

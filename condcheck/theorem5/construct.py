@@ -218,9 +218,10 @@ def _construct_theorem5(activation, fmt, points, values, upstream, gradients, im
                             ctx if sliced else None)
         ctx = None           # its per-point arrays (steps x points) and caches are not needed to verify
         assembled.append(net)
-        # the chunks verify their points only by numpy (the sparse interpreter's compiled loops already
-        # run on every core, and their OpenMP threads may not start in a process forked after its use)
-        return {"network": net if verify_result and _numpy_verifies(net, N) else None}
+        # the chunks verify their points only on the index tables (the sparse interpreter's compiled loops
+        # already run on every core, and their OpenMP threads may not start in a process forked after
+        # their use)
+        return {"network": net if verify_result and _tables_verify(net, N) else None}
 
     total = N * d + N
     checked = run_rounds(point_chunks(N, d, small_format, by_coordinate=sliced), rounds, combine, jobs,
@@ -234,25 +235,23 @@ def _construct_theorem5(activation, fmt, points, values, upstream, gradients, im
     return net, claim
 
 
-def _numpy_verifies(net, n_points) -> bool:
-    """Whether the construction verifies its network by the numpy interpreter: small networks on 8-bit
-    formats (the d = 1 float8 boxes), where it costs less (0.1-0.2 s) than loading the compiled kernels."""
-    return net.format.bits <= 8 and n_points * net.nonzero_parameters <= tuning.NUMPY_VERIFY_WORK
+def _tables_verify(net, n_points) -> bool:
+    """Whether the construction verifies its network on the RN index tables (``index_interpreter``):
+    small networks on 8-bit formats (the d = 1 float8 boxes), where that costs less (half of a d = 1
+    box: 0.1 s, against 0.2 s by rounding) than loading the compiled kernels of the sparse one (0.4-0.6
+    CPU s)."""
+    return net.format.bits <= 8 and n_points * net.nonzero_parameters <= tuning.TABLES_VERIFY_WORK
 
 
 def _verify_points(net, claim, points):
-    """The exact verification of the claim on the points (a range): by numpy where ``_numpy_verifies``,
-    else by the sparse interpreter (the same numbers, computed on the neurons live at each point) where
-    it applies, else the dense one."""
+    """The exact verification of the claim on the points (a range): on the index tables where
+    ``_tables_verify``, else by the sparse interpreter (the same numbers, computed on the neurons live at
+    each point) where it applies, else the dense one."""
     from ..netfile import Claim
     from ..verify import verify as _verify
 
     part = Claim(5, claim.points[points], claim.values[points], claim.upstream[points], claim.gradients[points])
-    if _numpy_verifies(net, len(claim.points)):
-        from ..network import numpy_path
-        with numpy_path():
-            return _verify(net, part, method="fast")
-    return _verify(net, part, method="sparse")
+    return _verify(net, part, method="tables" if _tables_verify(net, len(claim.points)) else "sparse")
 
 
 def _to_depth(ctx, grad_part, n_cur, shortest, h_max, C, quarter):

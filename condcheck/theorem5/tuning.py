@@ -21,9 +21,10 @@ UNBUDGETED_LAST = True
 #: the blocker searches with a window of weights (large formats) kept per on value, most recent first
 BLOCKER_WINDOWS = 16
 
-#: 8-bit networks with at most this many (points x nonzero parameters) are verified by the dense numpy
-#: interpreter (no compiled code to load: the full float8 box, d = 1, is at most 233 x 27,000)
-NUMPY_VERIFY_WORK = 10_000_000
+#: 8-bit networks with at most this many (points x nonzero parameters) are verified on the RN index
+#: tables, each chunk its own points (no compiled code to load: the full float8 box, d = 1, is at most
+#: 233 x 27,000)
+TABLES_VERIFY_WORK = 10_000_000
 
 #: the last-layer search (``_Ctx._last_layer_tables``) builds an upstream value's reach rows after this many calls
 REACH_ROWS_AFTER = 32
