@@ -379,6 +379,35 @@ def test_numpy_separator_search_equals_the_kernel_on_the_full_box_coordinates(fm
                  t5.steps._choose_from_rows(W, B, I, src, len(vals), compiled=True))
 
 
+@given(st.integers(2, 40), st.integers(1, 300), st.integers(0, 2**32 - 1), st.booleans(), st.data())
+@settings(max_examples=150, deadline=None)
+def test_the_numpy_separator_search_of_a_range_of_gaps_equals_the_whole_search_on_those_gaps(
+        n_vals, n_cand, seed, huge, data):
+    _, src, I = _random_rows(seed, n_vals, n_cand, huge)
+    lo = data.draw(st.integers(1, n_vals - 1))
+    hi = data.draw(st.integers(lo, n_vals - 1))
+    with np.errstate(over="ignore", invalid="ignore"):
+        wi, ws = t5.steps._best_separators_np(I, src)
+        gi, gs = t5.steps._best_separators_np(I, src, gaps=(lo, hi))
+    inside = np.zeros(n_vals, bool)
+    inside[lo:hi + 1] = True
+    assert np.array_equal(gi[inside], wi[inside]) and np.array_equal(gs[inside], ws[inside], equal_nan=True)
+    assert (gi[~inside] == -1).all() and (gs[~inside] == 0).all()
+
+
+@pytest.mark.parametrize("act", ["relu", "sigmoid"])
+def test_a_chooser_of_a_range_of_gaps_chooses_what_the_whole_chooser_chooses_there(act):
+    from condcheck.targets import full_box
+    F = get_format("float8_e5m2" if act == "relu" else "float8_e4m3")
+    vals = np.unique(full_box(act, F, 1)[:, 0])
+    whole = t5.steps._separator_chooser(t5.Kit(act, F, "exact"), vals)
+    n = len(vals)
+    for lo, hi in ((1, n // 2), (n // 2, n - 1), (5, 5)):
+        part = t5.steps._separator_chooser(t5.Kit(act, F, "exact"), vals, gaps=(lo, hi))
+        keys = [(gap, up) for gap in range(lo, hi + 1) for up in (True, False)]
+        _same_choice({k: part(*k) for k in keys}, {k: whole(*k) for k in keys})
+
+
 def test_eight_bit_formats_choose_separators_without_compiled_code(monkeypatch):
     F = get_format("float8_e4m3")
     kit = t5.Kit("tanh", F, "exact")

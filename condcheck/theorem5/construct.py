@@ -19,7 +19,6 @@ from .search import _gradient_branches
 from .sliced import _SlicedCtx
 from .states import _require_conditions, find_states
 from .step_rounds import agree_steps, all_keys, chunk_keys, gating_keys, step_rounds
-from .steps import _separator_chooser
 
 
 def construct_theorem5(activation, fmt, points, values, upstream, gradients, implementation="exact",
@@ -90,14 +89,12 @@ def _construct_theorem5(activation, fmt, points, values, upstream, gradients, im
     coord_vals = [np.unique(X[:, j]) for j in range(d)]
     coord_idx = [np.searchsorted(coord_vals[j], X[:, j]) for j in range(d)]
     push_need = _gate_push_need(st)
-    # the separator choice of every coordinate (all gaps at once, here before the chunks)
-    choosers = [_separator_chooser(kit, vals, st) if len(vals) >= 2 else None for vals in coord_vals]
     keys = all_keys(coord_vals)
     step_of = {key: i for i, key in enumerate(keys)}
 
     def build_steps(chunk_step_keys):
         """The steps of the keys, in rounds (``step_rounds``)."""
-        return step_rounds(kit, st, coord_vals, choosers, chunk_step_keys, push_need)
+        return step_rounds(kit, st, coord_vals, chunk_step_keys, push_need)
 
     if gating == "auto":
         gating = "slices" if d >= 2 and N > tuning.EXACT_GATE_POINTS else "points"

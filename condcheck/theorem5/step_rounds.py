@@ -21,7 +21,7 @@ from ..op_tables import op_tables
 from . import tuning
 from .boosts import _lifted_boost, _padded_split, _reboosts, _sharpened_split, _step_split
 from .errors import ConstructionError
-from .steps import Step
+from .steps import Step, _separator_chooser
 
 
 def all_keys(coord_vals) -> list:
@@ -50,9 +50,16 @@ def chunk_keys(coord_vals, coord_idx, points) -> list:
     return [k for k in all_keys(coord_vals) if k in want]
 
 
-def step_rounds(kit, st, coord_vals, choosers, keys, push_need):
+def step_rounds(kit, st, coord_vals, keys, push_need):
     """Build the steps of ``keys`` (a generator of rounds, ``chunks.run_rounds``; combine the reports with
-    ``agree_steps``).  Returns ({key: Step}, {key: the step's values T on coordinate key[0]'s values})."""
+    ``agree_steps``).  Returns ({key: Step}, {key: the step's values T on coordinate key[0]'s values}).
+
+    The separators are chosen per coordinate for the range of gaps the keys span (``_separator_chooser``:
+    the same choice as over every gap)."""
+    choosers = {}
+    for j in sorted({key[0] for key in keys}):
+        gaps = [key[1] for key in keys if key[0] == j]
+        choosers[j] = _separator_chooser(kit, coord_vals[j], st, gaps=(min(gaps), max(gaps)))
     built = {key: _first_build(kit, st, coord_vals[key[0]], choosers[key[0]], key, push_need) for key in keys}
     # every step spans the same layers: a step with fewer sharpening layers than the deepest is boosted
     # again after its boost (each boost keeps L dead and its on values on one side of L, so the step

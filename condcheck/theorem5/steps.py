@@ -116,7 +116,7 @@ def _separator_extremes(kit: Kit, vals):
     tb = op_tables(kit.fmt)
     if tb is None:
         return _extremes(_separator_table(kit, vals, None))
-    W, B, I, t_all = _separator_rows_indexed(kit, tb, vals)
+    W, B, I, t_all = _separator_rows_cached(kit, tb, vals)
     used = np.zeros(len(t_all), bool)
     used[I] = True
     tv = t_all[used]
@@ -214,7 +214,7 @@ def _choose_steps(ext, n_vals: int, chunk: int = 16) -> dict:
     return out
 
 
-def _choose_steps_compiled(kit: Kit, vals):
+def _choose_steps_compiled(kit: Kit, vals, gaps=None):
     """``_choose_steps(_separator_extremes(kit, vals), len(vals))`` by the compiled one-pass search
     (``kernels.best_separators``; on formats of at most NUMPY_SEPARATORS_BITS bits its numpy twin
     ``_best_separators_np``, which needs no compiled code), or None where that does not apply (no
@@ -226,22 +226,33 @@ def _choose_steps_compiled(kit: Kit, vals):
     what np.argmin keeps in ``_choose_steps`` (its first NaN, else its first minimum); the two signs
     are then combined as there (s = -1 only when strictly smaller), and the rows whose spreads all
     overflowed to inf take candidate 0, as ``_choose_steps``' argmin over all candidates does.  kappa
-    is -(the chosen candidate's dead-side extreme), computed as there."""
+    is -(the chosen candidate's dead-side extreme), computed as there.  ``gaps`` = (lo, hi): the choices
+    of those gaps only (by numpy; the kernel chooses every gap)."""
     tb = op_tables(kit.fmt)
     compiled = kernels.HAVE_NUMBA and kit.fmt.bits > tuning.NUMPY_SEPARATORS_BITS
     if tb is None or not (compiled or kit.fmt.bits <= tuning.NUMPY_SEPARATORS_BITS):
         return None
-    W, B, I, t_all = _separator_rows_indexed(kit, tb, vals)
+    W, B, I, t_all = _separator_rows_cached(kit, tb, vals)
     used = np.zeros(len(t_all), bool)
     used[I] = True
     tv = t_all[used]
     if ((tv == 0) & np.signbit(tv)).any():
         return None
     src = t_all.astype(np.float32) if np.array_equal(tv.astype(np.float32), tv) else t_all
-    return _choose_from_rows(W, B, I, src, len(vals), compiled)
+    return _choose_from_rows(W, B, I, src, len(vals), compiled, gaps)
 
 
-def _best_separators_np(I, src):
+def _separator_rows_cached(kit: Kit, tb, vals):
+    """``_separator_rows_indexed``, kept on the kit for the last coordinate values asked (the chunks of a
+    construction, run one after the other in one process, each choose their own gaps of one coordinate)."""
+    key = np.asarray(vals, np.float64).tobytes()
+    hit = kit.__dict__.get("_separator_rows")
+    if hit is None or hit[0] != key:
+        hit = kit._separator_rows = (key, _separator_rows_indexed(kit, tb, vals))
+    return hit[1]
+
+
+def _best_separators_np(I, src, gaps=None):
     """``kernels.best_separators(I, src)`` in numpy, on the separating (gap, candidate) pairs only: the same
     (best_i, best_sp) arrays, without loading numba's compiled code (its first load in a process costs
     0.4-0.6 CPU s, more than this whole search on an 8-bit format: 0.1-0.2 s).
@@ -254,12 +265,17 @@ def _best_separators_np(I, src):
     NaN spread (while its own is not NaN) or a strictly smaller one: that is the first NaN if there
     is one, else the first minimum, which is what the segment minimum (NaN-propagating) and the first
     position equal to it pick here.  A gap without a separating candidate keeps (-1, 0).
-    tests/test_theorem5_fast_paths.py compares the arrays with the kernel's."""
+    tests/test_theorem5_fast_paths.py compares the arrays with the kernel's.
+
+    ``gaps`` = (lo, hi): only the gaps lo..hi (the others keep (-1, 0)), from the prefix extremes of the
+    values below hi and the suffix extremes from value lo, the same numbers as for every gap (a chunk
+    of a construction chooses the separators of its own gaps)."""
     n = I.shape[1]
     dt = src.dtype
     best_i = np.full((n, 4), -1, dtype=np.int64)
     best_sp = np.zeros((n, 4), dtype=dt)
-    if n < 2 or I.shape[0] == 0:
+    lo, hi = (1, n - 1) if gaps is None else (max(1, int(gaps[0])), min(n - 1, int(gaps[1])))
+    if n < 2 or I.shape[0] == 0 or lo > hi:
         return best_i, best_sp
     # the extremes on the ranks of src's values (a byte each on 8-bit formats: a quarter of the memory
     # traffic of the values; the order, and so every minimum, maximum and comparison, is the same), the
@@ -274,9 +290,9 @@ def _best_separators_np(I, src):
     T = np.empty((I.shape[1], I.shape[0]), dtype=key.dtype)
     for c0 in range(0, I.shape[0], tuning.SEPARATOR_BLOCK):
         T[:, c0:c0 + tuning.SEPARATOR_BLOCK] = key[I[c0:c0 + tuning.SEPARATOR_BLOCK]].T
-    pmin, pmax = _accumulate(np.minimum, T, False), _accumulate(np.maximum, T, False)
-    smin, smax = _accumulate(np.minimum, T, True), _accumulate(np.maximum, T, True)
-    pmin, pmax, smin, smax = pmin[:-1], pmax[:-1], smin[1:], smax[1:]   # row g - 1: the gap g
+    # row r: the gap lo + r (prefix extremes of the values below it, suffix extremes from it)
+    pmin, pmax = (_accumulate(op, T[:hi], False)[lo - 1:hi] for op in (np.minimum, np.maximum))
+    smin, smax = (_accumulate(op, T[lo:], True)[:hi - lo + 1] for op in (np.minimum, np.maximum))
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         # q = 0 (on [g:], s = +1) and q = 3 (on [:g], s = -1) separate where smin[g] > pmax[g-1];
         # q = 1 (on [g:], s = -1) and q = 2 (on [:g], s = +1) where pmin[g-1] > smax[g].
@@ -310,18 +326,19 @@ def _best_separators_np(I, src):
                 first = np.flatnonzero((sp == m) | (np.isnan(sp) & np.isnan(m)))
                 sf = seg[first]                        # nondecreasing: each segment's first is where it changes
                 pick = first[np.flatnonzero(np.concatenate(([True], sf[1:] != sf[:-1])))]
-                best_i[r[pick] + 1, q] = c[pick]
-                best_sp[r[pick] + 1, q] = sp[pick]
+                best_i[r[pick] + lo, q] = c[pick]
+                best_sp[r[pick] + lo, q] = sp[pick]
     return best_i, best_sp
 
 
-def _choose_from_rows(W, B, I, src, n_vals: int, compiled: bool = True) -> dict:
+def _choose_from_rows(W, B, I, src, n_vals: int, compiled: bool = True, gaps=None) -> dict:
     """``_choose_steps``' dict from candidate rows (candidate c: weight W[c], bias B[c], values
     src[I[c, :]] on the sorted coordinate values) by ``kernels.best_separators`` (or, not
-    ``compiled``, by ``_best_separators_np``: the same arrays)."""
-    best_i, best_sp = kernels.best_separators(I, src) if compiled else _best_separators_np(I, src)
+    ``compiled``, by ``_best_separators_np``: the same arrays); with ``gaps`` = (lo, hi), of those gaps."""
+    best_i, best_sp = kernels.best_separators(I, src) if compiled else _best_separators_np(I, src, gaps)
     out = {}
-    for gap in range(1, n_vals):
+    lo, hi = (1, n_vals - 1) if gaps is None else gaps
+    for gap in range(max(1, lo), min(n_vals - 1, hi) + 1):
         for up, cases in ((True, ((0, 1.0), (1, -1.0))), (False, ((2, 1.0), (3, -1.0)))):
             best = None
             for q, s in cases:
@@ -340,19 +357,20 @@ def _choose_from_rows(W, B, I, src, n_vals: int, compiled: bool = True) -> dict:
     return out
 
 
-def _chosen_steps(kit: Kit, vals) -> dict:
-    """``_choose_steps`` over every (w, b) in F x F for every gap: the compiled pass where it applies
-    (the same choices), else the numpy extremes."""
-    chosen = _choose_steps_compiled(kit, vals)
+def _chosen_steps(kit: Kit, vals, gaps=None) -> dict:
+    """``_choose_steps`` over every (w, b) in F x F for every gap (at least the gaps lo..hi of
+    ``gaps``): the compiled pass where it applies (the same choices), else the numpy extremes."""
+    chosen = _choose_steps_compiled(kit, vals, gaps)
     return chosen if chosen is not None else _choose_steps(_separator_extremes(kit, vals), len(vals))
 
 
-def _separator_chooser(kit: Kit, vals, states=None):
+def _separator_chooser(kit: Kit, vals, states=None, gaps=None):
     """choose(gap, up) -> (w, b, s, kappa) or None.  Every (w, b) in F x F when that is small (8-bit
     formats: the smallest spread), else the restricted search of condcheck.separators (16-bit formats;
-    its "not found" is not a proof of inseparability, and the error says distinguishability fails)."""
+    its "not found" is not a proof of inseparability, and the error says distinguishability fails).
+    ``gaps`` = (lo, hi): only those gaps are asked (the chosen ones are the same)."""
     if kit.fmt.count_finite() ** 2 * len(vals) <= 2e8:
-        chosen = _chosen_steps(kit, vals)
+        chosen = _chosen_steps(kit, vals, gaps)
         return lambda gap, up: chosen[(gap, up)]
     from ..separators import find_separators
     found = find_separators(kit, vals, states=None if enumerated(kit.fmt) else states)
