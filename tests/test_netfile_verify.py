@@ -105,6 +105,22 @@ def test_cli_verify_exits_0_on_a_true_claim_and_1_on_a_false_one(tmp_path):
     assert r.exit_code == 1 and "first failure" in r.output and "0x1.0000000000000p-1" in r.output
 
 
+def test_cli_verify_on_the_rounding_tables_finds_what_the_other_interpreters_find(tmp_path):
+    net = _net()
+    claim = _claim_from_exact_path(net, [0.5, 1.0, -3.0], [1.0, 0.25, -2.0])
+    good = tmp_path / "good.json"
+    save_network(good, net, claim)
+    r = CliRunner().invoke(main, ["verify", str(good), "--tables"])
+    assert r.exit_code == 0 and "(tables interpreter)" in r.output and "AD gradients 3/3 equal" in r.output
+    claim.gradients[2, 0] = net.format.next_up(claim.gradients[2, 0])
+    bad = tmp_path / "bad.json"
+    save_network(bad, net, claim)
+    outputs = [CliRunner().invoke(main, ["verify", str(bad)] + flag) for flag in (["--tables"], ["--exact"])]
+    assert [o.exit_code for o in outputs] == [1, 1]
+    first = [line for o in outputs for line in o.output.splitlines() if line.startswith("first failure")]
+    assert len(first) == 2 and first[0] == first[1] and "kind=gradient" in first[0]
+
+
 def test_cli_verify_gives_a_message_not_a_traceback_for_a_bad_file(tmp_path):
     p = tmp_path / "x.json"
     p.write_text("{not json")
