@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
 
@@ -108,13 +109,19 @@ def _construct_theorem5(activation, fmt, points, values, upstream, gradients, im
         ctx = _SlicedCtx(kit, st, F, X, steps, [val_map[key] for key in keys], coord_vals, coord_idx, step_of)
         step_map = val_map = None
 
+    process_ctx = {}
+
     def point_ctx(step_map, val_map):
-        """The per-point gating context of a chunk, with the steps it built (the others None: its
-        points' gates read only their own gating steps)."""
-        steps = [step_map.get(key) for key in keys]
-        U_X = [val_map[key][coord_idx[key[0]]] if key in val_map else None for key in keys]
-        return _Ctx(kit, st, F, X, steps, U_X,
-                    lambda zi: [step_of[key] for key in gating_keys(coord_vals, coord_idx, zi)])
+        """The per-point gating context of this process, with the steps of the chunks it ran (the others
+        None: a point's gates read only its own gating steps).  The chunks one process runs share it, so
+        they share its caches, as one chunk of every point would; a forked worker starts without one."""
+        indexed = [(step_of[key], s, val_map[key][coord_idx[key[0]]]) for key, s in step_map.items()]
+        c = process_ctx.get(os.getpid())
+        if c is None:
+            c = process_ctx[os.getpid()] = _Ctx(kit, st, F, X, [None] * len(keys), [None] * len(keys),
+                                                lambda zi: [step_of[key] for key in gating_keys(coord_vals, coord_idx, zi)])
+        c.add_steps(indexed)
+        return c
 
     h_max = float(np.max(np.abs(hv))) if N else 0.0
     consts = _Constants(F, cz, ct)
@@ -214,6 +221,7 @@ def _construct_theorem5(activation, fmt, points, values, upstream, gradients, im
             net = _assemble(kit, st, F, d, steps, values_part, grad_part, consts, C, activation, implementation,
                             ctx if sliced else None)
         ctx = None           # its per-point arrays (steps x points) and caches are not needed to verify
+        process_ctx.clear()
         assembled.append(net)
         # the chunks verify their points only on the index tables (the sparse interpreter's compiled loops
         # already run on every core, and their OpenMP threads may not start in a process forked after

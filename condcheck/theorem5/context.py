@@ -32,10 +32,7 @@ class _Ctx(_Gates, _ValueBranches, _GradientBranches, _Transfers):
 
     def __init__(self, kit, st, F, X, steps, U_X, gating):
         self.kit, self.st, self.F, self.X, self.steps, self.U_X, self.gating = kit, st, F, X, steps, U_X, gating
-        # the layers a step spends on sharpening (and the boosts that pad it): each gradient branch
-        # relays its pass through as many layers, so that its gate sits in the same layer as the others
-        # (every step spans the same layers; a chunk's context holds only its points' steps, None elsewhere)
-        self.relays = max([len(s.sharpen) + len(s.reboost) for s in steps if s is not None] + [0])
+        self.relays = self._relays()
         z, t, dt = st.z, st.t, st.dt
         live = z > st.z_dead
         self.zero_states = z[(t == 0)]
@@ -98,6 +95,21 @@ class _Ctx(_Gates, _ValueBranches, _GradientBranches, _Transfers):
         self.near_one = False           # gradient gates on targets with |T - L| nearest 1 first (_gradient_targets)
         self.transfer_budget = None     # transfer searches left to this gradient search (None: no limit)
         self.unbudgeted = False         # the last, unlimited search of _gradient_branches (UNBUDGETED_LAST)
+
+    def _relays(self) -> int:
+        """The layers a step spends on sharpening (and the boosts that pad it): each gradient branch
+        relays its pass through as many layers, so that its gate sits in the same layer as the others.
+        (Every step spans the same layers; a chunk's context holds only its points' steps, None
+        elsewhere.)"""
+        return max([len(s.sharpen) + len(s.reboost) for s in self.steps if s is not None] + [0])
+
+    def add_steps(self, indexed):
+        """Add steps that another chunk run in this process built: (index, Step, its values at the
+        points) each.  The chunks of one process share its context, so its caches (pure functions of
+        their keys) serve them all."""
+        for i, step, u in indexed:
+            self.steps[i], self.U_X[i] = step, u
+        self.relays = self._relays()
 
     @staticmethod
     def is_small_format(F) -> bool:
