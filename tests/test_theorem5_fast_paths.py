@@ -408,6 +408,40 @@ def test_a_chooser_of_a_range_of_gaps_chooses_what_the_whole_chooser_chooses_the
         _same_choice({k: part(*k) for k in keys}, {k: whole(*k) for k in keys})
 
 
+def _value_runs_by_counting(MP, n_s):
+    """``transfer._value_runs`` as first written: lo and hi by rows, whole by counting every (s, k)."""
+    n, nk = MP.shape
+    flat = MP.astype(np.int64) * nk + np.arange(nk)
+    lo = np.full((n_s + 1) * nk, n_s, np.int16)
+    hi = np.full((n_s + 1) * nk, -1, np.int16)
+    for u in range(n - 1, -1, -1):
+        lo[flat[u]] = u
+    for u in range(n):
+        hi[flat[u]] = u
+    lo, hi = lo.reshape(n_s + 1, nk), hi.reshape(n_s + 1, nk)
+    cnt = np.bincount(flat.ravel(), minlength=(n_s + 1) * nk).reshape(n_s + 1, nk)
+    return lo, hi, ((cnt == 0) | (cnt == hi.astype(np.int64) - lo + 1)).all(axis=1)
+
+
+@given(st.integers(0, 2**32 - 1), st.integers(1, 40), st.integers(1, 30), st.sampled_from(["monotone", "any"]))
+@settings(max_examples=200, deadline=None)
+def test_value_runs_from_spans_equal_the_runs_from_counting_every_value(seed, n, nk, kind):
+    rng = np.random.default_rng(seed)
+    n_s = int(rng.integers(1, 12))
+    MP = rng.integers(0, n_s + 1, (n, nk))
+    if kind == "monotone":
+        # each column: sorted values (either way), the overflow index n_s at one end, both or none
+        MP = np.sort(rng.integers(0, n_s, (n, nk)), axis=0)
+        for k in range(nk):
+            if rng.random() < 0.5:
+                MP[:, k] = MP[::-1, k]
+            a, b = rng.integers(0, 3, 2)
+            MP[:a, k], MP[n - b:, k] = n_s, n_s
+    got = t5.transfer._value_runs(MP.astype(np.int16), n_s)
+    want = _value_runs_by_counting(MP.astype(np.int16), n_s)
+    assert all(np.array_equal(g, w) for g, w in zip(got, want))
+
+
 def test_eight_bit_formats_choose_separators_without_compiled_code(monkeypatch):
     F = get_format("float8_e4m3")
     kit = t5.Kit("tanh", F, "exact")

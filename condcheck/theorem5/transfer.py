@@ -559,22 +559,7 @@ class _Transfers:
         n_u = tb.over
         if not runs:                                   # once per on value: P and the runs of every (s, k)
             P = np.argsort(amp, kind="stable")
-            MP = M[:n_u][:, P]
-            nk = MP.shape[1]
-            ar = np.arange(nk)
-            # lo[MP[u, k], k] = u from the last row up, hi from the first down: the same assignments, in the
-            # same order, on the flat positions of (MP[u, k], k) (one index array per row: a fifth of the time)
-            flat = MP.astype(np.int64) * nk + ar
-            lo = np.full((n_u + 1) * nk, n_u, np.int16)
-            hi = np.full((n_u + 1) * nk, -1, np.int16)
-            for u in range(n_u - 1, -1, -1):
-                lo[flat[u]] = u
-            for u in range(n_u):
-                hi[flat[u]] = u
-            lo, hi = lo.reshape(n_u + 1, nk), hi.reshape(n_u + 1, nk)
-            cnt = np.bincount(flat.ravel(), minlength=(n_u + 1) * nk).reshape(n_u + 1, nk)
-            whole = ((cnt == 0) | (cnt == hi.astype(np.int64) - lo + 1)).all(axis=1)
-            runs += [P, lo, hi, whole, *np.unique(amp[P], return_counts=True)]
+            runs += [P, *_value_runs(M[:n_u][:, P], n_u), *np.unique(amp[P], return_counts=True)]
         P, lo, hi, whole, au, ac = runs
         if not whole[si].all():                        # the overflow index in S: the whole grid
             in_S = np.zeros(n_u + 1, bool)
@@ -675,3 +660,39 @@ class _Transfers:
                     return out
                 return V[np.isin(self._cached(("chain", float(d), float(a)), lambda: self._rn_chain(V, [d, a])), S)]
         return V[np.isin(self._rn_chain(V, [d, a]), S)]
+
+
+def _value_runs(MP, n_s):
+    """(lo, hi, whole) of the columns of MP (indices u x columns k, values s in 0..n_s): lo[s, k] and
+    hi[s, k] the first and last u with MP[u, k] = s (n_s and -1 where there is none), and whole[s]
+    whether in every column the u's with MP[u, k] = s fill [lo, hi] (``_Transfers._last_cols_by_runs``).
+
+    lo and hi: lo[MP[u, k], k] = u from the last row up and hi from the first down, on the flat
+    positions of (MP[u, k], k) (one index array per row).  whole, without counting every (s, k): the
+    overflow index n_s is counted per column (both ends of a column may reach it, so its rows need not be
+    one run); every other value's rows lie in its [lo, hi], and these sets partition the column's other
+    rows, so their spans hi - lo + 1 add up to that number of rows exactly when every one fills its span.
+    Only a column where they do not is counted value by value, and there, as in every column, whole[s]
+    asks that the count be 0 or the span (elu on the float8_e5m2 box: 247 x 8,583 blockers; counting
+    every (s, k) took 0.05-0.07 s, the rest of this 0.03 s)."""
+    n, nk = MP.shape
+    flat = MP.astype(np.intp) * nk + np.arange(nk)
+    lo = np.full((n_s + 1) * nk, n_s, np.int16)
+    hi = np.full((n_s + 1) * nk, -1, np.int16)
+    for u in range(n - 1, -1, -1):
+        lo[flat[u]] = u
+    for u in range(n):
+        hi[flat[u]] = u
+    lo, hi = lo.reshape(n_s + 1, nk), hi.reshape(n_s + 1, nk)
+    span = np.maximum(hi.astype(np.int32) - lo + 1, 0)
+    # the overflow index n_s (which both ends of a column may reach) by its count; the other values by
+    # their spans: they partition the column's other rows
+    n_over = np.count_nonzero(MP == n_s, axis=0)
+    bad = np.flatnonzero(span[:n_s].sum(axis=0) != n - n_over)
+    whole = np.ones(n_s + 1, bool)
+    whole[n_s] = ((n_over == 0) | (n_over == span[n_s])).all()
+    if len(bad):
+        sub = MP[:, bad].astype(np.int64) * len(bad) + np.arange(len(bad))
+        cnt = np.bincount(sub.ravel(), minlength=(n_s + 1) * len(bad)).reshape(n_s + 1, len(bad))
+        whole &= ((cnt == 0) | (cnt == span[:, bad])).all(axis=1)
+    return lo, hi, whole
