@@ -117,9 +117,13 @@ def _separator_extremes(kit: Kit, vals):
     if tb is None:
         return _extremes(_separator_table(kit, vals, None))
     W, B, I, t_all = _separator_rows_cached(kit, tb, vals)
-    used = np.zeros(len(t_all), bool)
-    used[I] = True
-    tv = t_all[used]
+    # the T values the rows read: those of every finite index first (a superset: the rows skip the
+    # overflowing ones), which decides both tests below when it passes them; else exactly
+    tv = t_all[~kit.by_index()[1]]
+    if ((tv == 0) & np.signbit(tv)).any() or not np.array_equal(tv.astype(np.float32), tv):
+        used = np.zeros(len(t_all), bool)
+        used[I] = True
+        tv = t_all[used]
     src = t_all.astype(np.float32) if np.array_equal(tv.astype(np.float32), tv) else t_all
     T = src[I.T]                                    # (values, candidates), C order
     return (W, B, None, _accumulate(np.minimum, T, False), _accumulate(np.maximum, T, False),
@@ -233,9 +237,13 @@ def _choose_steps_compiled(kit: Kit, vals, gaps=None):
     if tb is None or not (compiled or kit.fmt.bits <= tuning.NUMPY_SEPARATORS_BITS):
         return None
     W, B, I, t_all = _separator_rows_cached(kit, tb, vals)
-    used = np.zeros(len(t_all), bool)
-    used[I] = True
-    tv = t_all[used]
+    # the T values the rows read: those of every finite index first (a superset: the rows skip the
+    # overflowing ones), which decides both tests below when it passes them; else exactly
+    tv = t_all[~kit.by_index()[1]]
+    if ((tv == 0) & np.signbit(tv)).any() or not np.array_equal(tv.astype(np.float32), tv):
+        used = np.zeros(len(t_all), bool)
+        used[I] = True
+        tv = t_all[used]
     if ((tv == 0) & np.signbit(tv)).any():
         return None
     src = t_all.astype(np.float32) if np.array_equal(tv.astype(np.float32), tv) else t_all
