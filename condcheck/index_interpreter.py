@@ -39,13 +39,7 @@ def evaluate_indexed(net, X, Y, progress=None):
     tb = op_tables(net.format)
     X = net._inputs(X)
     N = X.shape[0]
-    Y = np.asarray(Y, dtype=np.float64)
-    per_y = Y.ndim == 1
-    Y2 = Y.reshape(N, -1)
-    from .network import _not_in_format
-    bad = _not_in_format(Y2.ravel(), net.format)
-    if bad is not None:
-        raise CondcheckError(f"upstream value {Y2.ravel()[bad]!r} is not a value of {net.format.name}")
+    Y2, per_y = net._upstream(Y, N)
     t_idx, dt_idx = _activation_indices(net, tb)
     K = Y2.shape[1]
     # the points in the chunks ``Network.evaluate`` takes (each chunk forward, then backward), so that

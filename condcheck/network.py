@@ -491,12 +491,7 @@ class Network:
         N = X.shape[0]
         per_y = None
         if Y is not None:
-            Y = np.asarray(Y, dtype=np.float64)
-            per_y = Y.ndim == 1
-            Y2 = Y.reshape(N, -1)
-            bad = _not_in_format(Y2.ravel(), self.format)
-            if bad is not None:
-                raise CondcheckError(f"upstream value {Y2.ravel()[bad]!r} is not a value of {self.format.name}")
+            Y2, per_y = self._upstream(Y, N)
         K = 1 if Y is None else Y2.shape[1]
         width = max(self.widths)
         chunk = max(1, CHUNK_ELEMENTS // (width * K))
@@ -513,6 +508,15 @@ class Network:
         if Y is None:
             return values
         return values, (grads[:, 0, :] if per_y else grads)
+
+    def _upstream(self, Y, N):
+        """(Y as (N, K), whether it was one value per input), every value checked to be in the format."""
+        Y = np.asarray(Y, dtype=np.float64)
+        Y2 = Y.reshape(N, -1)
+        bad = _not_in_format(Y2.ravel(), self.format)
+        if bad is not None:
+            raise CondcheckError(f"upstream value {Y2.ravel()[bad]!r} is not a value of {self.format.name}")
+        return Y2, Y.ndim == 1
 
     def forward(self, X, progress=None) -> np.ndarray:
         return self.evaluate(X, None, progress)

@@ -109,6 +109,18 @@ def _separator_rows_indexed(kit: Kit, tb, vals: np.ndarray):
     return W, B, I, t_all
 
 
+def _row_values(kit: Kit, t_all, I):
+    """The T values the candidate rows I read, for their two tests (a -0 among them; all of them float32
+    values): those of every finite index where that set passes both (a superset: the rows skip the
+    overflowing indices, so it decides both tests alike), else exactly the ones the rows read."""
+    tv = t_all[~kit.by_index()[1]]
+    if ((tv == 0) & np.signbit(tv)).any() or not np.array_equal(tv.astype(np.float32), tv):
+        used = np.zeros(len(t_all), bool)
+        used[I] = True
+        tv = t_all[used]
+    return tv
+
+
 def _separator_extremes(kit: Kit, vals):
     """``_extremes(_separator_table(kit, vals, None))`` (without the table itself, which the choice does
     not read): on a tabulated format, T on the value-major grid straight from the pre-activations'
@@ -117,13 +129,7 @@ def _separator_extremes(kit: Kit, vals):
     if tb is None:
         return _extremes(_separator_table(kit, vals, None))
     W, B, I, t_all = _separator_rows_cached(kit, tb, vals)
-    # the T values the rows read: those of every finite index first (a superset: the rows skip the
-    # overflowing ones), which decides both tests below when it passes them; else exactly
-    tv = t_all[~kit.by_index()[1]]
-    if ((tv == 0) & np.signbit(tv)).any() or not np.array_equal(tv.astype(np.float32), tv):
-        used = np.zeros(len(t_all), bool)
-        used[I] = True
-        tv = t_all[used]
+    tv = _row_values(kit, t_all, I)
     src = t_all.astype(np.float32) if np.array_equal(tv.astype(np.float32), tv) else t_all
     T = src[I.T]                                    # (values, candidates), C order
     return (W, B, None, _accumulate(np.minimum, T, False), _accumulate(np.maximum, T, False),
@@ -237,13 +243,7 @@ def _choose_steps_compiled(kit: Kit, vals, gaps=None):
     if tb is None or not (compiled or kit.fmt.bits <= tuning.NUMPY_SEPARATORS_BITS):
         return None
     W, B, I, t_all = _separator_rows_cached(kit, tb, vals)
-    # the T values the rows read: those of every finite index first (a superset: the rows skip the
-    # overflowing ones), which decides both tests below when it passes them; else exactly
-    tv = t_all[~kit.by_index()[1]]
-    if ((tv == 0) & np.signbit(tv)).any() or not np.array_equal(tv.astype(np.float32), tv):
-        used = np.zeros(len(t_all), bool)
-        used[I] = True
-        tv = t_all[used]
+    tv = _row_values(kit, t_all, I)
     if ((tv == 0) & np.signbit(tv)).any():
         return None
     src = t_all.astype(np.float32) if np.array_equal(tv.astype(np.float32), tv) else t_all
