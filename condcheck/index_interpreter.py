@@ -1,5 +1,6 @@
 """The interpreter on RN index tables: ``Network.evaluate``'s values, for formats of at most
-``op_tables.TABLE_LIMIT`` values (the 8-bit formats), computed on value indices.
+``op_tables.TABLE_LIMIT`` values (every format of at most 8 bits, and small custom ones such as b2_6),
+computed on value indices.
 
 Why the same values: every operation of the paper-order interpreter (``network``) is "round the exact
 result" of format values, a function of the operands' values; ``op_tables`` tabulates exactly that
@@ -13,8 +14,8 @@ sign of a zero result can differ, and ``verify`` compares by value (+0 == -0).
 
 What it is for: the long sequential sums of a constructed network (the output row, the constant
 columns of the backward pass: hundreds of steps on a few hundred points) cost one table lookup per
-step here instead of one rounding (about ten numpy calls); a constructor's own verification of a
-d = 1 float8 box took 0.23 s per half of its points by rounding.
+step here instead of one rounding (about ten numpy calls): half of a d = 1 float8 box (relu on
+float8_e5m2) verifies in about 0.1 s here, against 0.2 s by rounding.
 """
 from __future__ import annotations
 
