@@ -109,16 +109,19 @@ def _separator_rows_indexed(kit: Kit, tb, vals: np.ndarray):
     return W, B, I, t_all
 
 
-def _row_values(kit: Kit, t_all, I):
-    """The T values the candidate rows I read, for their two tests (a -0 among them; all of them float32
-    values): those of every finite index where that set passes both (a superset: the rows skip the
-    overflowing indices, so it decides both tests alike), else exactly the ones the rows read."""
-    tv = t_all[~kit.by_index()[1]]
-    if ((tv == 0) & np.signbit(tv)).any() or not np.array_equal(tv.astype(np.float32), tv):
+def _row_source(kit: Kit, t_all, I):
+    """(whether a -0 is among the T values the candidate rows I read, the values to read them from:
+    t_all in float32 where every value they read is a float32, else t_all).  Both tests on the T values
+    of every finite index first: a superset (the rows skip the overflowing indices) that passes both
+    decides them alike; else on exactly the values the rows read."""
+    def tests(tv):
+        return ((tv == 0) & np.signbit(tv)).any(), np.array_equal(tv.astype(np.float32), tv)
+    neg_zero, f32 = tests(t_all[~kit.by_index()[1]])
+    if neg_zero or not f32:
         used = np.zeros(len(t_all), bool)
         used[I] = True
-        tv = t_all[used]
-    return tv
+        neg_zero, f32 = tests(t_all[used])
+    return neg_zero, t_all.astype(np.float32) if f32 else t_all
 
 
 def _separator_extremes(kit: Kit, vals):
@@ -129,8 +132,7 @@ def _separator_extremes(kit: Kit, vals):
     if tb is None:
         return _extremes(_separator_table(kit, vals, None))
     W, B, I, t_all = _separator_rows_cached(kit, tb, vals)
-    tv = _row_values(kit, t_all, I)
-    src = t_all.astype(np.float32) if np.array_equal(tv.astype(np.float32), tv) else t_all
+    src = _row_source(kit, t_all, I)[1]
     T = src[I.T]                                    # (values, candidates), C order
     return (W, B, None, _accumulate(np.minimum, T, False), _accumulate(np.maximum, T, False),
             _accumulate(np.minimum, T, True), _accumulate(np.maximum, T, True))
@@ -243,10 +245,9 @@ def _choose_steps_compiled(kit: Kit, vals, gaps=None):
     if tb is None or not (compiled or kit.fmt.bits <= tuning.NUMPY_SEPARATORS_BITS):
         return None
     W, B, I, t_all = _separator_rows_cached(kit, tb, vals)
-    tv = _row_values(kit, t_all, I)
-    if ((tv == 0) & np.signbit(tv)).any():
+    neg_zero, src = _row_source(kit, t_all, I)
+    if neg_zero:
         return None
-    src = t_all.astype(np.float32) if np.array_equal(tv.astype(np.float32), tv) else t_all
     return _choose_from_rows(W, B, I, src, len(vals), compiled, gaps)
 
 
