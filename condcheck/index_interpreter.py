@@ -59,12 +59,13 @@ def evaluate_indexed(net, X, Y, progress=None):
 
 def _chunk(net, tb, t_idx, dt_idx, X, Y2, s, e):
     """Values and gradients of the points s..e-1 (``Network._forward_chunk``, ``_backward_chunk``)."""
+    add, mul, S = _flat_tables(tb)
     v = tb.index(X[s:e]).astype(np.intp)
     pre = []
     for l, layer in enumerate(net.layers, 1):
         z = _sums(layer.forward_plan, v, tb, _weight_indices(layer, tb, "forward"))
         if layer.bias.any():
-            z = _flat_tables(tb)[0].take(z * (tb.over + 1) + tb.index(layer.bias))
+            z = add.take(z * S + tb.index(layer.bias))
         _check(net, tb, z, "forward", l, s, X)
         if l == net.depth:
             values = tb.value(z[:, 0])
@@ -81,7 +82,7 @@ def _chunk(net, tb, t_idx, dt_idx, X, Y2, s, e):
             return values, tb.value(g)
         d = dt_idx[pre[l - 2]]
         _check(net, tb, d, "backward (activation derivative)", l - 1, s, X)
-        u = _flat_tables(tb)[1].take(g * (tb.over + 1) + d[:, None, :])
+        u = mul.take(g * S + d[:, None, :])
         _check(net, tb, u, "backward (activation derivative)", l - 1, s, X)
     raise AssertionError("unreachable")
 

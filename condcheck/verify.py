@@ -63,7 +63,7 @@ class VerifyResult:
         parts = list(parts)
         if not parts:
             raise CondcheckError("no verification results to merge")
-        out = cls(ok=all(p.ok for p in parts), points=sum(p.points for p in parts),
+        return cls(ok=all(p.ok for p in parts), points=sum(p.points for p in parts),
                   value_checks=sum(p.value_checks for p in parts),
                   gradient_checks=sum(p.gradient_checks for p in parts),
                   value_failures=sum(p.value_failures for p in parts),
@@ -72,7 +72,6 @@ class VerifyResult:
                   method=", ".join(dict.fromkeys(p.method for p in parts)),
                   notes=[n for p in parts for n in p.notes], semantics=parts[0].semantics,
                   semantics_text=parts[0].semantics_text)
-        return out
 
 
 def _check_claim_against(net: Network, claim: Claim):
