@@ -210,3 +210,27 @@ def test_a_verification_failure_among_the_workers_points_fails_the_construction_
     with pytest.raises(t5.ConstructionError, match=r"failed exact verification(.|\n)*values 38/39 equal"
                                                    r"(.|\n)*kind=value, point=\(" + float(last[0]).hex().replace("+", r"\+")):
         _build("relu", F, X, 2)
+
+
+def test_gc_frozen_freezes_the_heap_inside_and_unfreezes_it_after():
+    import gc
+
+    from condcheck.theorem5.chunks import gc_frozen
+    assert gc.get_freeze_count() == 0
+    with gc_frozen():
+        assert gc.get_freeze_count() > 0
+    assert gc.get_freeze_count() == 0
+
+
+def test_gc_frozen_leaves_a_heap_the_caller_froze_frozen():
+    import gc
+
+    from condcheck.theorem5.chunks import gc_frozen
+    gc.freeze()
+    try:
+        n = gc.get_freeze_count()
+        with gc_frozen():
+            pass
+        assert gc.get_freeze_count() == n
+    finally:
+        gc.unfreeze()

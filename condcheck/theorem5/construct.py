@@ -11,7 +11,7 @@ from ..errors import CondcheckError
 from ..formats import get_format
 from . import tuning
 from .assemble import _assemble, _Constants
-from .chunks import gc_paused, point_chunks, resolve_jobs, run_rounds
+from .chunks import gc_frozen, gc_paused, point_chunks, resolve_jobs, run_rounds
 from .context import _Ctx
 from .errors import ConditionFailure, ConstructionError, ValueGainOverflow
 from .gates import _gate_push_need
@@ -43,12 +43,13 @@ def construct_theorem5(activation, fmt, points, values, upstream, gradients, imp
     args = (activation, fmt, points, values, upstream, gradients, implementation, verify_result, max_post,
             progress, gating, jobs)
     try:
-        try:
-            return _construct_theorem5(*args)
-        except ValueGainOverflow:
-            # boosts with any weight put the steps' on values next to Omega (``_boost_weights``); tried
-            # only here, so every network the powers of two build stays as it was
-            return _construct_theorem5(*args, wide_boosts=True)
+        with gc_frozen():
+            try:
+                return _construct_theorem5(*args)
+            except ValueGainOverflow:
+                # boosts with any weight put the steps' on values next to Omega (``_boost_weights``); tried
+                # only here, so every network the powers of two build stays as it was
+                return _construct_theorem5(*args, wide_boosts=True)
     except ConditionFailure:
         raise
     except ConstructionError as e:
