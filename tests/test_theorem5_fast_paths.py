@@ -379,6 +379,21 @@ def test_numpy_separator_search_equals_the_kernel_on_the_full_box_coordinates(fm
                  t5.steps._choose_from_rows(W, B, I, src, len(vals), compiled=True))
 
 
+@pytest.mark.parametrize("fmt", ["float6_e3m2fn", "float8_e4m3", "float8_e5m2", "float8_e4m3b11fnuz"])
+@pytest.mark.parametrize("act", ["relu", "sigmoid", "tanh"])
+def test_the_row_sources_nan_decision_is_whether_some_row_reads_a_nan(fmt, act):
+    from condcheck.op_tables import op_tables
+    from condcheck.targets import full_box
+    F = get_format(fmt)
+    kit = t5.Kit(act, F, "exact")
+    vals = np.unique(full_box(act, F, 1)[:, 0])
+    W, B, I, t_all = t5.steps._separator_rows_indexed(kit, op_tables(F), vals)
+    assert np.isnan(t_all).any()                 # (the overflow index: the superset test must not stop there)
+    _, src, reads_nan = t5.steps._row_source(kit, t_all, I)
+    assert reads_nan == bool(np.isnan(src)[I].any())
+    _same_arrays(t5.steps._best_separators_np(I, src, reads_nan=reads_nan), t5.steps._best_separators_np(I, src))
+
+
 @given(st.integers(2, 40), st.integers(1, 300), st.integers(0, 2**32 - 1), st.booleans(), st.data())
 @settings(max_examples=150, deadline=None)
 def test_the_numpy_separator_search_of_a_range_of_gaps_equals_the_whole_search_on_those_gaps(

@@ -111,17 +111,18 @@ def _separator_rows_indexed(kit: Kit, tb, vals: np.ndarray):
 
 def _row_source(kit: Kit, t_all, I):
     """(whether a -0 is among the T values the candidate rows I read, the values to read them from:
-    t_all in float32 where every value they read is a float32, else t_all).  Both tests on the T values
-    of every finite index first: a superset (the rows skip the overflowing indices) that passes both
-    decides them alike; else on exactly the values the rows read."""
+    t_all in float32 where every value they read is a float32, else t_all, whether a NaN is among the
+    values they read).  The tests on the T values of every finite index first: a superset (the rows
+    skip the overflowing indices) that passes them decides them alike; else on exactly the values the
+    rows read."""
     def tests(tv):
-        return ((tv == 0) & np.signbit(tv)).any(), np.array_equal(tv.astype(np.float32), tv)
-    neg_zero, f32 = tests(t_all[~kit.by_index()[1]])
-    if neg_zero or not f32:
+        return ((tv == 0) & np.signbit(tv)).any(), np.array_equal(tv.astype(np.float32), tv), np.isnan(tv).any()
+    neg_zero, f32, nan = tests(t_all[~kit.by_index()[1]])
+    if neg_zero or not f32 or nan:
         used = np.zeros(len(t_all), bool)
         used[I] = True
-        neg_zero, f32 = tests(t_all[used])
-    return neg_zero, t_all.astype(np.float32) if f32 else t_all
+        neg_zero, f32, nan = tests(t_all[used])
+    return neg_zero, t_all.astype(np.float32) if f32 else t_all, bool(nan)
 
 
 def _separator_extremes(kit: Kit, vals):
@@ -245,10 +246,10 @@ def _choose_steps_compiled(kit: Kit, vals, gaps=None):
     if tb is None or not (compiled or kit.fmt.bits <= tuning.NUMPY_SEPARATORS_BITS):
         return None
     W, B, I, t_all = _separator_rows_cached(kit, tb, vals)
-    neg_zero, src = _row_source(kit, t_all, I)
+    neg_zero, src, reads_nan = _row_source(kit, t_all, I)
     if neg_zero:
         return None
-    return _choose_from_rows(W, B, I, src, len(vals), compiled, gaps)
+    return _choose_from_rows(W, B, I, src, len(vals), compiled, gaps, reads_nan)
 
 
 def _separator_rows_cached(kit: Kit, tb, vals):
@@ -261,7 +262,7 @@ def _separator_rows_cached(kit: Kit, tb, vals):
     return hit[1]
 
 
-def _best_separators_np(I, src, gaps=None):
+def _best_separators_np(I, src, gaps=None, reads_nan=None):
     """``kernels.best_separators(I, src)`` in numpy, on the separating (gap, candidate) pairs only: the same
     (best_i, best_sp) arrays, without loading numba's compiled code (its first load in a process costs
     0.4-0.6 CPU s, more than this whole search on an 8-bit format: 0.1-0.2 s).
@@ -278,7 +279,8 @@ def _best_separators_np(I, src, gaps=None):
 
     ``gaps`` = (lo, hi): only the gaps lo..hi (the others keep (-1, 0)), from the prefix extremes of the
     values below hi and the suffix extremes from value lo, the same numbers as for every gap (a chunk
-    of a construction chooses the separators of its own gaps)."""
+    of a construction chooses the separators of its own gaps).  ``reads_nan``: whether some row reads a
+    NaN of src, where the caller knows (``_row_source``), else found here (a gather of every row)."""
     n = I.shape[1]
     dt = src.dtype
     best_i = np.full((n, 4), -1, dtype=np.int64)
@@ -290,7 +292,7 @@ def _best_separators_np(I, src, gaps=None):
     # traffic of the values; the order, and so every minimum, maximum and comparison, is the same), the
     # values looked up at the separating pairs only.  Where a row reads a NaN, the values themselves
     uv, inv = np.unique(src, return_inverse=True)
-    if np.isnan(uv).any() and np.isnan(src)[I].any():
+    if np.isnan(uv).any() and (np.isnan(src)[I].any() if reads_nan is None else reads_nan):
         uv, key = None, src
     else:
         key = inv.reshape(-1).astype(np.uint8 if len(uv) <= 256 else np.int32)
@@ -340,11 +342,12 @@ def _best_separators_np(I, src, gaps=None):
     return best_i, best_sp
 
 
-def _choose_from_rows(W, B, I, src, n_vals: int, compiled: bool = True, gaps=None) -> dict:
+def _choose_from_rows(W, B, I, src, n_vals: int, compiled: bool = True, gaps=None, reads_nan=None) -> dict:
     """``_choose_steps``' dict from candidate rows (candidate c: weight W[c], bias B[c], values
     src[I[c, :]] on the sorted coordinate values) by ``kernels.best_separators`` (or, not
     ``compiled``, by ``_best_separators_np``: the same arrays); with ``gaps`` = (lo, hi), of those gaps."""
-    best_i, best_sp = kernels.best_separators(I, src) if compiled else _best_separators_np(I, src, gaps)
+    best_i, best_sp = (kernels.best_separators(I, src) if compiled
+                       else _best_separators_np(I, src, gaps, reads_nan))
     out = {}
     lo, hi = (1, n_vals - 1) if gaps is None else gaps
     for gap in range(max(1, lo), min(n_vals - 1, hi) + 1):
