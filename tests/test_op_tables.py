@@ -82,7 +82,7 @@ def test_theorem5_builds_the_same_network_with_and_without_tables(monkeypatch):
 
 # ---- the constructor's searches on the index tables equal the rounded path ------------------------------
 @pytest.mark.parametrize("fmt", ["float8_e4m3", "float8_e5m2"])
-@pytest.mark.parametrize("act", ["gelu", "sigmoid"])
+@pytest.mark.parametrize("act", ["gelu", "sigmoid", "selu"])      # (selu: T overflows at some values)
 def test_separator_table_on_indices_equals_the_rounded_table(monkeypatch, fmt, act):
     import condcheck.theorem5 as t5
     from condcheck.targets import full_box

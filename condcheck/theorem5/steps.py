@@ -87,7 +87,8 @@ def _separator_rows_indexed(kit: Kit, tb, vals: np.ndarray):
     n = tb.over
     iv = tb.index(vals)
     t_all, t_bad = kit.by_index()                   # the overflow index: never a finite row
-    iV = np.arange(n)[:, None]
+    any_bad = t_bad[:n].any()
+    iV = np.arange(n)
     cands = []
     for k in range(n):
         w = V[k]
@@ -96,13 +97,17 @@ def _separator_rows_indexed(kit: Kit, tb, vals: np.ndarray):
         iwx = tb.mul_table[k, iv]
         if (iwx == n).any():
             continue
-        ipre = tb.add_table[iwx[None, :], iV]
-        good = ~(ipre == n).any(axis=1)
+        # a bias whose sum overflows at some value overflows at the smallest or the largest product
+        # (RN(p + b) is monotone in p, and the indices are in value order): only those two are looked up
+        good = (tb.add_table[iwx.min(), iV] != n) & (tb.add_table[iwx.max(), iV] != n)
         if not good.any():
             continue
-        ipre = ipre[good]
-        fine = ~t_bad[ipre].any(axis=1)
-        cands.append((np.full(fine.sum(), w), V[good][fine], ipre[fine]))
+        ipre = tb.add_table[iwx[None, :], iV[good][:, None]]
+        if any_bad:
+            fine = ~t_bad[ipre].any(axis=1)
+            cands.append((np.full(fine.sum(), w), V[good][fine], ipre[fine]))
+        else:
+            cands.append((np.full(len(ipre), w), V[good], ipre))
     W = np.concatenate([c[0] for c in cands])
     B = np.concatenate([c[1] for c in cands])
     I = np.concatenate([c[2] for c in cands])
