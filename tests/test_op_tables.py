@@ -195,6 +195,36 @@ def test_kit_row_on_indices_equals_the_rounded_row(fmt):
 
 
 @pytest.mark.parametrize("fmt", ["float8_e4m3", "float8_e5m2"])
+@pytest.mark.parametrize("act", ["relu", "selu", "sigmoid"])
+def test_kit_activation_of_a_row_on_indices_equals_the_activation_of_the_rounded_row(fmt, act):
+    """Kit.T_row (T read at the row's table indices) against T of the rounded row: every (weight,
+    value) pair with several biases, bit for bit, and the same error where a product, a sum or T
+    overflows (selu~ overflows on float8_e4m3)."""
+    import condcheck.theorem5 as t5
+
+    F = get_format(fmt)
+    fast, slow = t5.Kit(act, F, "exact"), t5.Kit(act, F, "exact")
+    slow._tables = None
+    V = F.values()
+    W, X = (a.ravel() for a in np.meshgrid(V, V, indexing="ij"))
+    keep = ~mul_array(W, X, F)[1]
+    errors = 0
+    for lo in range(0, int(keep.sum()), 2048):
+        w, x = W[keep][lo:lo + 2048], X[keep][lo:lo + 2048]
+        for terms, bias in (([(w, x)], 0.0), ([(w, x)], float(V[-3])), ([(x, 2.0), (w, x)], -1.0), ([(w, x)], -0.0)):
+            try:
+                want = slow.T(slow.row(terms, bias))
+            except t5.ConstructionError as e:
+                errors += 1
+                with pytest.raises(t5.ConstructionError, match=str(e)):
+                    fast.T_row(terms, bias)
+                continue
+            got = fast.T_row(terms, bias)
+            assert np.array_equal(got, want) and np.array_equal(np.signbit(got), np.signbit(want))
+    assert errors > 0                             # (the large biases overflow some sums)
+
+
+@pytest.mark.parametrize("fmt", ["float8_e4m3", "float8_e5m2"])
 @pytest.mark.parametrize("act", ["gelu", "tanh"])
 def test_separator_extremes_on_indices_equal_the_extremes_of_the_rounded_table(monkeypatch, fmt, act):
     import condcheck.theorem5 as t5

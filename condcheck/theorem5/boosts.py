@@ -211,7 +211,7 @@ def _sharpened_split(kit: Kit, st: States, n, on, push_need: float):
         if wb is None:
             break
         layers.append(wb)
-        n = kit.T(kit.row([(wb[0], n)], wb[1]))
+        n = kit.T_row([(wb[0], n)], wb[1])
         best, why = _step_split(kit, st, n, *_orient(n, on), push_need, up=True)
         if best is not None:
             return layers, n, best
@@ -229,7 +229,7 @@ def _padded_split(kit: Kit, st: States, n, on, m: int, depth: int, push_need: fl
         if wb is None:
             return why
         layers.append(wb)
-        n = kit.T(kit.row([(wb[0], n)], wb[1]))
+        n = kit.T_row([(wb[0], n)], wb[1])
         if k <= m:
             continue
         best, why = _step_split(kit, st, n, *_orient(n, on), push_need, up=True)

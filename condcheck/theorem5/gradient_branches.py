@@ -64,7 +64,7 @@ class _GradientBranches:
             if r is None:
                 return None
             c, p = r
-            return c, p, kit.T(kit.row([(a, v)], c))
+            return c, p, kit.T_row([(a, v)], c)
         except ConstructionError:
             return None
 
@@ -140,7 +140,7 @@ class _GradientBranches:
                 if src is None:
                     return None
                 b_g, s0 = src
-                return b_g, s0, kit.T(kit.row([(w_g, xs)], b_g)), float(kit.dT(s0))
+                return b_g, s0, kit.T_row([(w_g, xs)], b_g), float(kit.dT(s0))
             except ConstructionError:
                 return None
 

@@ -154,11 +154,26 @@ class Kit:
         except CondcheckError:
             return None
 
+    def T_row(self, terms, bias, what="an activation value"):
+        """T(row(terms, bias)): on a tabulated format T read at the row's table indices (the values kit.T
+        gives at the row's values: T by index is T of the value), else as written."""
+        if terms and np.ndim(bias) == 0 and not (bias == 0 and math.copysign(1.0, bias) < 0):
+            s = self._row_index(terms, bias)
+            if s is not None:
+                v, o = self.by_index(False)
+                return self._ok(v[s], o[s], what)
+        return self.T(self.row(terms, bias), what)
+
     def _row_indexed(self, terms, bias):
         """``row`` on the index tables of a tabulated format, when some input is an array and every input
         is a value (else None): the same products and left-to-right sums, looked up, raising on the same
         first overflow.  The result's zeros are +0 as the rounded row's are, since the bias added last
         is not -0 (the caller checks), and RN(x + y) is -0 only for x = y = -0."""
+        s = self._row_index(terms, bias)
+        return None if s is None else self.tables.value(s)
+
+    def _row_index(self, terms, bias):
+        """The table indices of ``_row_indexed``'s values (or None where it does not apply)."""
         tb = self.tables
         if tb is None or not any(np.ndim(v) or np.ndim(w) for w, v in terms):
             return None
@@ -185,7 +200,7 @@ class Kit:
         s = tb.add_table[s, ib]
         if (s == over).any():
             raise ConstructionError(f"a sum overflows {self.fmt.name}")
-        return tb.value(s)
+        return s
 
 
 #: id(format) -> (format, the set of its values as floats), for ``_in`` on enumerated formats

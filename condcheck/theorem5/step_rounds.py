@@ -82,7 +82,7 @@ def step_rounds(kit, st, coord_vals, keys, push_need):
             if extra is not None:
                 padded[key] = (None, extra)
                 continue
-            r = _padded_split(kit, st, kit.T(kit.row([(s.w, coord_vals[s.coord])], s.b)), on,
+            r = _padded_split(kit, st, kit.T_row([(s.w, coord_vals[s.coord])], s.b), on,
                               len(s.sharpen), depth, push_need)
             if isinstance(r, str):
                 failure = (f"step at coordinate {s.coord + 1} gap {s.gap}: neither boosts nor sharpening "
@@ -140,7 +140,7 @@ def _first_build(kit, st, vals, choose, key, push_need):
             f"distinguishability fails: no neuron T(w x_{j + 1} + b) separates coordinate values "
             f"<= {float(vals[gap - 1])!r} from >= {float(vals[gap])!r} monotonically")
     w, b, s0, kappa0 = ch
-    n = kit.T(kit.row([(w, vals)], b))
+    n = kit.T_row([(w, vals)], b)
     best, why = _step_split(kit, st, n, s0, kappa0, push_need)
     sharpen = ()
     if best is None and op_tables(F) is not None:
