@@ -25,6 +25,15 @@ from .errors import CondcheckError
 from .op_tables import op_tables
 
 
+#: products per batch of steps (intp: 2 MiB); more than ``network.PRODUCT_ELEMENTS``, since a batch of
+#: mostly zero inputs costs one fold (``_fold_nonzero``; the 447-step backward sum of the relu
+#: float8_e5m2 box's first hidden layer: 112 batches of 4 steps at 2^15, 12 here)
+TABLE_PRODUCT_ELEMENTS = 1 << 18
+#: a batch of at least this many steps is folded when at most a quarter of its products are nonzero
+#: (below, counting them costs about what the fold saves)
+FOLD_STEPS = 8
+
+
 def supports(net) -> bool:
     """Whether the network's format has index tables and its semantics is the finite one."""
     return not net.ieee and op_tables(net.format) is not None
@@ -91,37 +100,91 @@ def _sums(plan, V, tb, w_idx):
     """``_SumPlan.apply`` on indices (intp): out[..., i] = the left-to-right rounded sum of
     V[..., col_ik] (x) w_ik.  The tables are read flat (a (a, b) entry at a * S + b: one ``take`` per
     step, where a two-array index costs several times as much), the products of several steps at once
-    (as ``_SumPlan.apply`` batches them; a product does not depend on the sums)."""
+    (as ``_SumPlan.apply`` batches them; a product does not depend on the sums), and a batch of mostly
+    zero products folded in by its nonzero ones (``_fold_nonzero``): a batch whose inputs are zero at
+    every point for most terms, or one of many steps."""
     add, mul, S = _flat_tables(tb)
     lead_shape = V.shape[:-1]
     lead = max(1, int(np.prod(lead_shape)))
     # (terms, points): a step's rows are the first n_k rows, contiguous
     Vt = np.ascontiguousarray(V.reshape(lead, V.shape[-1]).T)
     # (a row without terms sums to 0)
-    out = np.full((plan.n_out, lead), tb.index_of(0.0), dtype=np.intp)
-    from .network import PRODUCT_ELEMENTS
-    P, p0, p_stop = None, 0, 0
-    for k, n_k in enumerate(plan.active):
-        if k >= p_stop:
-            p_stop, _ = plan._product_batch(k, max(1, PRODUCT_ELEMENTS // lead))
-            cols = np.concatenate(plan.cols[k:p_stop])
-            P = Vt[cols]
+    zero = tb.index_of(0.0)
+    out = np.full((plan.n_out, lead), zero, dtype=np.intp)
+    # the inputs that are zero at every point: their products are zero (RN(0 w) = 0, never an overflow)
+    zero_in = (Vt == zero).all(axis=1)
+    k, n_steps = 0, len(plan.active)
+    while k < n_steps:
+        stop, _ = plan._product_batch(k, max(1, TABLE_PRODUCT_ELEMENTS // lead))
+        cols = np.concatenate(plan.cols[k:stop])
+        live = ~zero_in[cols]
+        if stop - k > 1 and 4 * np.count_nonzero(live) <= len(cols):
+            # inputs zero at every point for most terms: the other terms' products only, folded in
+            P = Vt[cols[live]]
             P *= S
-            P += np.concatenate(w_idx[k:p_stop])[:, None]
-            P = mul.take(P)
-            p0 = 0
-        prod = P[p0:p0 + n_k]
-        p0 += n_k
-        if k == 0:
-            out[:n_k] = prod
-        else:
-            head = out[:n_k]
-            head *= S
-            head += prod
-            add.take(head, out=head)
+            P += np.concatenate(w_idx[k:stop])[live][:, None]
+            _fold_nonzero(out, mul.take(P), _step_rows(plan.active[k:stop])[live], zero, add, S)
+            k = stop
+            continue
+        P = Vt[cols]
+        P *= S
+        P += np.concatenate(w_idx[k:stop])[:, None]
+        P = mul.take(P)
+        if stop - k >= FOLD_STEPS and 4 * np.count_nonzero(P != zero) <= P.size:
+            # many steps of mostly zero products (a last layer's long one-row sum)
+            _fold_nonzero(out, P, _step_rows(plan.active[k:stop]), zero, add, S)
+            k = stop
+            continue
+        p0 = 0
+        for step in range(k, stop):
+            n_k = plan.active[step]
+            prod = P[p0:p0 + n_k]
+            p0 += n_k
+            if step == 0:
+                out[:n_k] = prod
+            else:
+                head = out[:n_k]
+                head *= S
+                head += prod
+                add.take(head, out=head)
+        k = stop
     res = np.empty_like(out)
     res[plan.order] = out
     return np.ascontiguousarray(res.T).reshape(lead_shape + (plan.n_out,))
+
+
+def _step_rows(sizes) -> np.ndarray:
+    """The row of the sum each term of consecutive steps belongs to (step k: rows 0 .. sizes[k] - 1)."""
+    sizes = np.asarray(sizes)
+    return np.arange(int(sizes.sum())) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+
+
+def _fold_nonzero(out, P, rows, zero, add, S):
+    """Add the products P (in step order; row j of P is a term of row rows[j] of out) into out where
+    they are not zero, each (row, point) taking its terms in step order.
+
+    Why the same sums: RN(s + 0) = s for every value s (and the overflow index stays itself: the add
+    table's zero column is the identity, tests/test_index_interpreter.py), so a zero term leaves its
+    sum as it was; the r-th nonzero term of every (row, point) is added in round r.  The sums of a
+    constructed network read hundreds of neurons of which a few are nonzero at any point (relu on the
+    float8_e5m2 box: the last layer's one-row sum of 438 steps; the backward sum of its first hidden
+    layer, 447 steps of 59 rows, where every backward value but those of the point's branches is 0)."""
+    r, p = np.nonzero(P != zero)                                 # in step order for every (row, point)
+    if not len(r):
+        return
+    lead = out.shape[1]
+    key = rows[r] * lead + p
+    o = np.argsort(key, kind="stable")
+    key, vals = key[o], P[r[o], p[o]]
+    first = np.flatnonzero(np.concatenate(([True], key[1:] != key[:-1])))
+    rank = np.arange(len(key)) - np.repeat(first, np.diff(np.append(first, len(key))))
+    o = np.argsort(rank, kind="stable")
+    bounds = np.searchsorted(rank[o], np.arange(int(rank.max()) + 2))
+    flat = out.reshape(-1)                                       # (a view: out is C-contiguous)
+    for j in range(len(bounds) - 1):
+        sel = o[bounds[j]:bounds[j + 1]]
+        at = key[sel]
+        flat[at] = add.take(flat[at] * S + vals[sel])
 
 
 def _flat_tables(tb):

@@ -68,6 +68,53 @@ def test_index_tables_agree_with_the_rounding_interpreter_on_random_networks_ove
     assert _same(_outcome(lambda: evaluate_indexed(net, X, Y)), _outcome(lambda: net.evaluate(X, Y)))
 
 
+@pytest.mark.parametrize("name", ["float8_e4m3", "float8_e5m2", "float8_e4m3fnuz", "float6_e3m2fn", "float4_e2m1fn",
+                                  "b3_6"])
+def test_adding_zero_maps_every_index_to_itself_so_zero_terms_may_be_skipped(name):
+    from condcheck.op_tables import op_tables
+    tb = op_tables(get_format(name))
+    zero = tb.index_of(0.0)
+    assert np.array_equal(tb.add_table[:, zero], np.arange(tb.over + 1))
+
+
+def _sparse_network(fmt_name, rng, width, long_rows):
+    """relu layers of which most neurons are dead at every input (biases far below their sums), then
+    rows that read every neuron of the layer before: long sums of mostly zero terms, with some live."""
+    fmt = get_format(fmt_name)
+    w1 = _values(fmt, rng, (width, 2), 1.0)
+    b1 = np.where(rng.random(width) < 0.8, -float(fmt.max_float) / 2, _values(fmt, rng, width, 0.5))
+    w2 = _values(fmt, rng, (long_rows, width), 0.5, 0.1)
+    w3 = _values(fmt, rng, (1, long_rows), 0.5)
+    return Network(fmt_name, "relu", [Layer(w1, b1), Layer(w2, _values(fmt, rng, long_rows, 0.5)),
+                                      Layer(w3, [0.0])])
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), fmt_name=st.sampled_from(["float8_e4m3", "float8_e5m2", "float6_e2m3fn"]),
+       width=st.integers(8, 80), long_rows=st.integers(1, 20), points=st.integers(1, 30))
+def test_long_sums_of_mostly_zero_terms_give_the_values_of_the_rounding_interpreter(
+        seed, fmt_name, width, long_rows, points):
+    rng = np.random.default_rng(seed)
+    net = _sparse_network(fmt_name, rng, width, long_rows)
+    X = _values(net.format, rng, (points, 2), 2.0)
+    Y = _values(net.format, rng, (points, 2), 1.0)
+    assert _same(_outcome(lambda: evaluate_indexed(net, X, Y)), _outcome(lambda: net.evaluate(X, Y)))
+
+
+def test_the_sums_of_mostly_zero_terms_are_folded_in_by_their_nonzero_terms(monkeypatch):
+    import condcheck.index_interpreter as ii
+    calls = []
+    fold = ii._fold_nonzero
+    monkeypatch.setattr(ii, "_fold_nonzero", lambda *a: calls.append(len(a[1])) or fold(*a))
+    rng = np.random.default_rng(3)
+    net = _sparse_network("float8_e4m3", rng, 64, 12)
+    X = _values(net.format, rng, (25, 2), 2.0)
+    Y = _values(net.format, rng, (25, 2), 1.0)
+    got, want = _outcome(lambda: evaluate_indexed(net, X, Y)), _outcome(lambda: net.evaluate(X, Y))
+    assert calls and not isinstance(want[0], str) and _same(got, want)
+    assert np.count_nonzero(want[1]) > 0            # (some gradient flows through the live neurons)
+
+
 def test_a_forward_overflow_is_reported_at_the_same_layer_neuron_and_input():
     net = Network("float8_e4m3", "relu", [Layer(np.array([[1.0], [128.0]]), [0.0, 0.0]),
                                           Layer(np.array([[1.0, 1.0]]), [0.0])])
