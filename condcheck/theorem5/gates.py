@@ -529,7 +529,11 @@ class _Gates:
         is computed again from the floats (RN(z0 - RN(a v_off)), the scalar twins of the array
         operations), so that the sign of a zero c is the rounded search's."""
         tb, kit = self.tables, self.kit
-        iv_off, iv_on, iz = kit.index(v_off), kit.index(v_on), kit.index(zs)
+        memo = self.__dict__.setdefault("_map_two_memo", {})
+        zs_key = zs.tobytes()
+        if zs_key not in memo:          # (every value branch asks with the same zs)
+            memo[zs_key] = kit.index(zs)
+        iv_off, iv_on, iz = kit.index(v_off), kit.index(v_on), memo[zs_key]
         if iv_off is None or iv_on is None or iz is None or (iz == tb.over).any():
             return NotImplemented
         if not hasattr(self, "_map_two_A"):
@@ -538,15 +542,23 @@ class _Gates:
             self._map_two_A = (A, tb.index(A))
         A, iA = self._map_two_A
         n = tb.over
-        ro, rn = tb.mul_table[iA, iv_off], tb.mul_table[iA, iv_on]
-        ok = (ro != n) & (rn != n)
-        A, ro, rn = A[ok], ro[ok], rn[ok]
-        C = tb.add_table[iz[:, None], tb.neg_table[ro][None, :]]          # (z0, a): RN(z0 - RN(a v_off))
-        p_off = tb.add_table[ro[None, :], C]
+        # the v_off side (every value branch asks with v_off = L and the same zs): C and the (z0, a) pairs
+        # that land exactly on z0 there, kept per (v_off, zs); an a whose product overflows on either
+        # side has no pair (its C or its p_on is the overflow index, as the filter on both sides had it)
+        off_key = ("off", int(iv_off), zs_key)
+        if off_key not in memo:
+            ro = tb.mul_table[iA, iv_off]
+            C = tb.add_table[iz[:, None], tb.neg_table[ro][None, :]]      # (z0, a): RN(z0 - RN(a v_off))
+            p_off = tb.add_table[ro[None, :], C]
+            memo[off_key] = (C, (ro != n)[None, :] & (C != n) & (p_off != n) & (p_off == iz[:, None]))
+        C, hit_off = memo[off_key]
+        rn = tb.mul_table[iA, iv_on]
         p_on = tb.add_table[rn[None, :], C]
-        tv, t_over = kit.by_index(False)
-        hit = (C != n) & (p_off != n) & (p_on != n) & (p_off == iz[:, None])
-        hit &= ~t_over[p_on] & (tv[p_on] == on_target)
+        t_key = ("target", on_target)
+        if t_key not in memo:           # the indices where T is on_target (not the overflow index)
+            tv, t_over = kit.by_index(False)
+            memo[t_key] = ~t_over & (tv == on_target)
+        hit = hit_off & (rn != n)[None, :] & memo[t_key][p_on]
         rows = np.flatnonzero(hit.any(axis=1))
         if not len(rows):
             return None
