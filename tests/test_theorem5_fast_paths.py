@@ -735,3 +735,27 @@ def test_value_blocker_ends_kept_per_on_value_and_power_build_the_same_network_a
     fresh, _ = t5.construct_theorem5(act, fmt, X, f, h, g, gating="slices", verify_result=False)
     assert len(calls) > n_kept > 0
     assert_same_network(kept, fresh)
+
+
+@pytest.mark.parametrize("act, fmt", [("relu", "float8_e5m2"), ("tanh", "float8_e4m3"), ("elu", "float8_e4m3b11fnuz")])
+def test_the_gate_weight_rows_of_a_gating_set_are_the_betas_of_every_shift_whose_betas_are_values(
+        monkeypatch, act, fmt):
+    from condcheck.targets import full_box, random_targets
+    from condcheck.theorem5.kit import _in
+    F = get_format(fmt)
+    X = full_box(act, F, 1)
+    X = X[np.linspace(0, len(X) - 1, 30).astype(int)]
+    f, h, g = random_targets(F, X, 0, 0.25)
+    seen = []
+    shifts = t5.context._Ctx._shifts
+
+    def checked(self, gating):
+        got_e, got_B = shifts(self, gating)
+        want_e = [e for e in range(-F.M - 2, F.e_max + 1) if all(_in(F, b) for b in self._betas(gating, e))]
+        want_B = np.array([self._betas(gating, e) for e in want_e]).reshape(len(want_e), len(gating))
+        assert got_e == want_e and got_B.shape == want_B.shape and np.array_equal(got_B, want_B)
+        seen.append(len(gating))
+        return got_e, got_B
+    monkeypatch.setattr(t5.context._Ctx, "_shifts", checked)
+    t5.construct_theorem5(act, F, X, f, h, g, jobs=1, verify_result=False)
+    assert len(seen) >= 30

@@ -85,9 +85,20 @@ class _Gates:
         key = tuple(gating)
         if key not in cache:
             F = self.F
-            shifts = [e for e in range(-F.M - 2, F.e_max + 1) if all(_in(F, b) for b in self._betas(gating, e))]
-            B = np.array([self._betas(gating, e) for e in shifts]).reshape(len(shifts), len(gating))
-            cache[key] = (shifts, B)
+            # ``_betas``' weights: step i's is -on_sign * 2^(e - exps[i]); whether a signed power of two is
+            # a value is asked once per (sign, exponent) (every point has its own gating set)
+            signs = [-self.steps[i].on_sign for i in gating]
+            exps = [math.frexp(self.steps[i].on_min)[1] - 1 for i in gating]
+            ok = self.__dict__.setdefault("_pow2_in", {})
+
+            def is_value(sg, k):
+                if (sg, k) not in ok:
+                    ok[(sg, k)] = _in(F, sg * math.ldexp(1.0, k))
+                return ok[(sg, k)]
+            shifts = [e for e in range(-F.M - 2, F.e_max + 1)
+                      if all(is_value(sg, e - x) for sg, x in zip(signs, exps))]
+            B = np.array([[sg * math.ldexp(1.0, e - x) for sg, x in zip(signs, exps)] for e in shifts])
+            cache[key] = (shifts, B.reshape(len(shifts), len(gating)))
         return cache[key]
 
     def _gate_row(self, zi, gating, betas, extra, gamma):
