@@ -72,19 +72,24 @@ class _SumPlan:
 
     @classmethod
     def of(cls, m: sp.csr_matrix) -> "_SumPlan":
+        """The plan of m's rows: step k holds the k-th term (in column order) of each sorted row that has
+        one.  Made for every term at once (a row's terms are contiguous in m: the k-th of sorted row i is
+        at indptr[order[i]] + k), ordered by (k, i), then split into the steps."""
         m = m.tocsr()
         m.sort_indices()
         nnz = np.diff(m.indptr)
         order = np.argsort(-nnz, kind="stable")
-        K = int(nnz.max()) if len(nnz) else 0
-        active, cols, weights = [], [], []
-        starts = m.indptr[order]
-        for k in range(K):
-            n_k = int(np.count_nonzero(nnz[order] > k))
-            pos = starts[:n_k] + k
-            active.append(n_k)
-            cols.append(m.indices[pos].astype(np.intp))
-            weights.append(m.data[pos])
+        counts = nnz[order]
+        total = int(counts.sum())
+        # every term as (sorted row i, k), row by row; then by k (stable: the rows stay in order)
+        i = np.repeat(np.arange(len(order)), counts)
+        k = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
+        by_k = np.argsort(k, kind="stable")
+        pos = m.indptr[order][i[by_k]] + k[by_k]
+        active = np.bincount(k, minlength=int(counts.max()) if len(counts) else 0).tolist()
+        bounds = np.cumsum(active)[:-1]
+        cols = np.split(m.indices[pos].astype(np.intp), bounds) if active else []
+        weights = np.split(m.data[pos], bounds) if active else []
         return cls(order, active, cols, weights, m.shape[0])
 
     def apply(self, V: np.ndarray, fmt: Format, rn=None) -> np.ndarray:

@@ -4,6 +4,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from hypothesis import given, settings, strategies as st
 
 from condcheck.errors import CondcheckError, NetworkOverflowError
 from condcheck.formats import get_format
@@ -189,3 +190,32 @@ def test_numpy_sums_round_products_in_batches_to_the_same_bits_as_one_step_at_a_
         got = plan.apply(V, fmt)
         assert np.array_equal(got, want, equal_nan=True) and np.array_equal(np.signbit(got), np.signbit(want))
     assert np.isinf(want).any() and len(plan.active) == 300 and plan.active[-1] == 1
+
+
+def _sum_plan_by_steps(m):
+    """_SumPlan.of as first written: step by step, the k-th term of each sorted row that has one."""
+    m = m.tocsr()
+    m.sort_indices()
+    nnz = np.diff(m.indptr)
+    order = np.argsort(-nnz, kind="stable")
+    active, cols, weights = [], [], []
+    for k in range(int(nnz.max()) if len(nnz) else 0):
+        n_k = int(np.count_nonzero(nnz[order] > k))
+        pos = m.indptr[order][:n_k] + k
+        active.append(n_k)
+        cols.append(m.indices[pos].astype(np.intp))
+        weights.append(m.data[pos])
+    return order, active, cols, weights
+
+
+@settings(max_examples=200, deadline=None)
+@given(rows=st.integers(0, 30), cols=st.integers(1, 30), density=st.floats(0.0, 1.0), seed=st.integers(0, 2**32 - 1))
+def test_a_sum_plan_made_for_every_term_at_once_equals_the_plan_made_step_by_step(rows, cols, density, seed):
+    from condcheck.network import _SumPlan
+    m = sp.random(rows, cols, density=density, random_state=np.random.default_rng(seed), format="csr")
+    plan = _SumPlan.of(m)
+    order, active, step_cols, step_weights = _sum_plan_by_steps(m)
+    assert np.array_equal(plan.order, order) and plan.active == active and plan.n_out == rows
+    assert len(plan.cols) == len(step_cols) == len(plan.weights)
+    for got, want in zip(plan.cols + plan.weights, step_cols + step_weights):
+        assert got.dtype == want.dtype and np.array_equal(got, want)
