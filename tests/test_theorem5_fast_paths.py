@@ -1,5 +1,6 @@
 """Vectorized searches of the Theorem 5 constructor equal the loops they replaced."""
 import math
+import re
 
 import numpy as np
 import pytest
@@ -759,3 +760,39 @@ def test_the_gate_weight_rows_of_a_gating_set_are_the_betas_of_every_shift_whose
     monkeypatch.setattr(t5.context._Ctx, "_shifts", checked)
     t5.construct_theorem5(act, F, X, f, h, g, jobs=1, verify_result=False)
     assert len(seen) >= 30
+
+
+@pytest.mark.parametrize("fmt", ["float8_e4m3", "float8_e5m2", "float8_e4m3b11fnuz", "float6_e3m2fn"])
+@pytest.mark.parametrize("act", ["relu", "tanh", "sigmoid", "swish"])
+def test_the_boost_search_on_the_index_tables_equals_the_rounded_search(fmt, act):
+    from condcheck.theorem5 import boosts
+    from condcheck.theorem5.states import _require_conditions, find_states
+    F = get_format(fmt)
+    try:
+        kit = t5.Kit(act, F, "exact")
+        st_ = find_states(kit, _require_conditions(kit, F, "exact"))
+    except t5.ConditionFailure:
+        pytest.skip(f"{act} on {fmt} fails a condition")
+    slow = t5.Kit(act, F, "exact")
+    slow._tables = None
+    T = kit.T(F.values())
+    rng = np.random.default_rng(5)
+    outcomes = set()
+    for trial in range(60):
+        side = T[(T > st_.L) if trial % 2 else (T < st_.L)]
+        if not len(side):
+            continue
+        on = rng.choice(side, min(len(side), int(rng.integers(1, 6))), replace=False)
+        low = None if trial % 3 else float(rng.choice(T))
+        kit.wide_boosts = slow.wide_boosts = trial % 5 == 0
+        try:
+            want = boosts._boost_search(slow, st_, on, low)
+        except t5.ConstructionError as e:
+            with pytest.raises(t5.ConstructionError, match=re.escape(str(e))):
+                boosts._boost_search(kit, st_, on, low)
+            outcomes.add("error")
+            continue
+        got = boosts._boost_search(kit, st_, on, low)
+        assert got == want and np.signbit(got[1]) == np.signbit(want[1])
+        outcomes.add("found")
+    assert "found" in outcomes

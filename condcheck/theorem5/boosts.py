@@ -39,6 +39,10 @@ def _boost_search(kit: Kit, st: States, on_vals, low=None):
     low = L if low is None else low
     on = np.unique(np.asarray(on_vals, float))
     sg = float(np.sign(on[0] - low))
+    if kit.tables is not None:
+        r = _boost_search_indexed(kit, st, on, low, sg)
+        if r is not NotImplemented:
+            return r
     G = F.values() if enumerated(F) else None
     best = None
     for a in _boost_weights(F, sg, kit.wide_boosts):
@@ -70,6 +74,46 @@ def _boost_search(kit: Kit, st: States, on_vals, low=None):
         raise ConstructionError(f"no boost T(a U + c) keeps the dead value {L!r} dead and moves the step's on "
                                 f"values {on.tolist()} away from it")
     return best[1], best[2]
+
+
+def _boost_search_indexed(kit: Kit, st: States, on, low, sg):
+    """``_boost_search`` on the index tables, every weight at once: the same (a, c), or the same error;
+    NotImplemented where an input is not a value of the format.
+
+    Why the same: for each weight a (in ``_boost_weights``' order) the same products and sums, looked up
+    (an overflow is the index ``over``), the largest bias keeping L dead is the largest index whose sum
+    is dead (the values ascend with the indices), T and its overflow by index (sigma~ maps -0 and +0
+    alike, and a zero's sign changes no test here: sign(T - L) = 0 either way); the score is the same
+    float64 expression, and the first weight with the largest score wins, as the loop's strict > keeps
+    it.  tests/test_theorem5_fast_paths.py compares the two on the on-value sets of full boxes."""
+    tb, F, L = kit.tables, kit.fmt, st.L
+    over = tb.over
+    weights = np.array(_boost_weights(F, sg, kit.wide_boosts), float)
+    ia, i_on, i_low = kit.index(weights), kit.index(on), kit.index(low)
+    if ia is None or i_on is None or i_low is None or (i_on == over).any() or not len(weights):
+        return NotImplemented
+    ia = ia.astype(np.intp)
+    m_on = tb.mul_table[ia[:, None], i_on[None, :]]                  # (weight, on value)
+    m_dead = tb.mul_table[ia, i_low]
+    valid = ~(m_on == over).any(axis=1) & (m_dead != over)
+    dead = np.append(st.dead(tb.values), False)                      # (over: not dead)
+    q = tb.add_table[m_dead[:, None], np.arange(over)[None, :]]     # (weight, bias): RN(a L + c)
+    ok = dead[q]                                                      # (an overflowing sum is not dead)
+    has = ok.any(axis=1)
+    c_idx = over - 1 - np.argmax(ok[:, ::-1], axis=1)                 # the largest bias keeping L dead
+    valid &= has
+    p = tb.add_table[m_on, c_idx[:, None]]
+    t_val, t_over = kit.by_index(False)
+    valid &= ~(p == over).any(axis=1) & ~t_over[p].any(axis=1) & ~dead[p].any(axis=1)
+    t = t_val[np.where(valid[:, None], p, 0)]
+    side = np.sign(t - L)
+    valid &= ~(side == 0).any(axis=1) & (side == side[:, :1]).all(axis=1)
+    if not valid.any():
+        raise ConstructionError(f"no boost T(a U + c) keeps the dead value {L!r} dead and moves the step's on "
+                                f"values {on.tolist()} away from it")
+    score = np.where(valid, np.abs(t - L).min(axis=1), -np.inf)
+    i = int(np.argmax(score))
+    return float(weights[i]), float(tb.values[c_idx[i]])
 
 
 def _boost_weights(F: Format, sg: float, wide: bool):
