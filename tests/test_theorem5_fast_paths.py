@@ -458,6 +458,23 @@ def test_value_runs_from_spans_equal_the_runs_from_counting_every_value(seed, n,
     assert all(np.array_equal(g, w) for g, w in zip(got, want))
 
 
+@given(st.integers(0, 2**32 - 1), st.integers(1, 40), st.integers(1, 12), st.integers(1, 40))
+@settings(max_examples=100, deadline=None)
+def test_the_runs_of_repeated_columns_are_the_runs_of_their_distinct_columns_repeated(seed, n, n_distinct, nk):
+    """``_last_cols_by_runs`` finds the runs of a blocker's column on its distinct (T', a) column (each
+    distinct column is some blocker's)."""
+    rng = np.random.default_rng(seed)
+    n_s = int(rng.integers(1, 12))
+    MU = rng.integers(0, n_s + 1, (n, n_distinct)).astype(np.int16)
+    g = rng.permutation(np.concatenate([np.arange(n_distinct), rng.integers(0, n_distinct, nk)]))
+    nk = len(g)
+    P = rng.permutation(nk)
+    want = t5.transfer._value_runs(MU[:, g][:, P], n_s)
+    lo, hi, whole = t5.transfer._value_runs(MU, n_s)
+    assert np.array_equal(lo[:, g[P]], want[0]) and np.array_equal(hi[:, g[P]], want[1])
+    assert np.array_equal(whole, want[2])
+
+
 def test_eight_bit_formats_choose_separators_without_compiled_code(monkeypatch):
     F = get_format("float8_e4m3")
     kit = t5.Kit("tanh", F, "exact")

@@ -494,10 +494,14 @@ class _Transfers:
         if hit_maps is None:
             if len(maps) >= 64:
                 maps.clear()
-            M = tb.mul(tb.mul(np.arange(tb.over)[:, None], tb.index(d)[None, :]), tb.index(a)[None, :])
-            # a last row for the overflow index, which maps to itself (what a where() on iu did per call)
-            hit_maps = maps[v_on] = (np.vstack([M, np.full((1, M.shape[1]), tb.over, M.dtype)]), {}, {}, [], [])
-        M, absorbed, reach, runs, amps = hit_maps
+            # a column per distinct (T'(p), a) of the blockers (relu: one per weight, T' = 1), then one per
+            # blocker; a last row for the overflow index, which maps to itself (what a where() on iu did
+            # per call)
+            uk, g = np.unique(tb.index(d).astype(np.intp) * (tb.over + 1) + tb.index(a), return_inverse=True)
+            MU = tb.mul(tb.mul(np.arange(tb.over)[:, None], uk[None, :] // (tb.over + 1)), uk[None, :] % (tb.over + 1))
+            MU = np.vstack([MU, np.full((1, MU.shape[1]), tb.over, MU.dtype)])
+            hit_maps = maps[v_on] = (MU[:, g], {}, {}, [], [], (MU, g))
+        M, absorbed, reach, runs, amps, distinct = hit_maps
         As = self._output_weights(h_max)
         if amps and amps[0][0] is t:
             amp = amps[0][1]
@@ -530,7 +534,7 @@ class _Transfers:
         if "R" in r:
             cols = np.unpackbits(np.bitwise_or.reduce(r["R"][si], axis=0), count=M.shape[1]).astype(bool)
         else:
-            cols = self._last_cols_by_runs(M, runs, r, amp, As, si, quarter, absorbed_grid)
+            cols = self._last_cols_by_runs(M, runs, r, amp, As, si, quarter, absorbed_grid, distinct)
         hits = np.flatnonzero(cols)
         if not len(hits):
             return None
@@ -541,7 +545,7 @@ class _Transfers:
         Ai = As[in_S[M[iu, i]] & ((np.abs(As) * amp[i] < quarter) | (amp[i] == 0))]
         return (float(a[i]), float(c[i])), float(Ai[np.argmin(np.abs(np.log2(np.abs(Ai))))]), (float(t[i]), self.st.L, 1.0)
 
-    def _last_cols_by_runs(self, M, runs, r, amp, As, si, quarter, absorbed_grid):
+    def _last_cols_by_runs(self, M, runs, r, amp, As, si, quarter, absorbed_grid, distinct=None):
         """Per blocker k: is there an A with the output term absorbed and M[RN(y A), k] in si?  (The
         columns of ``_last_layer_tables``' R rows of si, without building R for this y.)
 
@@ -554,12 +558,19 @@ class _Transfers:
           M[u, k] = s form a run [lo, hi] of indices (overflow maps to its own index from both ends,
           so its set may not be a run: such an s takes the grid instead).
         Blocker P[j] has a hit for s iff max of m over its run exceeds j: a range maximum (sparse
-        table over u, once per y), for every blocker at once."""
+        table over u, once per y), for every blocker at once.  ``distinct`` = (MU, g): M's distinct
+        columns, M = MU[:, g]; the runs are found on those (blockers with one (T', a) share a column)."""
         tb = self.tables
         n_u = tb.over
         if not runs:                                   # once per on value: P and the runs of every (s, k)
             P = np.argsort(amp, kind="stable")
-            runs += [P, *_value_runs(M[:n_u][:, P], n_u), *np.unique(amp[P], return_counts=True)]
+            if distinct is None:
+                lo, hi, whole = _value_runs(M[:n_u][:, P], n_u)
+            else:
+                MU, g = distinct
+                lo, hi, whole = _value_runs(MU[:n_u], n_u)
+                lo, hi = lo[:, g[P]], hi[:, g[P]]
+            runs += [P, lo, hi, whole, *np.unique(amp[P], return_counts=True)]
         P, lo, hi, whole, au, ac = runs
         if not whole[si].all():                        # the overflow index in S: the whole grid
             in_S = np.zeros(n_u + 1, bool)
