@@ -35,6 +35,7 @@ class OpTables:
         self.add_table = self._table(add_array, V[ia], V[ib])
         self.mul_table = self._table(mul_array, V[ia], V[ib])
         self.neg_table = np.append(self.index(-V), n).astype(np.int16)
+        self._add_flat, self._mul_flat = self.add_table.reshape(-1), self.mul_table.reshape(-1)   # (views)
 
     def _table(self, op, a, b) -> np.ndarray:
         r, over = op(a, b, self.fmt)
@@ -72,10 +73,13 @@ class OpTables:
         return self._vals_nan[idx]
 
     def add(self, i, j) -> np.ndarray:
-        return self.add_table[i, j]
+        """add_table[i, j] (broadcast), read flat: one ``take`` at i * (over + 1) + j, where two index
+        arrays cost about twice as much (indices are table indices, 0 .. over)."""
+        return self._add_flat.take(np.asarray(i, np.intp) * (self.over + 1) + j)
 
     def mul(self, i, j) -> np.ndarray:
-        return self.mul_table[i, j]
+        """mul_table[i, j] (broadcast), read flat as ``add``."""
+        return self._mul_flat.take(np.asarray(i, np.intp) * (self.over + 1) + j)
 
     def neg(self, i) -> np.ndarray:
         return self.neg_table[i]

@@ -42,6 +42,18 @@ def test_every_sum_and_product_matches_the_exact_path(name):
         assert np.array_equal(got[~over], r[~over])
 
 
+@pytest.mark.parametrize("name", ["float8_e5m2", "float4_e2m1fn"])
+def test_add_and_mul_read_flat_give_the_table_entries_for_every_broadcast_shape(name):
+    tb = op_tables(get_format(name))
+    rng = np.random.default_rng(2)
+    for shape_i, shape_j in [((5,), (5,)), ((3, 1), (1, 7)), ((), (9,)), ((4, 6), (4, 6)), ((2, 1, 3), (4, 1))]:
+        i = rng.integers(0, tb.over + 1, shape_i).astype(np.int16)     # (the overflow index included)
+        j = rng.integers(0, tb.over + 1, shape_j).astype(np.int16)
+        for op, table in ((tb.add, tb.add_table), (tb.mul, tb.mul_table)):
+            got, want = op(i, j), table[i, j]
+            assert got.shape == want.shape and got.dtype == want.dtype and np.array_equal(got, want)
+
+
 def test_negative_zero_and_overflow_indices():
     F = get_format("float8_e4m3")
     tb = op_tables(F)
