@@ -409,7 +409,7 @@ class _Gates:
             elif self.compiled_gates:
                 pe = p[0]           # the kernel adds it to each row it reads (acc stays the gating sums)
             else:
-                acc = np.broadcast_to(tb.add_table[acc, p], (len(B), n))
+                acc = np.broadcast_to(tb.add(acc, p), (len(B), n))
         if self._fixed_targets(targets):
             ranks = self.__dict__.setdefault("_fixed_ranks", {})
             rank = ranks.get(id(targets))
@@ -564,7 +564,7 @@ class _Gates:
             memo[off_key] = (C, (ro != n)[None, :] & (C != n) & (p_off != n) & (p_off == iz[:, None]))
         C, hit_off = memo[off_key]
         rn = tb.mul_table[iA, iv_on]
-        p_on = tb.add_table[rn[None, :], C]
+        p_on = tb.add(rn[None, :], C)
         t_key = ("target", on_target)
         if t_key not in memo:           # the indices where T is on_target (not the overflow index)
             tv, t_over = kit.by_index(False)

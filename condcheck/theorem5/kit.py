@@ -189,7 +189,7 @@ class Kit:
             idx.append((iw, iv))
         s = None
         for iw, iv in idx:
-            p = tb.mul_table[iw, iv]
+            p = tb.mul_table[iw].take(iv) if np.ndim(iw) == 0 else tb.mul_table[iw, iv]
             if (p == over).any():
                 raise ConstructionError(f"a product overflows {self.fmt.name}")
             if s is not None:
