@@ -558,20 +558,17 @@ class _Transfers:
           M[u, k] = s form a run [lo, hi] of indices (overflow maps to its own index from both ends,
           so its set may not be a run: such an s takes the grid instead).
         Blocker P[j] has a hit for s iff max of m over its run exceeds j: a range maximum (sparse
-        table over u, once per y), for every blocker at once.  ``distinct`` = (MU, g): M's distinct
-        columns, M = MU[:, g]; the runs are found on those (blockers with one (T', a) share a column)."""
+        table over u, once per y).  ``distinct`` = (MU, g): M's distinct columns, M = MU[:, g]; the runs
+        and their range maxima are found on those (blockers with one (T', a) share a column), and
+        blocker P[j] has a hit iff the largest of those maxima over the s of S (where its column has a
+        run) exceeds j: one comparison per blocker."""
         tb = self.tables
         n_u = tb.over
-        if not runs:                                   # once per on value: P and the runs of every (s, k)
+        if not runs:                                   # once per on value: P and the runs of every (s, column)
             P = np.argsort(amp, kind="stable")
-            if distinct is None:
-                lo, hi, whole = _value_runs(M[:n_u][:, P], n_u)
-            else:
-                MU, g = distinct
-                lo, hi, whole = _value_runs(MU[:n_u], n_u)
-                lo, hi = lo[:, g[P]], hi[:, g[P]]
-            runs += [P, lo, hi, whole, *np.unique(amp[P], return_counts=True)]
-        P, lo, hi, whole, au, ac = runs
+            MU, g = distinct if distinct is not None else (M, np.arange(M.shape[1]))
+            runs += [P, *_value_runs(MU[:n_u], n_u), *np.unique(amp[P], return_counts=True), g[P]]
+        P, lo, hi, whole, au, ac, gP = runs
         if not whole[si].all():                        # the overflow index in S: the whole grid
             in_S = np.zeros(n_u + 1, bool)
             in_S[si] = True
@@ -593,18 +590,17 @@ class _Transfers:
                 table[k, :len(lv)] = lv
             r["table"] = table
         table = r["table"]
-        jr = np.arange(lo.shape[1])
-        hit = np.zeros(lo.shape[1], bool)
+        best = np.full(lo.shape[1], -1, np.int64)      # per distinct column: the largest maximum over S
         step = max(1, (1 << 18) // max(1, lo.shape[1]))
-        for s0 in range(0, len(si), step):              # the values s of S, many at a time: (s, blocker)
+        for s0 in range(0, len(si), step):              # the values s of S, many at a time: (s, column)
             s = si[s0:s0 + step]
             l, h = lo[s].astype(np.int64), hi[s].astype(np.int64)
             ne = l <= h
             p = np.frexp(np.where(ne, h - l + 1, 1))[1] - 1      # floor(log2(run length))
             top = np.maximum(table[p, np.where(ne, l, 0)], table[p, np.where(ne, h - (1 << p) + 1, 0)])
-            hit |= (ne & (top > jr)).any(axis=0)
-        cols = np.empty(len(hit), bool)
-        cols[P] = hit
+            np.maximum(best, np.where(ne, top, -1).max(axis=0), out=best)
+        cols = np.empty(len(gP), bool)
+        cols[P] = best[gP] > np.arange(len(gP))
         return cols
 
     def _rn_chain_2d(self, t, d, a):
