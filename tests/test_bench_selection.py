@@ -34,3 +34,15 @@ def test_each_run_reports_the_machine_reference_time_measured_in_its_own_process
     (res,) = bench.run(["check-float6_e3m2fn-relu"], seen.append, repeat=2)
     assert len(res["reference_runs"]) == 2 and all(t > 0 for t in res["reference_runs"])
     assert res["reference_seconds"] in res["reference_runs"]
+
+
+def test_a_case_imports_the_modules_of_its_prefix_before_its_clock_starts(monkeypatch):
+    import sys
+    sys.modules.pop("colorsys", None)
+    seen = []
+    monkeypatch.setitem(bench.IMPORTS, "fake-", ("colorsys",))
+    monkeypatch.setitem(bench.CASES, "fake-case", (lambda: seen.append("colorsys" in sys.modules) or "done", "none"))
+    monkeypatch.setattr(bench, "machine_reference", lambda: 0.0)
+    res = bench.run_case("fake-case")
+    assert seen == [True] and res["detail"] == "done"
+
