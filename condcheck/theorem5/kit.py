@@ -19,6 +19,16 @@ from ..targets import enumerated
 from .errors import ConstructionError
 
 
+def _ndim(x) -> int:
+    """np.ndim(x), without its call overhead for the arrays and Python floats the searches pass."""
+    t = type(x)
+    if t is np.ndarray:
+        return x.ndim
+    if t is float or t is int:
+        return 0
+    return np.ndim(x)
+
+
 class Kit:
     """RN_F arithmetic and T = sigma~ on arrays, raising on overflow (a network may not overflow).
 
@@ -55,7 +65,7 @@ class Kit:
             if r is None:
                 raise ConstructionError(f"{what} overflows {self.fmt.name}")
             return r
-        if (type(a) is float and type(b) is float) or (np.ndim(a) == 0 and np.ndim(b) == 0):
+        if (type(a) is float and type(b) is float) or (_ndim(a) == 0 and _ndim(b) == 0):
             return self._scalar(mul_float, a, b, what)
         return self._ok(*mul_array(np.asarray(a, float), np.asarray(b, float), self.fmt), what)   # broadcasts
 
@@ -65,7 +75,7 @@ class Kit:
             if r is None:
                 raise ConstructionError(f"{what} overflows {self.fmt.name}")
             return r
-        if (type(a) is float and type(b) is float) or (np.ndim(a) == 0 and np.ndim(b) == 0):
+        if (type(a) is float and type(b) is float) or (_ndim(a) == 0 and _ndim(b) == 0):
             return self._scalar(add_float, a, b, what)
         return self._ok(*add_array(np.asarray(a, float), np.asarray(b, float), self.fmt), what)   # broadcasts
 
@@ -106,7 +116,7 @@ class Kit:
         return cache[derivative]
 
     def T(self, z, what="an activation value"):
-        if self._enumerated and (type(z) is float or np.ndim(z) == 0):
+        if self._enumerated and (type(z) is float or _ndim(z) == 0):
             return self._table_lookup(z, False, what)
         z = np.asarray(z, float)
         r = self._indexed_T(z, False)
@@ -116,7 +126,7 @@ class Kit:
         return self._ok(v, o, what).reshape(z.shape)
 
     def dT(self, z, what="an activation derivative"):
-        if self._enumerated and (type(z) is float or np.ndim(z) == 0):
+        if self._enumerated and (type(z) is float or _ndim(z) == 0):
             return self._table_lookup(z, True, what)
         z = np.asarray(z, float)
         r = self._indexed_T(z, True)
@@ -127,7 +137,7 @@ class Kit:
 
     def row(self, terms, bias):
         """The paper-order affine row: products, summed left to right, bias last."""
-        if terms and np.ndim(bias) == 0 and not (bias == 0 and math.copysign(1.0, bias) < 0):
+        if terms and _ndim(bias) == 0 and not (bias == 0 and math.copysign(1.0, bias) < 0):
             r = self._row_indexed(terms, bias)
             if r is not None:
                 return r
@@ -150,14 +160,14 @@ class Kit:
         """Table indices of v (an int for a scalar), or None when v holds a number outside the format."""
         tb = self.tables
         try:
-            return tb.index_of(float(v)) if np.ndim(v) == 0 else tb.index(v)
+            return tb.index_of(float(v)) if _ndim(v) == 0 else tb.index(v)
         except CondcheckError:
             return None
 
     def T_row(self, terms, bias, what="an activation value"):
         """T(row(terms, bias)): on a tabulated format T read at the row's table indices (the values kit.T
         gives at the row's values: T by index is T of the value), else as written."""
-        if terms and np.ndim(bias) == 0 and not (bias == 0 and math.copysign(1.0, bias) < 0):
+        if terms and _ndim(bias) == 0 and not (bias == 0 and math.copysign(1.0, bias) < 0):
             s = self._row_index(terms, bias)
             if s is not None:
                 v, o = self.by_index(False)
@@ -175,7 +185,7 @@ class Kit:
     def _row_index(self, terms, bias):
         """The table indices of ``_row_indexed``'s values (or None where it does not apply)."""
         tb = self.tables
-        if tb is None or not any(np.ndim(v) or np.ndim(w) for w, v in terms):
+        if tb is None or not any(_ndim(v) or _ndim(w) for w, v in terms):
             return None
         over = tb.over
         ib = self.index(bias)
@@ -189,7 +199,7 @@ class Kit:
             idx.append((iw, iv))
         s = None
         for iw, iv in idx:
-            p = tb.mul_table[iw].take(iv) if np.ndim(iw) == 0 else tb.mul_table[iw, iv]
+            p = tb.mul_table[iw].take(iv) if _ndim(iw) == 0 else tb.mul_table[iw, iv]
             if (p == over).any():
                 raise ConstructionError(f"a product overflows {self.fmt.name}")
             if s is not None:
