@@ -16,6 +16,16 @@ from .kit import _in, _lg, _near, _rn_products
 from .records import _Branch
 
 
+def _scale_pairs():
+    """(k2, k3, 2^k2, 2^(k2 + k3), |k2 - k3|) for every pair in -12..12 (``_scales_search``'s grid)."""
+    k2 = np.repeat(np.arange(-12, 13), 25)
+    k3 = np.tile(np.arange(-12, 13), 25)
+    return k2, k3, np.ldexp(1.0, k2), np.ldexp(1.0, k2 + k3), np.abs(k2 - k3)
+
+
+_SCALE_PAIRS = _scale_pairs()
+
+
 class _GradientBranches:
     """The gradient-branch searches of ``_Ctx``: pass, gate, blockers, relays, padding."""
 
@@ -432,10 +442,9 @@ class _GradientBranches:
         base = abs(w_g * d1)
         # every (k2, k3) in -12..12, sorted by (unsafe, |k2 + k3 - want|, |k2 - k3|, k2, k3): the same
         # float64 operations as a loop over the pairs, and a stable lexicographic order
-        k2 = np.repeat(np.arange(-12, 13), 25)
-        k3 = np.tile(np.arange(-12, 13), 25)
-        unsafe = (base * np.ldexp(1.0, k2) / 2 < floor) | (base * np.ldexp(1.0, k2 + k3) / 4 < floor)
-        order = np.lexsort((k3, k2, np.abs(k2 - k3), np.abs((k2 + k3) - want), unsafe))
+        k2, k3, p2, p23, spread = _SCALE_PAIRS
+        unsafe = (base * p2 / 2 < floor) | (base * p23 / 4 < floor)
+        order = np.lexsort((k3, k2, spread, np.abs((k2 + k3) - want), unsafe))
         ok = self.__dict__.get("_scale_ok")
         if ok is None:       # which powers of two are values, once
             ok = self._scale_ok = {(sg, k): _in(F, math.ldexp(sg, k)) for k in range(-12, 13) for sg in (-1.0, 1.0)}
