@@ -96,7 +96,8 @@ Where each block lives (one module per block):
 - ``steps``: layers 1-2: separators, steps, quantizer chains
 - ``layers``: sparse layer assembly helpers
 - ``boosts``: layer 3: boosts, sharpened and padded steps
-- ``step_rounds``: the steps built (by chunk, in rounds) and padded to one depth
+- ``step_rounds``: the steps built (by chunk, in rounds; on the index tables all keys of a coordinate at
+  once) and padded to one depth
 - ``records``: ``Gate`` and ``_Branch`` records
 - ``gates``: layer 4: value and gradient gates, checked on every point
 - ``value_branches``: layer 5: value outputs V'_z, relays and value blockers
