@@ -98,9 +98,9 @@ class _SumPlan:
         rn = rn or (lambda a, f: round_array(a, f)[0])
         out_sorted = np.zeros(V.shape[:-1] + (self.n_out,), dtype=V.dtype)
         lead = max(1, int(np.prod(V.shape[:-1])))
-        P, p0 = None, 0
+        P, p0, p_stop = None, 0, 0
         for k, n_k in enumerate(self.active):
-            if P is None or k >= p_stop:
+            if k >= p_stop:
                 # the rounded products of steps k .. p_stop - 1 at once (rounding is elementwise: the
                 # same values as one rounding per step, in a tenth of the calls on the long one-row sums
                 # of a last layer), at most PRODUCT_ELEMENTS of them (at least one step)

@@ -136,7 +136,6 @@ def test_gate_search_on_indices_equals_the_rounded_gate_search(monkeypatch, act,
     """Every call of the index-space gate search during a construction returns the same gate (weights,
     bias and pre-activations, bit for bit) or the same error as the rounded search."""
     import condcheck.theorem5 as t5
-    from condcheck.targets import full_box, random_targets
 
     calls = {"found": 0, "refused": 0}
     indexed = t5.context._Ctx._gate_indexed
@@ -338,7 +337,6 @@ def test_two_point_map_search_on_indices_equals_the_rounded_search(monkeypatch, 
     target, during a construction, returns the rounded search's pair (the sign of a zero c included),
     or its None."""
     import condcheck.theorem5 as t5
-    from condcheck.targets import full_box, random_targets
 
     calls = {"found": 0, "none": 0}
     indexed = t5.context._Ctx._map_two_indexed
