@@ -567,8 +567,17 @@ class _Transfers:
         if not runs:                                   # once per on value: P and the runs of every (s, column)
             P = np.argsort(amp, kind="stable")
             MU, g = distinct if distinct is not None else (M, np.arange(M.shape[1]))
-            runs += [P, *_value_runs(MU[:n_u], n_u), *np.unique(amp[P], return_counts=True), g[P]]
-        P, lo, hi, whole, au, ac, gP = runs
+            lo, hi, whole = _value_runs(MU[:n_u], n_u)
+            # each run's two overlapping power-of-two windows [lo, lo + 2^p) and (hi - 2^p, hi], as flat
+            # positions in the sparse table of maxima (levels x n_u: the same shape for every y), and
+            # whether the run is not empty: a function of the on value only
+            l, h = lo.astype(np.int64), hi.astype(np.int64)
+            ne = l <= h
+            p = np.frexp(np.where(ne, h - l + 1, 1))[1] - 1      # floor(log2(run length))
+            at_lo = np.where(ne, p * n_u + l, 0).astype(np.int32)
+            at_hi = np.where(ne, p * n_u + h - (1 << p) + 1, 0).astype(np.int32)
+            runs += [P, ne, at_lo, at_hi, whole, *np.unique(amp[P], return_counts=True), g[P]]
+        P, ne, at_lo, at_hi, whole, au, ac, gP = runs
         if not whole[si].all():                        # the overflow index in S: the whole grid
             in_S = np.zeros(n_u + 1, bool)
             in_S[si] = True
@@ -589,16 +598,13 @@ class _Transfers:
             for k, lv in enumerate(levels):
                 table[k, :len(lv)] = lv
             r["table"] = table
-        table = r["table"]
-        best = np.full(lo.shape[1], -1, np.int64)      # per distinct column: the largest maximum over S
-        step = max(1, (1 << 18) // max(1, lo.shape[1]))
+        table = r["table"].reshape(-1)
+        best = np.full(ne.shape[1], -1, np.int64)      # per distinct column: the largest maximum over S
+        step = max(1, (1 << 18) // max(1, ne.shape[1]))
         for s0 in range(0, len(si), step):              # the values s of S, many at a time: (s, column)
             s = si[s0:s0 + step]
-            l, h = lo[s].astype(np.int64), hi[s].astype(np.int64)
-            ne = l <= h
-            p = np.frexp(np.where(ne, h - l + 1, 1))[1] - 1      # floor(log2(run length))
-            top = np.maximum(table[p, np.where(ne, l, 0)], table[p, np.where(ne, h - (1 << p) + 1, 0)])
-            np.maximum(best, np.where(ne, top, -1).max(axis=0), out=best)
+            top = np.maximum(table[at_lo[s]], table[at_hi[s]])
+            np.maximum(best, np.where(ne[s], top, -1).max(axis=0), out=best)
         cols = np.empty(len(gP), bool)
         cols[P] = best[gP] > np.arange(len(gP))
         return cols
