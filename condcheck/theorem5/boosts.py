@@ -93,16 +93,16 @@ def _boost_search_indexed(kit: Kit, st: States, on, low, sg):
     if ia is None or i_on is None or i_low is None or (i_on == over).any() or not len(weights):
         return NotImplemented
     ia = ia.astype(np.intp)
-    m_on = tb.mul_table[ia[:, None], i_on[None, :]]                  # (weight, on value)
+    m_on = tb.mul(ia[:, None], i_on[None, :])                        # (weight, on value)
     m_dead = tb.mul_table[ia, i_low]
     valid = ~(m_on == over).any(axis=1) & (m_dead != over)
-    dead = np.append(st.dead(tb.values), False)                      # (over: not dead)
-    q = tb.add_table[m_dead[:, None], np.arange(over)[None, :]]     # (weight, bias): RN(a L + c)
+    dead = st.dead_by_index(tb)                                      # (over: not dead)
+    q = tb.add(m_dead[:, None], np.arange(over)[None, :])           # (weight, bias): RN(a L + c)
     ok = dead[q]                                                      # (an overflowing sum is not dead)
     has = ok.any(axis=1)
     c_idx = over - 1 - np.argmax(ok[:, ::-1], axis=1)                 # the largest bias keeping L dead
     valid &= has
-    p = tb.add_table[m_on, c_idx[:, None]]
+    p = tb.add(m_on, c_idx[:, None])
     t_val, t_over = kit.by_index(False)
     valid &= ~(p == over).any(axis=1) & ~t_over[p].any(axis=1) & ~dead[p].any(axis=1)
     t = t_val[np.where(valid[:, None], p, 0)]

@@ -419,9 +419,7 @@ class _Gates:
             rank = self._target_ranks(tv)
         if rank is None:
             return None
-        dead = getattr(self, "_dead_idx", None)
-        if dead is None:
-            dead = self._dead_idx = np.append(st.dead(tb.values), False)
+        dead = st.dead_by_index(tb)
         add = tb.add_table
         # with no other point the bounds are -Omega (its index)
         low = kit.index(-F.max_float) if n == 1 else 0

@@ -514,7 +514,7 @@ class _GradientBranches:
             ic = tb.add(iP[None, :], tb.neg(i_on)[:, None])
             ip_on = tb.add(i_on[:, None], ic)
             ip_off = tb.add(i_off[:, None], ic)
-            dead = np.append(st.dead(tb.values), False)
+            dead = st.dead_by_index(tb)
             good = (i_on != tb.over)[:, None] & (i_off != tb.over)[:, None] & (ic != tb.over)
             good &= (ip_on == iP[None, :]) & dead[ip_off]
             ia, ip = np.nonzero(good)

@@ -19,6 +19,11 @@ from ..targets import enumerated
 from .errors import ConstructionError
 
 
+def _neg_zero(x) -> bool:
+    """Whether the number x is -0 (an index has no sign of zero: the table paths refuse a -0 bias)."""
+    return x == 0 and math.copysign(1.0, x) < 0
+
+
 def _ndim(x) -> int:
     """np.ndim(x), without its call overhead for the arrays and Python floats the searches pass."""
     t = type(x)
@@ -115,6 +120,15 @@ class Kit:
             cache[derivative] = (np.append(v, np.nan), np.append(o, True))
         return cache[derivative]
 
+    def T_index(self) -> np.ndarray:
+        """The table index of T at every table index of a tabulated format (``over`` where T overflows,
+        and at ``over``), made once per Kit."""
+        hit = self.__dict__.get("_T_index_map")
+        if hit is None:
+            v, o = self.by_index(False)
+            hit = self._T_index_map = self.tables.index(np.where(o, np.nan, v)).astype(np.intp)
+        return hit
+
     def T(self, z, what="an activation value"):
         if self._enumerated and (type(z) is float or _ndim(z) == 0):
             return self._table_lookup(z, False, what)
@@ -137,7 +151,7 @@ class Kit:
 
     def row(self, terms, bias):
         """The paper-order affine row: products, summed left to right, bias last."""
-        if terms and _ndim(bias) == 0 and not (bias == 0 and math.copysign(1.0, bias) < 0):
+        if terms and _ndim(bias) == 0 and not _neg_zero(bias):
             r = self._row_indexed(terms, bias)
             if r is not None:
                 return r
@@ -167,7 +181,7 @@ class Kit:
     def T_row(self, terms, bias, what="an activation value"):
         """T(row(terms, bias)): on a tabulated format T read at the row's table indices (the values kit.T
         gives at the row's values: T by index is T of the value), else as written."""
-        if terms and _ndim(bias) == 0 and not (bias == 0 and math.copysign(1.0, bias) < 0):
+        if terms and _ndim(bias) == 0 and not _neg_zero(bias):
             s = self._row_index(terms, bias)
             if s is not None:
                 v, o = self.by_index(False)

@@ -29,6 +29,14 @@ class States:
     def dead(self, z) -> np.ndarray:
         return np.asarray(z) <= self.z_dead
 
+    def dead_by_index(self, tb) -> np.ndarray:
+        """``dead`` at every table index of ``tb`` (``op_tables``), the overflow index last (not dead);
+        kept per tables."""
+        hit = self.__dict__.get("_dead_by_index")
+        if hit is None or hit[0] is not tb:
+            hit = self._dead_by_index = (tb, np.append(self.dead(tb.values), False))
+        return hit[1]
+
     @property
     def passes(self):
         """States with T' a nonzero power of two (exact gradient scaling)."""

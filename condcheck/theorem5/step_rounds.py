@@ -22,10 +22,10 @@ import numpy as np
 from ..op_tables import op_tables
 from . import tuning
 from .boosts import _boost, _lifted_boost, _padded_split, _reboosts, _sharpened_split, _step_split
-from .gates import _gate_reach
-from .steps import _chain_index_maps
 from .errors import ConstructionError
-from .steps import Step, _separator_chooser
+from .gates import _gate_reach
+from .kit import _neg_zero
+from .steps import Step, _chain_index_maps, _separator_chooser
 
 
 def all_keys(coord_vals) -> list:
@@ -179,16 +179,6 @@ def _first_builds(kit, st, coord_vals, choosers, keys, push_need) -> dict:
             _first_build(kit, st, coord_vals[key[0]], choosers[key[0]], key, push_need) for key in keys}
 
 
-def _T_index(kit) -> np.ndarray:
-    """The table index of T at every table index of the kit's format (``over`` where T overflows, and at
-    ``over``), kept on the kit."""
-    hit = kit.__dict__.get("_T_index_map")
-    if hit is None:
-        v, o = kit.by_index(False)
-        hit = kit._T_index_map = kit.tables.index(np.where(o, np.nan, v)).astype(np.intp)
-    return hit
-
-
 def _first_builds_indexed(kit, st, vals, choose, keys, push_need) -> dict:
     """``_first_build`` of the keys (one coordinate, values vals) on the index tables, as rows of one
     array per operation, for the keys whose build takes its common path: the separator (w, b) with its
@@ -217,11 +207,11 @@ def _first_builds_indexed(kit, st, vals, choose, keys, push_need) -> dict:
         scal.append(ix)
     if not rows:
         return {}
-    Ti = _T_index(kit)
+    Ti = kit.T_index()
     W, B, S, KA = (np.array(c, dtype=np.intp)[:, None] for c in zip(*scal))
     # the separator n = T(w x (+) b), then v = s n (+) kappa (``_first_build``, ``_step_split``)
-    n = Ti[tb.add_table[tb.mul_table[W, iv], B]]
-    v = tb.add_table[tb.mul_table[S, n], KA]
+    n = Ti[tb.add(tb.mul(W, iv), B)]
+    v = tb.add(tb.mul(S, n), KA)
     ok = ~(v == over).any(axis=1) & ~(n == over).any(axis=1)
     vv = tb.value(np.where(v == over, 0, v))
     on = vv > 0
@@ -231,7 +221,7 @@ def _first_builds_indexed(kit, st, vals, choose, keys, push_need) -> dict:
     vmin = np.where(on, vv, np.inf).min(axis=1)
     k0s = np.array([max(math.frexp(float(m))[1] - 1 + F.M, F.e_min) if ok[r] else 0
                     for r, m in enumerate(vmin)])
-    dead_at = tb.value(np.arange(over + 1)) <= st.z_dead          # (the index over: not dead, NaN)
+    dead_at = st.dead_by_index(tb)                                # (the index over: not dead)
     pre = np.full_like(v, over)
     Ks = np.zeros(len(rows), dtype=int)
     for k0 in np.unique(k0s[ok]).tolist():
@@ -243,6 +233,7 @@ def _first_builds_indexed(kit, st, vals, choose, keys, push_need) -> dict:
         # a chain K = ks[j] exists for a row while no chain up to it overflowed (``_chains``)
         n_ok = np.where(bad.any(axis=0), np.argmax(bad, axis=0), len(ks)) if len(ks) else np.zeros(len(grp), int)
         todo = np.ones(len(grp), bool)
+        on_g = on[grp]
         for K in list(range(F.e_max - 1, k0 - 1, -1)) + [k0 - 1, F.e_max]:
             if not todo.any():
                 break
@@ -254,7 +245,6 @@ def _first_builds_indexed(kit, st, vals, choose, keys, push_need) -> dict:
             else:
                 continue
             p = tb.add_table[ch, iz]
-            on_g = on[grp]
             t = Ti[p]
             has &= ~(p == over).any(axis=1) & ~((t == over) & on_g).any(axis=1)
             dp = dead_at[p]
@@ -279,7 +269,7 @@ def _first_builds_indexed(kit, st, vals, choose, keys, push_need) -> dict:
         iba, ibc = kit.index(ba), kit.index(bc)
         if iba is None or ibc is None or _neg_zero(bc):
             continue
-        boosted = tb.add_table[tb.mul_table[iba, Ti[pre[r]]], ibc]
+        boosted = tb.add(tb.mul(iba, Ti[pre[r]]), ibc)
         if (boosted == over).any() or To[boosted[o]].any():
             continue
         reach = _gate_reach(F, st, Tv[boosted[o]])
@@ -295,6 +285,3 @@ def _first_builds_indexed(kit, st, vals, choose, keys, push_need) -> dict:
                          sharpen=(), lift=()), tb.value(boosted), o)
     return out
 
-
-def _neg_zero(x) -> bool:
-    return x == 0 and math.copysign(1.0, x) < 0

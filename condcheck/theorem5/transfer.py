@@ -545,7 +545,7 @@ class _Transfers:
         Ai = As[in_S[M[iu, i]] & ((np.abs(As) * amp[i] < quarter) | (amp[i] == 0))]
         return (float(a[i]), float(c[i])), float(Ai[np.argmin(np.abs(np.log2(np.abs(Ai))))]), (float(t[i]), self.st.L, 1.0)
 
-    def _last_cols_by_runs(self, M, runs, r, amp, As, si, quarter, absorbed_grid, distinct=None):
+    def _last_cols_by_runs(self, M, runs, r, amp, As, si, quarter, absorbed_grid, distinct):
         """Per blocker k: is there an A with the output term absorbed and M[RN(y A), k] in si?  (The
         columns of ``_last_layer_tables``' R rows of si, without building R for this y.)
 
@@ -566,7 +566,7 @@ class _Transfers:
         n_u = tb.over
         if not runs:                                   # once per on value: P and the runs of every (s, column)
             P = np.argsort(amp, kind="stable")
-            MU, g = distinct if distinct is not None else (M, np.arange(M.shape[1]))
+            MU, g = distinct
             lo, hi, whole = _value_runs(MU[:n_u], n_u)
             # each run's two overlapping power-of-two windows [lo, lo + 2^p) and (hi - 2^p, hi], as flat
             # positions in the sparse table of maxima (levels x n_u: the same shape for every y), and
