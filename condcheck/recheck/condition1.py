@@ -40,11 +40,11 @@ def witness(ctx, w, path: str, method: str, enum) -> None:
               f"not {w['dead_count']}")
     if method == "exhaustive":
         zd_n, L_n = enum.n(zd), enum.n(L)
-        for i, z in enumerate(enum.z):
-            if z > zd_n:
-                break
-            ctx.claim(enum.s[i] == L_n and enum.d[i] == 0, f"{path}.z_dead",
-                      f"the value {text(enum.q(z))} <= z_d is not dead (clause (a))")
+        upto = [i for i, z in enumerate(enum.z) if z <= zd_n]
+        live = next((i for i in upto if not (enum.s[i] == L_n and enum.d[i] == 0)), None)
+        ctx.claim(live is None, f"{path}.z_dead",
+                  f"the value {text(enum.q(enum.z[live]))} <= z_d is not dead (clause (a))" if live is not None else "")
+        ctx.proved += len(upto) - 1
     else:
         covers.tail_cover(ctx, w["tail_cover"], f"{path}.tail_cover", zd, L)
     live = ctx.value(w["live"], f"{path}.live")

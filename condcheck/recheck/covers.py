@@ -27,6 +27,7 @@ Covers are re-proved for the correctly rounded ("exact") implementation of a sym
 from __future__ import annotations
 
 from fractions import Fraction
+from functools import lru_cache
 
 from ..errors import CondcheckError
 from .context import Rejected, exact_text, text
@@ -67,13 +68,14 @@ def _smooth(expr) -> bool:
     return True
 
 
-def _slopes(expr) -> list:
-    """sympy's derivative of a smooth expression, as differentiated and factored (else [])."""
+@lru_cache(maxsize=64)
+def _slopes(expr) -> tuple:
+    """sympy's derivative of a smooth expression, as differentiated and factored (else ())."""
     import sympy
 
     from ..activations import x as X
     if not _smooth(expr):
-        return []
+        return ()
     d = sympy.diff(expr, X)
     out = [d]
     try:
@@ -82,7 +84,7 @@ def _slopes(expr) -> list:
             out.append(f)
     except Exception:                         # factoring only helps the interval arithmetic
         pass
-    return out
+    return tuple(out)
 
 
 def _one_sign(slopes, a, b, fmt) -> bool:

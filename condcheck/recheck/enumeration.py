@@ -25,7 +25,7 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass
 from fractions import Fraction
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 
 def _is_pow2_int(n: int) -> bool:
@@ -46,8 +46,12 @@ class Enumeration:
 
     @classmethod
     def of(cls, ctx) -> "Enumeration":
-        fmt = ctx.fmt
-        t = ctx.rounded.table()
+        return _enumeration(ctx.rounded)
+
+    @classmethod
+    def build(cls, rounded) -> "Enumeration":
+        fmt = rounded.format
+        t = rounded.table()
         unit = Fraction(2) ** (fmt.e_min - fmt.M)
         inv = 1 / unit                      # a power of two: an integer
 
@@ -193,6 +197,12 @@ class Enumeration:
         return {"holds": route_a or route_b, "dsigma(0)": None if d0 is None else self.q(d0),
                 "largest_|dsigma|": self.q(max(finite_d)) if finite_d else None,
                 "x_candidates_route_b": len(xs)}
+
+
+@lru_cache(maxsize=8)
+def _enumeration(rounded) -> Enumeration:
+    """One enumeration per rounded activation (sigma~ and sigma~' of a format do not change)."""
+    return Enumeration.build(rounded)
 
 
 def ulp_int(fmt, en: Enumeration, a: int) -> int:

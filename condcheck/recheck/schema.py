@@ -135,9 +135,9 @@ def counterexample_fields(cond: str, method: str, clause: str, refutation_kind: 
         if method == "exhaustive":
             if clause == "(i)":
                 return {"distinct_sigma_values": VALUE_LIST, "count": INT}
-            return {f"pair_for_{BEFORE[clause]}": PAIR}
+            return {f"pair_for_{BEFORE.get(clause, clause)}": PAIR}
         if refutation_kind == "pairs":
-            return {"refutation": REFUTATION, f"pair_for_{BEFORE[clause]}": PAIR}
+            return {"refutation": REFUTATION, f"pair_for_{BEFORE.get(clause, clause)}": PAIR}
         return {"refutation": REFUTATION}
     out = {"dsigma(0)": VALUE_OR_NULL, "threshold_2^-M": VALUE}
     if method == "exhaustive":
