@@ -557,7 +557,7 @@ def _evaluate(act: Activation, fmt: Format, impl: str, derivative: bool, pts):
 def _table(act: Activation, fmt: Format, impl: str) -> Table:
     if not fmt.enumerable:
         raise CondcheckError(f"{fmt.name} has {fmt.bits} bits; tables are made for formats of at most "
-                             f"24 bits (use value/value_array)")
+                             f"24 bits")
     pts = fmt.values()
     if impl == "torch":
         from .torch_impl import torch_table_arrays
@@ -656,7 +656,7 @@ class RoundedActivation:
                     f = float(r)
                     if Fraction(f) != r:
                         raise CondcheckError(f"{self.activation.name} at {float(v)!r} in {fmt.name} is "
-                                             f"not a float64; use value()/derivative() for exact values")
+                                             f"not a float64 (its exact value is a rational beyond float64)")
                     vals[i] = f
         return vals[inv].reshape(shape), over[inv].reshape(shape)
 

@@ -81,7 +81,7 @@ def _check_claim_against(net: Network, claim: Claim):
                       ("gradient", claim.gradients)):
         bad = _not_in_format(arr, net.format)
         if bad is not None:
-            raise CondcheckError(f"claim {name} {arr.ravel()[bad]!r} is not a value of {net.format.name}")
+            raise CondcheckError(f"claim {name} {float(arr.ravel()[bad])!r} is not a value of {net.format.name}")
 
 
 def _fmt_point(p) -> str:
