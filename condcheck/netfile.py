@@ -20,6 +20,7 @@ gradients.  A claim may be absent (or null); an error is one line naming the fie
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -310,6 +311,8 @@ def save_network(path, net: Network, claim: Claim | None = None) -> None:
 
 def load_network(path) -> tuple[Network, Claim | None]:
     """Read and check a network file (SPEC 6); errors are one-line CondcheckErrors naming the field."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise CondcheckError(f"a network file is named by a path, not a {type(path).__name__}")
     p = Path(path)
     if not p.is_file():
         raise CondcheckError(f"network file {str(path)!r} does not exist or is not a file")

@@ -202,10 +202,10 @@ class Report:
 def write_report(activation, format, implementation: str = "exact", out=DEFAULT_OUT, figures: bool = True,
                  image_format: str = "png", result: CheckResult | None = None, macros_file: bool = True) -> Report:
     """Check (unless ``result`` is given) and write ``<stem>.tex``, ``<stem>.json`` and the figure."""
+    from .cli_checks import output_folder
+    out = output_folder(out, "out")              # before the check: a folder that cannot be written fails now
     res = result or check_activation(activation, format, implementation)
     cert = res.to_certificate()
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
     name = stem(res.activation, res.format, res.implementation)
     json_path = out / f"{name}.json"
     json_path.write_text(json.dumps(cert, indent=1) + "\n")

@@ -381,18 +381,35 @@ def evaluate_callables(fmt: Format, points, values, upstream, gradients):
     return table(values, "value", 1), table(upstream, "upstream", 1), table(gradients, "gradient", d)
 
 
+def as_points(points, what: str = "points") -> np.ndarray:
+    """Points as a float array of shape (N, d), N, d >= 1 (a flat list is d = 1), or a clear error."""
+    X = _as_numbers(points, what)
+    if X.ndim == 1:
+        X = X.reshape(-1, 1)
+    if X.ndim != 2 or X.shape[0] == 0 or X.shape[1] == 0:
+        raise ArgumentError(f"{what} must be a non-empty list of d-tuples (N, d >= 1); got an array of shape "
+                            f"{X.shape}")
+    return X
+
+
+def _as_numbers(obj, what: str) -> np.ndarray:
+    try:
+        return np.asarray(obj, dtype=np.float64)
+    except (TypeError, ValueError) as e:
+        raise ArgumentError(f"{what} must be numbers (values of the format): {e}") from None
+
+
 def validate(fmt: Format, activation: str, points, values, upstream, gradients, box: bool = True):
     """Clear errors naming the first offending point: outside the format or the box, repeated,
     non-finite targets, targets that are not values of the format, h* = 0 with g* != 0.  Targets may be
     callables (``evaluate_callables``)."""
-    X = np.asarray(points, dtype=float)
-    if X.ndim != 2:
-        raise CondcheckError(f"points must be a list of d-tuples; got an array of shape {X.shape}")
+    X = as_points(points)
     n, d = X.shape
     values, upstream, gradients = evaluate_callables(fmt, X, values, upstream, gradients)
-    f = np.asarray(values, dtype=float).reshape(-1)
-    h = np.asarray(upstream, dtype=float).reshape(-1)
-    g = np.asarray(gradients, dtype=float).reshape(n, -1) if np.size(gradients) == n * d else None
+    f = _as_numbers(values, "values").reshape(-1)
+    h = _as_numbers(upstream, "upstream values").reshape(-1)
+    g = _as_numbers(gradients, "gradients")
+    g = g.reshape(n, -1) if g.size == n * d else None
     if f.shape[0] != n or h.shape[0] != n or g is None:
         raise CondcheckError(f"{n} points need {n} values, {n} upstream values and {n} x {d} gradients")
     bound = box_bound(activation, fmt)

@@ -432,11 +432,8 @@ def construct_theorem7(activation, fmt, points, values, gradient_table_or_callab
         generic = name != "relu" or len(points) > 64
     if not F.enumerable or F.bits > 16:
         raise ConstructionError(f"the Theorem 7 constructor enumerates the format; {F.name} is too large")
-    X = np.asarray(points, dtype=float)
-    if X.ndim == 1:
-        X = X.reshape(-1, 1)
-    if X.ndim != 2 or X.shape[0] == 0 or X.shape[1] == 0:
-        raise TargetError(f"the points must have shape (N, d) with N, d >= 1, got {X.shape}")
+    from .targets import as_points
+    X = as_points(points)
     if not generic and (implementation != "exact" or X.shape[1] > 1):
         generic = True                # relu's own construction: d = 1, exact implementation
     act = _Act(name, F, implementation) if generic else None

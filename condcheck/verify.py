@@ -89,8 +89,12 @@ def _fmt_point(p) -> str:
 
 
 def verify(net: Network, claim: Claim | None, method: str = "fast", progress=None) -> VerifyResult:
+    if not isinstance(net, Network):
+        raise CondcheckError(f"verify needs a Network (e.g. from load_network), not a {type(net).__name__}")
     if claim is None:
         raise CondcheckError("the network has no claim: nothing to verify")
+    if not isinstance(claim, Claim):
+        raise CondcheckError(f"verify needs a Claim (e.g. from load_network), not a {type(claim).__name__}")
     if method not in ("fast", "sparse", "tables", "exact"):
         raise CondcheckError(f"verification method must be 'fast', 'sparse', 'tables' or 'exact', not {method!r}")
     if method == "sparse":
