@@ -9,7 +9,7 @@ from condcheck.cli import main
 from condcheck.errors import ArgumentError, CondcheckError, PluginError
 from condcheck.netfile import load_network
 from condcheck.recheck import recheck_certificate
-from condcheck.report import write_report
+from condcheck import write_report
 from condcheck.theorem5 import construct_theorem5
 from condcheck.theorem7 import construct_theorem7
 from condcheck.verify import verify
