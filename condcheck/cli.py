@@ -219,7 +219,8 @@ def recheck(certificate, as_json):
         click.echo(json.dumps(res, indent=1))
     elif res["ok"]:
         for k, v in res["conditions"].items():
-            click.echo(f"Condition {k}: {v['verdict']} ({v['method']}): re-proved")
+            state = "nothing claimed" if v["verdict"] == "undecided" else "re-proved"
+            click.echo(f"Condition {k}: {v['verdict']} ({v['method']}): {state}")
         click.echo(f"{res['activation']} on {res['format']} ({res['implementation']}): certificate re-checked, "
                    f"every statement re-proved ({res['checks']:,} checks)")
     else:

@@ -128,9 +128,14 @@ def _number(s, where: str) -> float:
         raise CondcheckError(f"network file: {e}") from None
 
 
+#: the largest layer width or index a file may give
+MAX_WIDTH = 2 ** 31 - 1
+
+
 def _count(v, where: str, least: int = 0) -> int:
-    if type(v) is not int or v < least:
-        raise _bad(where, f"{v!r} is not an integer of at least {least}")
+    if type(v) is not int or not least <= v <= MAX_WIDTH:
+        shown = repr(v) if len(repr(v)) <= 40 else repr(v)[:37] + "..."
+        raise _bad(where, f"{shown} is not an integer from {least} to {MAX_WIDTH}")
     return v
 
 

@@ -91,6 +91,10 @@ def _round_end(v, fmt: Format):
         return _NEG_OVER if sign else _POS_OVER
 
 
+#: RN_F of an mpmath interval end (a Fraction, or +-inf for an overflow): the public name recheck uses
+round_end = _round_end
+
+
 def _finish(r, fmt: Format, what: str):
     if isinstance(r, float):
         raise FormatOverflowError(f"{what} overflows {fmt.name} (beyond its largest finite value "

@@ -82,7 +82,7 @@ def test_hex_beyond_float64_is_exact_for_certificates_but_refused_for_networks()
      "layers[1].weight_sparse: takes 3 inputs, but layers[0] has 2"),
     (lambda d: d["layers"][0]["weight"].append(["0x1p+0", "0x1p+0"]), "layers[0].weight[2]: has 2 entries, 1 expected"),
     (lambda d: d.update(input_dim=2), "layers[0].weight[0]: has 1 entries, 2 expected"),
-    (lambda d: d.update(input_dim=0), "input_dim: 0 is not an integer of at least 1"),
+    (lambda d: d.update(input_dim=0), "input_dim: 0 is not an integer from 1"),
     (lambda d: d.update(input_dim="1"), "input_dim: '1' is not an integer"),
     (lambda d: d["layers"][0]["bias"].pop(), "layers[0].bias: has 1 entries, 2 expected"),
     (lambda d: d["layers"].append({"weight": [["0x1p+0"], ["0x1p+0"]], "bias": ["0x0p+0", "0x0p+0"]}),

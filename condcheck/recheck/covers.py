@@ -41,9 +41,9 @@ def _precision(fmt) -> int:
 
 
 def _round_ends(lo, hi, fmt):
-    from ..rounded_activation import _round_end
+    from ..rounded_activation import round_end
     try:
-        return _round_end(lo, fmt), _round_end(hi, fmt)
+        return round_end(lo, fmt), round_end(hi, fmt)
     except CondcheckError:                       # NaN in the enclosure: nothing is known
         return -_INF, _INF
 
