@@ -17,8 +17,10 @@ from .errors import ArgumentError
 
 def output_file(path, option: str = "--out") -> Path:
     """A file the command will write: its folder exists and it can be created (or rewritten) there."""
+    if str(path) == "":
+        raise ArgumentError(f"{option} is empty; give the name of a file to write (e.g. net.json)")
     p = Path(path)
-    if str(path) == "" or p.is_dir():
+    if p.is_dir():
         raise ArgumentError(f"{option} {str(path)!r} is a folder; give the name of a file to write (e.g. net.json)")
     folder = p.parent if str(p.parent) else Path(".")
     if not folder.is_dir():
@@ -39,6 +41,8 @@ def output_file(path, option: str = "--out") -> Path:
 def output_folder(path, option: str = "--out") -> Path:
     """A folder the command will write files into: it is created now (with its parents) and must be
     writable."""
+    if str(path) == "":
+        raise ArgumentError(f"{option} is empty; give a folder to write into")
     p = Path(path)
     if p.exists() and not p.is_dir():
         raise ArgumentError(f"{option} {str(path)!r} is a file; give a folder to write into")

@@ -76,7 +76,7 @@ def test_construct_refuses_an_output_it_cannot_write_before_constructing(theorem
     assert time.perf_counter() - t0 < 10                     # refused at once, not after the construction
 
 
-@pytest.mark.parametrize("out, what", [("/proc/reports", "cannot be used as an output folder")])
+@pytest.mark.parametrize("out, what", [("/proc/reports", "cannot be used as an output folder"), ("", "is empty")])
 def test_report_refuses_an_output_folder_it_cannot_write_before_checking(out, what):
     refused(["report", "gelu", "float8_e4m3", "--no-figures", "--out", out], "--out", what)
 

@@ -14,6 +14,7 @@ about 40 s on an idle machine; ``-m slow`` runs 300 per file kind and 1,000 argu
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import signal
@@ -134,7 +135,7 @@ def documents(kind):
 
 
 def run_file(kind, doc):
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):      # a relative output lands there
         tmp = Path(tmp)
         f = tmp / "in.json"
         try:
@@ -230,7 +231,7 @@ def arg_lists(draw):
 
 
 def run_args(args):
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
         tmp = Path(tmp)
         net = tmp / "net.json"
         cert = tmp / "cert.json"
