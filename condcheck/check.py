@@ -22,7 +22,7 @@ from .errors import CondcheckError
 from .formats import Format, get_format
 from .rounded_activation import get_rounded
 
-SCHEMA = "condcheck.check/1"
+SCHEMA = "condcheck.check/2"
 #: Conditions 1-3 are checked under finite semantics only: the IEEE-through-Inf option (condcheck.ieee)
 #: applies to networks (``Network.semantics``, ``condcheck verify``), not to these checks.
 SEMANTICS = ("finite-only (Inf or NaN anywhere is an error, SPEC 2.1; the IEEE-through-Inf option "
@@ -73,15 +73,10 @@ class CheckResult:
     source_note: str = ""
 
     def to_certificate(self) -> dict:
-        """The condition certificate of SPEC 6."""
-        return {"schema": SCHEMA, "activation": self.activation, "format": self.format,
-                "implementation": self.implementation, "holds": self.holds, "semantics": self.semantics,
-                "conditions": self.conditions, "theorem_branch": self.branch,
-                "M_sigma": self.constants["M_sigma"], "H_sigma": self.constants["H_sigma"],
-                "constants_source": ("paper (SPEC 4)" if self.activation in PAPER_ACTIVATIONS else
-                                     "unknown: the paper's formulas for M_sigma, H_sigma from witnesses are not available"),
-                "depth_bounds": self.depth_bounds, "seconds": round(self.seconds, 3),
-                **({"sigma_source": self.source_note} if self.source_note else {})}
+        """The condition certificate (SPEC 6; ``schema: "condcheck.check/2"``, every field a statement
+        ``condcheck recheck`` re-derives: :mod:`condcheck.recheck.schema`)."""
+        from .certificate import certificate
+        return certificate(self)
 
     def text(self) -> str:
         verdict = {True: "HOLDS", False: "FAILS", None: "UNDECIDED"}[self.holds]
@@ -108,6 +103,8 @@ class CheckResult:
 
 
 METHODS = ("auto", "exhaustive", "symbolic")
+#: the widest exponent field check accepts (float64's; the paper's constants are computed in float64)
+MAX_EXPONENT_BITS = 11
 
 
 def check_activation(activation, format, implementation: str = "exact", method: str = "auto") -> CheckResult:
@@ -121,6 +118,9 @@ def check_activation(activation, format, implementation: str = "exact", method: 
         raise CondcheckError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
     act = get_activation(activation)
     fmt = get_format(format)
+    if fmt.E > MAX_EXPONENT_BITS:
+        raise CondcheckError(f"format {fmt.name!r} has E = {fmt.E} exponent bits; check supports formats with at "
+                             f"most {MAX_EXPONENT_BITS} (float64's exponent range), e.g. b60_11")
     rounded = get_rounded(act, fmt, implementation)
     exhaustive = fmt.bits <= 16 if method == "auto" else method == "exhaustive"
     verdicts = {}

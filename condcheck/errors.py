@@ -34,6 +34,14 @@ class NotInFormatError(CondcheckError, ValueError):
     """A value that is not a finite value of the format it was given for."""
 
 
+class PluginError(CondcheckError, ValueError):
+    """An activation plug-in (expression, callables, entry point) that fails validation."""
+
+
+class ArgumentError(CondcheckError, ValueError):
+    """A command-line argument, or a file it names (points, targets), that is not allowed."""
+
+
 class FormatOverflowError(CondcheckError, ArithmeticError):
     """A rounded result beyond the largest finite value of the format (or a NaN)."""
 

@@ -281,7 +281,7 @@ class Network:
             for name, arr in (("weight", layer.weight.data), ("bias", layer.bias)):
                 bad = _not_in_format(arr, self.format)
                 if bad is not None:
-                    raise CondcheckError(f"layer {l} {name} entry {arr[bad]!r} is not a value of {self.format.name}")
+                    raise CondcheckError(f"layer {l} {name} entry {float(arr[bad])!r} is not a value of {self.format.name}")
 
     # ---- structure -----------------------------------------------------------------------------
     @property
@@ -446,7 +446,7 @@ class Network:
             raise CondcheckError(f"inputs must have shape (N, {self.input_dim}), got {X.shape}")
         bad = _not_in_format(X.ravel(), self.format)
         if bad is not None:
-            raise CondcheckError(f"input {X.ravel()[bad]!r} is not a value of {self.format.name}")
+            raise CondcheckError(f"input {float(X.ravel()[bad])!r} is not a value of {self.format.name}")
         return X
 
     def _forward_chunk(self, X: np.ndarray, offset: int, inputs: np.ndarray):
@@ -520,7 +520,7 @@ class Network:
         Y2 = Y.reshape(N, -1)
         bad = _not_in_format(Y2.ravel(), self.format)
         if bad is not None:
-            raise CondcheckError(f"upstream value {Y2.ravel()[bad]!r} is not a value of {self.format.name}")
+            raise CondcheckError(f"upstream value {float(Y2.ravel()[bad])!r} is not a value of {self.format.name}")
         return Y2, Y.ndim == 1
 
     def forward(self, X, progress=None) -> np.ndarray:

@@ -55,7 +55,7 @@ import sympy
 
 from .activations import Activation, get_activation, x as X_SYMBOL
 from .errors import CondcheckError, FormatOverflowError, NotInFormatError, UnknownNameError
-from .formats import Format, get_format, to_fraction
+from .formats import Format, get_format, num_text, to_fraction
 from .intervals import HAVE_ARB, compile_expression, mp_to_fraction
 from .rounding import round_array, round_fraction
 
@@ -91,10 +91,14 @@ def _round_end(v, fmt: Format):
         return _NEG_OVER if sign else _POS_OVER
 
 
+#: RN_F of an mpmath interval end (a Fraction, or +-inf for an overflow): the public name recheck uses
+round_end = _round_end
+
+
 def _finish(r, fmt: Format, what: str):
     if isinstance(r, float):
         raise FormatOverflowError(f"{what} overflows {fmt.name} (beyond its largest finite value "
-                                  f"{float(fmt.max):g})")
+                                  f"{num_text(fmt.max)})")
     return r
 
 
@@ -329,7 +333,7 @@ def _label(act: Activation, derivative: bool) -> str:
 def exact_point(act: Activation, derivative: bool, q: Fraction, fmt: Format):
     """RN_F(sigma(q)) or RN_F(sigma'(q)) under "exact": a Fraction or +-inf (overflow).  Certified for
     expressions; trusted for callables."""
-    what = f"{_label(act, derivative)}({float(q)!r}) to {fmt.name}"
+    what = f"{_label(act, derivative)}({num_text(q)}) to {fmt.name}"
     if act.is_callable:
         return callable_round(_callable_of(act, derivative), q, fmt, what)
     expr = act.derivative if derivative else act.expr
@@ -557,7 +561,7 @@ def _evaluate(act: Activation, fmt: Format, impl: str, derivative: bool, pts):
 def _table(act: Activation, fmt: Format, impl: str) -> Table:
     if not fmt.enumerable:
         raise CondcheckError(f"{fmt.name} has {fmt.bits} bits; tables are made for formats of at most "
-                             f"24 bits (use value/value_array)")
+                             f"24 bits")
     pts = fmt.values()
     if impl == "torch":
         from .torch_impl import torch_table_arrays
@@ -596,13 +600,13 @@ class RoundedActivation:
     def _scalar(self, z, derivative: bool) -> Fraction:
         fmt = self.format
         q = fmt.check(z, "activation input")
-        name = f"{self.activation.name}{chr(39) if derivative else ''}({float(q)!r}) in {fmt.name}"
+        name = f"{self.activation.name}{chr(39) if derivative else ''}({num_text(q)}) in {fmt.name}"
         if self.implementation == "exact" and not self._use_table:
             return _finish(exact_point(self.activation, derivative, q, fmt), fmt, name)
         vals, over = self._array(np.array([float(q)]), derivative)
         if over[0]:
             raise FormatOverflowError(f"{name} overflows {fmt.name} (beyond its largest finite value "
-                                      f"{float(fmt.max):g})")
+                                      f"{num_text(fmt.max)})")
         return Fraction(float(vals[0]))
 
     def value(self, z) -> Fraction:
@@ -656,7 +660,7 @@ class RoundedActivation:
                     f = float(r)
                     if Fraction(f) != r:
                         raise CondcheckError(f"{self.activation.name} at {float(v)!r} in {fmt.name} is "
-                                             f"not a float64; use value()/derivative() for exact values")
+                                             f"not a float64 (its exact value is a rational beyond float64)")
                     vals[i] = f
         return vals[inv].reshape(shape), over[inv].reshape(shape)
 

@@ -1248,7 +1248,7 @@ def evaluate_sparse(net, X, Y, progress=None):
     from .network import _not_in_format
     bad = _not_in_format(Y2.ravel(), fmt)
     if bad is not None:
-        raise CondcheckError(f"upstream value {Y2.ravel()[bad]!r} is not a value of {fmt.name}")
+        raise CondcheckError(f"upstream value {float(Y2.ravel()[bad])!r} is not a value of {fmt.name}")
     K = Y2.shape[1]
     if net.format.bits <= 16 and (Y2 == Y2[:1]).all():
         return _evaluate_shared(net, X, Y2[0], progress)

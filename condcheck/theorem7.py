@@ -308,11 +308,11 @@ def _as_values(arr, fmt: Format, what: str) -> np.ndarray:
     with np.errstate(invalid="ignore"):
         bad = ~np.isfinite(a)
     if bad.any():
-        raise TargetError(f"{what} {a[bad].ravel()[0]!r} is not finite")
+        raise TargetError(f"{what} {float(a[bad].ravel()[0])!r} is not finite")
     r, over = mul_array(a, np.ones_like(a), fmt)
     bad = over | (r != a)
     if bad.any():
-        raise TargetError(f"{what} {a[bad].ravel()[0]!r} is not a value of {fmt.name}")
+        raise TargetError(f"{what} {float(a[bad].ravel()[0])!r} is not a value of {fmt.name}")
     return a
 
 
@@ -432,11 +432,8 @@ def construct_theorem7(activation, fmt, points, values, gradient_table_or_callab
         generic = name != "relu" or len(points) > 64
     if not F.enumerable or F.bits > 16:
         raise ConstructionError(f"the Theorem 7 constructor enumerates the format; {F.name} is too large")
-    X = np.asarray(points, dtype=float)
-    if X.ndim == 1:
-        X = X.reshape(-1, 1)
-    if X.ndim != 2 or X.shape[0] == 0 or X.shape[1] == 0:
-        raise TargetError(f"the points must have shape (N, d) with N, d >= 1, got {X.shape}")
+    from .targets import as_points
+    X = as_points(points)
     if not generic and (implementation != "exact" or X.shape[1] > 1):
         generic = True                # relu's own construction: d = 1, exact implementation
     act = _Act(name, F, implementation) if generic else None
@@ -459,7 +456,7 @@ def construct_theorem7(activation, fmt, points, values, gradient_table_or_callab
         Y = _as_values(np.asarray(upstream, dtype=float).reshape(-1), F, "upstream value")
         big = np.flatnonzero(np.abs(Y) > H)
         if big.size:
-            raise TargetError(f"upstream value y = {Y[big[0]]!r} exceeds H_sigma = {H!r} of {name} on {F.name}")
+            raise TargetError(f"upstream value y = {float(Y[big[0]])!r} exceeds H_sigma = {float(H)!r} of {name} on {F.name}")
     G = gradient_table(F, X, Y, gradient_table_or_callable)
     check_odd(X, Y, G)
     if generic:

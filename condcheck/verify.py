@@ -81,7 +81,7 @@ def _check_claim_against(net: Network, claim: Claim):
                       ("gradient", claim.gradients)):
         bad = _not_in_format(arr, net.format)
         if bad is not None:
-            raise CondcheckError(f"claim {name} {arr.ravel()[bad]!r} is not a value of {net.format.name}")
+            raise CondcheckError(f"claim {name} {float(arr.ravel()[bad])!r} is not a value of {net.format.name}")
 
 
 def _fmt_point(p) -> str:
@@ -89,8 +89,12 @@ def _fmt_point(p) -> str:
 
 
 def verify(net: Network, claim: Claim | None, method: str = "fast", progress=None) -> VerifyResult:
+    if not isinstance(net, Network):
+        raise CondcheckError(f"verify needs a Network (e.g. from load_network), not a {type(net).__name__}")
     if claim is None:
         raise CondcheckError("the network has no claim: nothing to verify")
+    if not isinstance(claim, Claim):
+        raise CondcheckError(f"verify needs a Claim (e.g. from load_network), not a {type(claim).__name__}")
     if method not in ("fast", "sparse", "tables", "exact"):
         raise CondcheckError(f"verification method must be 'fast', 'sparse', 'tables' or 'exact', not {method!r}")
     if method == "sparse":

@@ -65,7 +65,7 @@ def construct_theorem5(activation, fmt, points, values, upstream, gradients, imp
 def _construct_theorem5(activation, fmt, points, values, upstream, gradients, implementation, verify_result,
                         max_post, progress, gating, jobs, wide_boosts=False):
     from ..netfile import Claim
-    from ..targets import validate
+    from ..targets import as_points, validate
     from ..verify import VerifyResult
 
     if gating not in ("auto", "points", "slices"):
@@ -74,9 +74,7 @@ def _construct_theorem5(activation, fmt, points, values, upstream, gradients, im
     jobs = resolve_jobs(jobs)
     kit = Kit(activation, F, implementation)
     kit.wide_boosts = wide_boosts
-    X = np.asarray(points, float)
-    if X.ndim == 1:
-        X = X.reshape(-1, 1)
+    X = as_points(points)
     X, fv, hv, gv = validate(F, kit.act.name, X, values, upstream, gradients)
     N, d = X.shape
     st = find_states(kit, _require_conditions(kit, F, implementation))
