@@ -1,10 +1,9 @@
 """Domains and targets for the constructors: the box, random targets, target files, callables, validation.
 
-The box of an activation on a format is [-M_sigma, M_sigma]^d with the paper's M_sigma for its six
-activations (2^(e_max-1) for sigmoid and tanh, 2^(e_max-2) for the others) and 2^(e_max-2) for any
-other activation.  Random targets (``random:SEED``) draw values from every value of the format (so
-zeros, the largest values and subnormals all occur), upstream values from the format's values with
-|h| <= h_max with a share of exact zeros, and gradients from every value, zero where h* = 0.
+The box of an activation on a format is [-M_sigma, M_sigma]^d (``paper.box_bound``).  Random targets
+(``random:SEED``) draw values from every value of the format (so zeros, the largest values and
+subnormals all occur), upstream values from the format's values with |h| <= h_max with a share of
+exact zeros, and gradients from every value, zero where h* = 0.
 """
 from __future__ import annotations
 
@@ -14,13 +13,8 @@ import numpy as np
 
 from .errors import CondcheckError
 from .formats import Format, get_format
+from .paper import box_bound
 from .rounding import round_array, round_down_up
-
-
-def box_bound(activation: str, fmt: Format) -> float:
-    """M_sigma: the half-width of the box."""
-    e = fmt.e_max - 1 if activation in ("sigmoid", "tanh") else fmt.e_max - 2
-    return float(2.0 ** e)
 
 
 def full_box(activation: str, fmt, dim: int) -> np.ndarray:

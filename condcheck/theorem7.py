@@ -573,7 +573,7 @@ def construct_theorem7(activation, fmt, points, values, gradient_table_or_callab
 
 def _finish(net, claim, parts: dict, verify_result: bool) -> "Theorem7Network":
     """The result record, with the paper's depth bound, verified exactly unless the caller opts out."""
-    from .check import depth_bounds
+    from .paper import depth_bounds
     from .verify import verify as _verify
     res = Theorem7Network(net, claim, net.depth, net.widths, depth_bounds(net.format)["theorem7"]["openreview"], parts)
     if verify_result:

@@ -7,13 +7,15 @@ from fractions import Fraction
 import numpy as np
 
 from condcheck.errors import CondcheckError, FormatOverflowError
-from condcheck.formats import Format, floor_log2
+from condcheck import formats
+from condcheck.formats import Format
 
 NO_DERIVATIVE_EXPONENT = -(10 ** 9)   # ceil(log2 0): smaller than every real exponent
 
 
-def floor_log2(q: Fraction) -> int:
-    return floor_log2(Fraction(q))
+def floor_log2(q) -> int:
+    """floor(log2 q) for a rational q > 0 (any exact number), exactly."""
+    return formats.floor_log2(Fraction(q))
 
 
 def ceil_log2(q: Fraction) -> int:

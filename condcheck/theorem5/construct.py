@@ -38,7 +38,7 @@ def construct_theorem5(activation, fmt, points, values, upstream, gradients, imp
     ``jobs``: the worker processes for the per-point searches (default ``tuning.JOBS``, else the
     environment variable CONDCHECK_JOBS, else the usable CPUs; 1 runs everything in this process).  The
     network does not depend on it (``chunks``)."""
-    from ..check import theorem_branch
+    from ..paper import theorem_branch
 
     args = (activation, fmt, points, values, upstream, gradients, implementation, verify_result, max_post,
             progress, gating, jobs)
