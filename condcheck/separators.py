@@ -42,7 +42,7 @@ import numpy as np
 
 from .ops import add_array, mul_array
 from .rounding import round_down_up
-from .rounded_activation import _table_index
+from .rounded_activation import table_index
 
 _SMALL = 2e8                    # |F|^2 * len(vals) of the formats where spreads are optimized by default
 _CHUNK_ELEMS = 1 << 20          # elements per (candidates x values) block: ~8 MB per float64 array
@@ -71,12 +71,12 @@ class _Act:
     def T(self, z):
         """(T(z), overflow) for an array of finite values of F."""
         flat = z.ravel()
-        idx = _table_index(self.F, self.pts, flat)
+        idx = table_index(self.F, self.pts, flat)
         return self.sig[idx].reshape(z.shape), self.over[idx].reshape(z.shape)
 
     def offset(self, z, offsets):
         """The values k places above (k > 0) or below z in F, for each k of offsets (new last axis)."""
-        j = _table_index(self.F, self.pts, np.asarray(z, float).ravel()).reshape(np.shape(z))[..., None]
+        j = table_index(self.F, self.pts, np.asarray(z, float).ravel()).reshape(np.shape(z))[..., None]
         return self.pts[np.clip(j + np.asarray(offsets), 0, len(self.pts) - 1)]
 
     def top_weights(self, vmax: float, n: int) -> np.ndarray:
