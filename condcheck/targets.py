@@ -11,6 +11,7 @@ import json
 
 import numpy as np
 
+from .constructors.kit import enumerated
 from .errors import CondcheckError
 from .formats import Format, get_format
 from .paper import box_bound
@@ -111,12 +112,6 @@ def distinguishable_sample(fmt, n: int, seed: int = 0, lo: int = -12, hi: int = 
     if len(X) < n:
         raise CondcheckError(f"only {len(X)} distinct values of {fmt.name} drawn in [2^{lo}, 2^{hi}], {n} asked")
     return np.sort(rng.choice(X, n, replace=False)).reshape(-1, 1)
-
-
-def enumerated(fmt: Format) -> bool:
-    """Formats whose values the constructors list in full (at most 16 bits: the activation's table too);
-    larger ones are sampled."""
-    return fmt.enumerable and fmt.bits <= 16
 
 
 def _pattern_of(fmt: Format, v: float) -> int:

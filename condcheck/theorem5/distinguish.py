@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..constructors.kit import Kit
 from ..formats import get_format
 from ..ops import add_array, mul_array
-from .kit import Kit
 from .steps import _chosen_steps
 
 

@@ -19,12 +19,12 @@ import math
 
 import numpy as np
 
+from ..constructors.kit import is_neg_zero
 from ..op_tables import op_tables
 from . import tuning
 from .boosts import _boost, _lifted_boost, _padded_split, _reboosts, _sharpened_split, _step_split
 from .errors import ConstructionError
 from .gates import _gate_reach
-from .kit import _neg_zero
 from .steps import Step, _chain_index_maps, _separator_chooser
 
 
@@ -192,7 +192,7 @@ def _first_builds_indexed(kit, st, vals, choose, keys, push_need) -> dict:
     over = tb.over
     iv = kit.index(vals)
     iz = kit.index(st.z_dead)
-    if iv is None or iz is None or (iv == over).any() or _neg_zero(st.z_dead):
+    if iv is None or iz is None or (iv == over).any() or is_neg_zero(st.z_dead):
         return {}
     rows, scal = [], []
     for key in keys:
@@ -201,7 +201,7 @@ def _first_builds_indexed(kit, st, vals, choose, keys, push_need) -> dict:
             continue
         w, b, s0, kappa0 = ch
         ix = [kit.index(x) for x in (w, b, s0, kappa0)]
-        if any(i is None or i == over for i in ix) or _neg_zero(b) or _neg_zero(kappa0):
+        if any(i is None or i == over for i in ix) or is_neg_zero(b) or is_neg_zero(kappa0):
             continue
         rows.append((key, ch))
         scal.append(ix)
@@ -267,7 +267,7 @@ def _first_builds_indexed(kit, st, vals, choose, keys, push_need) -> dict:
         except ConstructionError:
             continue
         iba, ibc = kit.index(ba), kit.index(bc)
-        if iba is None or ibc is None or _neg_zero(bc):
+        if iba is None or ibc is None or is_neg_zero(bc):
             continue
         boosted = tb.add(tb.mul(iba, Ti[pre[r]]), ibc)
         if (boosted == over).any() or To[boosted[o]].any():

@@ -9,14 +9,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import kernels
+from ..constructors.kit import enumerated, in_format, Kit
 from ..errors import CondcheckError
 from ..formats import Format
 from ..op_tables import op_tables
 from ..ops import add_array, mul_array
-from ..targets import enumerated
 from . import tuning
 from .errors import ConstructionError
-from .kit import _in, Kit
 from .states import States
 
 
@@ -457,7 +456,7 @@ def _chains(kit: Kit, v, k0: int) -> dict:
         return out
     for k in range(k0, F.e_max + 1):
         c = math.ldexp(1 + 2.0 ** -F.M, k)
-        if not _in(F, c):
+        if not in_format(F, c):
             break
         if native:
             with np.errstate(over="ignore", invalid="ignore"):
@@ -494,7 +493,7 @@ def _chain_index_maps(tb, F: Format, k0: int):
         ks, rows = [], []
         for k in range(k0, F.e_max + 1):
             c = math.ldexp(1 + 2.0 ** -F.M, k)
-            if not _in(F, c):
+            if not in_format(F, c):
                 break
             ic = tb.index_of(c)
             m = tb.add_table[tb.add_table[m, ic], int(tb.neg_table[ic])]
@@ -540,7 +539,7 @@ class _ChainMaps:
         if k not in self.maps:
             F = self.F
             c = math.ldexp(1 + 2.0 ** -F.M, k)
-            if not _in(F, c):
+            if not in_format(F, c):
                 self.maps[k] = None
             else:
                 V = self.V
