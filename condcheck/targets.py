@@ -57,9 +57,9 @@ def box_sample(activation: str, fmt, dim: int, n: int, seed: int = 0) -> np.ndar
 
 def separable_part(activation: str, fmt, X) -> np.ndarray:
     """The points of X (rows, d = 1) without those the Theorem 5 separator search cannot split from a
-    neighbour: one point of each failing gap (``theorem5.distinguishability``) is dropped, repeatedly
+    neighbour: one point of each failing gap (``separators.distinguishability``) is dropped, repeatedly
     (sigmoid on float8_e5m2: its box is not distinguishable)."""
-    from .theorem5 import distinguishability
+    from .separators import distinguishability
     while True:
         bad = distinguishability(activation, fmt, X)
         if not bad:

@@ -1565,7 +1565,7 @@ class _Gating:
         from .theorem5.boosts import _boost
         from .theorem5.assemble import _Constants
         from .theorem5.context import _Ctx
-        from .theorem5.steps import _separator_chooser
+        from .separators import separator_chooser
         F = act.F
         self.F, self.act = F, act
         kit = Kit(act.name, F, implementation)
@@ -1577,7 +1577,7 @@ class _Gating:
         steps, step_pre, step_of = [], [], {}
         for j in range(d):
             vals = self.coord_vals[j]
-            choose = _separator_chooser(kit, vals) if len(vals) > 1 else None
+            choose = separator_chooser(kit, vals) if len(vals) > 1 else None
             for gap in range(1, len(vals)):
                 for up in (True, False):
                     step, pre = self._step(kit, st, vals, j, gap, up, choose, _boost)

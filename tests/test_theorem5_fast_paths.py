@@ -11,6 +11,7 @@ import condcheck.theorem5.sets  # noqa: F401  (t5.sets)
 from condcheck import kernels
 from condcheck.constructors import kit as ckit
 from condcheck.formats import get_format
+from condcheck.separators import exhaustive as sx, separator_chooser
 from theorem5_helpers import assert_same_layer, assert_same_network, separable_grid
 
 
@@ -298,9 +299,9 @@ def test_chain_maps_refuse_a_row_with_a_number_outside_the_format():
 
 
 def _extremes_of_rows(W, B, I, src):
-    """The extremes ``_separator_extremes`` passes to ``_choose_steps``, from candidate rows."""
+    """The extremes ``separator_extremes`` passes to ``choose_steps``, from candidate rows."""
     T = src[I.T]
-    acc = t5.steps._accumulate
+    acc = sx._accumulate
     return (W, B, None, acc(np.minimum, T, False), acc(np.maximum, T, False), acc(np.minimum, T, True),
             acc(np.maximum, T, True))
 
@@ -330,8 +331,8 @@ def test_compiled_separator_choice_equals_choose_steps_on_random_rows_with_ties_
     rng, src, I = _random_rows(seed, n_vals, n_cand, huge)
     W, B = rng.standard_normal(n_cand), rng.standard_normal(n_cand)
     with np.errstate(over="ignore", invalid="ignore"):
-        want = t5.steps._choose_steps(_extremes_of_rows(W, B, I, src), n_vals)
-    _same_choice(t5.steps._choose_from_rows(W, B, I, src, n_vals), want)
+        want = sx.choose_steps(_extremes_of_rows(W, B, I, src), n_vals)
+    _same_choice(sx._choose_from_rows(W, B, I, src, n_vals), want)
 
 
 @pytest.mark.skipif(not kernels.HAVE_NUMBA, reason="needs numba")
@@ -341,8 +342,8 @@ def test_compiled_separator_choice_equals_choose_steps_on_format_values(fmt, act
     F = get_format(fmt)
     kit = t5.Kit(act, F, "exact")
     vals = F.values()[::4] if F.count_finite() > 100 else F.values()
-    want = t5.steps._choose_steps(t5.steps._separator_extremes(kit, vals), len(vals))
-    _same_choice(t5.steps._choose_steps_compiled(kit, vals), want)
+    want = sx.choose_steps(sx.separator_extremes(kit, vals), len(vals))
+    _same_choice(sx.choose_steps_compiled(kit, vals), want)
 
 
 def _same_arrays(got, want):
@@ -360,7 +361,7 @@ def test_numpy_separator_search_equals_the_kernel_on_random_rows_with_ties_and_o
     _, src, I = _random_rows(seed, n_vals, n_cand, huge)
     with np.errstate(over="ignore", invalid="ignore"):
         want = kernels.best_separators(I, src)
-    _same_arrays(t5.steps._best_separators_np(I, src), want)
+    _same_arrays(sx.best_separators_np(I, src), want)
 
 
 @pytest.mark.skipif(not kernels.HAVE_NUMBA, reason="needs numba")
@@ -372,14 +373,14 @@ def test_numpy_separator_search_equals_the_kernel_on_the_full_box_coordinates(fm
     F = get_format(fmt)
     kit = t5.Kit(act, F, "exact")
     vals = np.unique(full_box(act, F, 1)[:, 0])
-    W, B, I, t_all = t5.steps._separator_rows_indexed(kit, op_tables(F), vals)
+    W, B, I, t_all = sx.separator_rows(kit, op_tables(F), vals)
     src = t_all.astype(np.float32)
     assert np.array_equal(src.astype(np.float64), t_all, equal_nan=True)
-    got = t5.steps._best_separators_np(I, src)
+    got = sx.best_separators_np(I, src)
     _same_arrays(got, kernels.best_separators(I, src))
     assert (got[0][1:] >= 0).any()
-    _same_choice(t5.steps._choose_from_rows(W, B, I, src, len(vals), compiled=False),
-                 t5.steps._choose_from_rows(W, B, I, src, len(vals), compiled=True))
+    _same_choice(sx._choose_from_rows(W, B, I, src, len(vals), compiled=False),
+                 sx._choose_from_rows(W, B, I, src, len(vals), compiled=True))
 
 
 @pytest.mark.parametrize("fmt", ["float6_e3m2fn", "float8_e4m3", "float8_e5m2", "float8_e4m3b11fnuz"])
@@ -390,11 +391,11 @@ def test_the_row_sources_nan_decision_is_whether_some_row_reads_a_nan(fmt, act):
     F = get_format(fmt)
     kit = t5.Kit(act, F, "exact")
     vals = np.unique(full_box(act, F, 1)[:, 0])
-    W, B, I, t_all = t5.steps._separator_rows_indexed(kit, op_tables(F), vals)
+    W, B, I, t_all = sx.separator_rows(kit, op_tables(F), vals)
     assert np.isnan(t_all).any()                 # (the overflow index: the superset test must not stop there)
-    _, src, reads_nan = t5.steps._row_source(kit, t_all, I)
+    _, src, reads_nan = sx._row_source(kit, t_all, I)
     assert reads_nan == bool(np.isnan(src)[I].any())
-    _same_arrays(t5.steps._best_separators_np(I, src, reads_nan=reads_nan), t5.steps._best_separators_np(I, src))
+    _same_arrays(sx.best_separators_np(I, src, reads_nan=reads_nan), sx.best_separators_np(I, src))
 
 
 @given(st.integers(2, 40), st.integers(1, 300), st.integers(0, 2**32 - 1), st.booleans(), st.data())
@@ -405,8 +406,8 @@ def test_the_numpy_separator_search_of_a_range_of_gaps_equals_the_whole_search_o
     lo = data.draw(st.integers(1, n_vals - 1))
     hi = data.draw(st.integers(lo, n_vals - 1))
     with np.errstate(over="ignore", invalid="ignore"):
-        wi, ws = t5.steps._best_separators_np(I, src)
-        gi, gs = t5.steps._best_separators_np(I, src, gaps=(lo, hi))
+        wi, ws = sx.best_separators_np(I, src)
+        gi, gs = sx.best_separators_np(I, src, gaps=(lo, hi))
     inside = np.zeros(n_vals, bool)
     inside[lo:hi + 1] = True
     assert np.array_equal(gi[inside], wi[inside]) and np.array_equal(gs[inside], ws[inside], equal_nan=True)
@@ -418,10 +419,10 @@ def test_a_chooser_of_a_range_of_gaps_chooses_what_the_whole_chooser_chooses_the
     from condcheck.targets import full_box
     F = get_format("float8_e5m2" if act == "relu" else "float8_e4m3")
     vals = np.unique(full_box(act, F, 1)[:, 0])
-    whole = t5.steps._separator_chooser(t5.Kit(act, F, "exact"), vals)
+    whole = separator_chooser(t5.Kit(act, F, "exact"), vals)
     n = len(vals)
     for lo, hi in ((1, n // 2), (n // 2, n - 1), (5, 5)):
-        part = t5.steps._separator_chooser(t5.Kit(act, F, "exact"), vals, gaps=(lo, hi))
+        part = separator_chooser(t5.Kit(act, F, "exact"), vals, gaps=(lo, hi))
         keys = [(gap, up) for gap in range(lo, hi + 1) for up in (True, False)]
         _same_choice({k: part(*k) for k in keys}, {k: whole(*k) for k in keys})
 
@@ -481,12 +482,12 @@ def test_eight_bit_formats_choose_separators_without_compiled_code(monkeypatch):
     F = get_format("float8_e4m3")
     kit = t5.Kit("tanh", F, "exact")
     vals = F.values()[::8]
-    want = t5.steps._choose_steps(t5.steps._separator_extremes(kit, vals), len(vals))
+    want = sx.choose_steps(sx.separator_extremes(kit, vals), len(vals))
 
     def refuse(*a, **k):
         raise AssertionError("the compiled kernel was called")
     monkeypatch.setattr(kernels, "best_separators", refuse)
-    _same_choice(t5.steps._choose_steps_compiled(kit, vals), want)
+    _same_choice(sx.choose_steps_compiled(kit, vals), want)
 
 
 @given(st.lists(st.sampled_from([0.0, 1.0, 2.5, -1.0, np.inf, np.nan]), min_size=1, max_size=30))

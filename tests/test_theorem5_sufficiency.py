@@ -62,13 +62,13 @@ def test_a_sharpened_step_of_float8_e4m3b11fnuz_splits_where_its_separator_does_
     from condcheck.theorem5 import Kit, find_states
     from condcheck.theorem5.gates import _gate_push_need
     from condcheck.constructors.witnesses import require_conditions
-    from condcheck.theorem5.steps import _separator_chooser
+    from condcheck.separators import separator_chooser
     from condcheck.theorem5.boosts import _sharpened_split, _step_split
     F = get_format("float8_e4m3b11fnuz")
     kit = Kit("gelu", F, "exact")
     st = find_states(kit, require_conditions(kit.act, F, "exact", 5))
     vals = np.unique(full_box("gelu", F, 1)[:, 0])
-    w, b, s0, kappa0 = _separator_chooser(kit, vals, st)(1, True)
+    w, b, s0, kappa0 = separator_chooser(kit, vals, st)(1, True)
     n = kit.T(kit.row([(w, vals)], b))
     assert _step_split(kit, st, n, s0, kappa0, _gate_push_need(st))[0] is None
     on = np.arange(len(vals)) >= 1

@@ -117,7 +117,7 @@ from .errors import ConstructionError, ValueGainOverflow, SearchGaveUp, Conditio
 from .states import States, find_states
 from .steps import Step
 from .construct import construct_theorem5
-from .distinguish import distinguishability, indistinguishable_pairs
+from ..separators import distinguishability, indistinguishable_pairs
 
 __all__ = ["construct_theorem5", "distinguishability", "indistinguishable_pairs", "ConstructionError", "ValueGainOverflow",
            "SearchGaveUp", "ConditionFailure", "ConditionUndecided", "Kit", "States", "find_states", "Step"]

@@ -179,7 +179,7 @@ def _step_split(kit: Kit, st: States, n, s0: float, kappa0: float, push_need: fl
 
 def _orient(n, on):
     """(s, kappa) of a separation: s = +1 when every on value is above every dead value, else -1, and
-    kappa = -(the dead value nearest to the on side) * s (as ``_choose_steps`` gives them)."""
+    kappa = -(the dead value nearest to the on side) * s (as ``choose_steps`` gives them)."""
     if n[on].min() > n[~on].max():
         return 1.0, -float(n[~on].max())
     return -1.0, float(n[~on].min())
