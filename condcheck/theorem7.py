@@ -1357,8 +1357,8 @@ def _check_value_branch(vctx, br, i: int, ymax: float, F: Format, pre=None) -> N
     |y| = ymax decides): at its point y A, d4, a, d3, then each gating weight (the relays it reads are
     dead there); at the other points y A, d0, a (its gate is dead there).  All points at once."""
     kit = vctx.kit
-    if pre is None:                  # the gate's pre-activations on every point (``_gate`` returns them)
-        pre = vctx._gate_row(i, sorted(vctx.gating(i)), br.beta, None, br.gamma)
+    if pre is None:                  # the gate's pre-activations on every point (``find_gate`` returns them)
+        pre = vctx.gate_row(i, sorted(vctx.gating(i)), br.beta, None, br.gamma)
     pre = np.asarray(pre, float)
     a, c = br.post[0]
     q = kit.add(kit.mul(a, kit.T(pre)), c)
@@ -1506,7 +1506,7 @@ def _value_branch(vctx, i: int, f: float, ymax: float, F: Format):
     err = "no gate"
     for _ in range(16):
         try:
-            betas, gamma, pre = vctx._gate(i, None, targets, small_first=False)
+            betas, gamma, pre = vctx.find_gate(i, None, targets, small_first=False)
         except CondcheckError as e:
             err = str(e)
             break
@@ -1562,9 +1562,9 @@ class _Gating:
 
     def __init__(self, act: "_Act", X, implementation):
         from .theorem5 import Kit, find_states
-        from .theorem5.boosts import _boost
-        from .theorem5.assemble import _Constants
-        from .theorem5.context import _Ctx
+        from .theorem5.boosts import boost
+        from .theorem5.assemble import Constants
+        from .theorem5.context import Context
         from .separators import separator_chooser
         F = act.F
         self.F, self.act = F, act
@@ -1580,7 +1580,7 @@ class _Gating:
             choose = separator_chooser(kit, vals) if len(vals) > 1 else None
             for gap in range(1, len(vals)):
                 for up in (True, False):
-                    step, pre = self._step(kit, st, vals, j, gap, up, choose, _boost)
+                    step, pre = self._step(kit, st, vals, j, gap, up, choose, boost)
                     step_of[(j, gap, up)] = len(steps)
                     steps.append(step)
                     step_pre.append(pre)
@@ -1599,18 +1599,18 @@ class _Gating:
             return out
 
         self.gating = gating
-        self.ctx = _Ctx(kit, st, F, X, steps, self.U_X, gating)
+        self.ctx = Context(kit, st, F, X, steps, self.U_X, gating)
         cz, ct = st.constants
-        self.const = _Constants(F, cz, ct)
-        self._boost, self._Ctx = _boost, _Ctx
+        self.const = Constants(F, cz, ct)
+        self.boost, self.Context = boost, Context
         self.X = X
 
     @staticmethod
-    def _step(kit, st, vals, j: int, gap: int, up: bool, choose, _boost):
+    def _step(kit, st, vals, j: int, gap: int, up: bool, choose, boost):
         """(Step, boosted pre-activations on vals): the separator of the gap (theorem5's chooser), snapped
         by the rounded-sum chain into the dead tail on one side and far from it on the other, boosted."""
         from .theorem5 import Step
-        from .theorem5.steps import _chains
+        from .theorem5.steps import quantizer_chains
         F = kit.fmt
         chs = choose(gap, up)
         if chs is None:
@@ -1621,7 +1621,7 @@ class _Gating:
         on = v > 0
         k0 = max(math.frexp(float(v[on].min()))[1] - 1 + F.M, F.e_min)
         # the largest K below e_max whose chain works (theorem5's chains, computed in one pass)
-        chains = _chains(kit, v, k0)
+        chains = quantizer_chains(kit, v, k0)
         pre = None
         for K in list(range(F.e_max - 1, k0 - 1, -1)) + [k0 - 1]:
             if K not in chains:
@@ -1638,7 +1638,7 @@ class _Gating:
         if (np.sign(tv) == 0).any() or (np.sign(tv) != np.sign(tv[0])).any():
             raise ConstructionError(f"the step at coordinate {j + 1}, gap {gap}: on values on both sides of "
                                     f"{st.L!r}")
-        ba, bc = _boost(kit, st, kit.T(pre[on]))
+        ba, bc = boost(kit, st, kit.T(pre[on]))
         pre = kit.add(kit.mul(ba, kit.T(pre)), bc)
         tv = kit.T(pre[on]) - st.L
         return Step(j, gap, up, w, b, sg, kappa, k0, K, float(np.abs(tv).min()), float(np.abs(tv).max()),
@@ -1654,7 +1654,7 @@ class _Gating:
         steps = list(self.steps)
         maps = []
         for _ in range(n):
-            layer = [self._boost(kit, st, u[u != st.L]) for u in U]
+            layer = [self.boost(kit, st, u[u != st.L]) for u in U]
             a = np.array([m[0] for m in layer], float)[:, None]
             c = np.array([m[1] for m in layer], float)[:, None]
             new = kit.T(kit.add(kit.mul(a, U), np.broadcast_to(c, U.shape)))
@@ -1667,7 +1667,7 @@ class _Gating:
                 on = u[u != st.L] - st.L
                 steps[i] = dataclasses.replace(steps[i], on_min=float(np.abs(on).min()),
                                                on_max=float(np.abs(on).max()), on_sign=float(np.sign(on[0])))
-        return maps, self._Ctx(kit, st, F, self.X, steps, list(U), self.gating)
+        return maps, self.Context(kit, st, F, self.X, steps, list(U), self.gating)
 
 
 def _chain_off_check(act: "_Act", ws, zon, zoff, ymax: float, quarter: float, C: float) -> float:
@@ -1799,7 +1799,7 @@ def _construct_generic_gated(act: "_Act", F: Format, X, fv, Y, G, implementation
     for (i, cc), ts in zip(units, per_unit):
         if i not in probes:
             try:
-                probe, _, _ = gt.ctx._gate(i, None, gate_targets, small_first=False)
+                probe, _, _ = gt.ctx.find_gate(i, None, gate_targets, small_first=False)
                 probes[i] = max([abs(b) for b in probe] + [1.0])
             except CondcheckError:
                 probes[i] = 1.0
@@ -1828,7 +1828,7 @@ def _construct_generic_gated(act: "_Act", F: Format, X, fv, Y, G, implementation
     for i, cc, k, ts, (b_s, c2, c3, P3) in groups:
         lam, a_g, a3, a2, w_s, n_src, psign = plans[k]
         xi = _pt(X[i])
-        betas, gamma, preG = gt.ctx._gate(i, (a_g, P3), gate_targets, small_first=False)
+        betas, gamma, preG = gt.ctx.find_gate(i, (a_g, P3), gate_targets, small_first=False)
         if float(preG[i]) not in act._pass_set:
             raise ConstructionError("internal: the gate is not on a pass state")   # pragma: no cover
         gmax = max(abs(t.d) for t in ts) * lam * d
