@@ -42,7 +42,7 @@ class CheckResult:
     depth_bounds: dict
     seconds: float
     semantics: str = SEMANTICS
-    verdicts: dict = field(default_factory=dict, repr=False)   # the Verdict objects of 2 and 3
+    verdicts: dict = field(default_factory=dict, repr=False)   # "1", "2", "3" -> the Verdict objects
     #: Where sigma~ and sigma~' came from when they are not certified (callable plug-in, torch table).
     source_note: str = ""
 

@@ -512,8 +512,7 @@ def _upcast(act: Activation, derivative: bool, pts: np.ndarray, fmt: Format):
                              f"{fmt.name} is not")
     dt = _upcast_dtype(fmt)
     if act.is_callable:                     # RN_F(RN_float32(sigma)) from the trusted callable path
-        from .formats import get_format as _gf
-        mid, mid_over, _ = _callable_array(act, derivative, pts, _gf("float32" if dt == np.float32 else "float64"))
+        mid, mid_over, _ = _callable_array(act, derivative, pts, get_format("float32" if dt == np.float32 else "float64"))
         vals, over = round_array(mid, fmt)
         return vals, over | mid_over, 0
     expr = act.derivative if derivative else act.expr
