@@ -62,7 +62,9 @@ for _fmt, _target in _CHECK_TARGETS.items():
         case(f"check-{_fmt}-{_act}", _target)(lambda f=_fmt, a=_act: _check(a, f))
 
 
-def _construct_box(act, fmt_name, seed=0, h_max=0.25):
+def construct_box(act, fmt_name, seed=0, h_max=0.25):
+    """Theorem 5 on the full d = 1 box of the activation with random targets, built and verified (a bench
+    case; benchmarks/sufficiency.py runs it on every accepted pair)."""
     from .targets import full_box, random_targets
     from .theorem5 import construct_theorem5
     X = full_box(act, fmt_name, 1)
@@ -72,14 +74,14 @@ def _construct_box(act, fmt_name, seed=0, h_max=0.25):
             f"{net.nonzero_parameters:,} nonzero parameters; verified")
 
 
-case("theorem5-relu-float6_e3m2fn-box", "construct and verify")(lambda: _construct_box("relu", "float6_e3m2fn", 1))
+case("theorem5-relu-float6_e3m2fn-box", "construct and verify")(lambda: construct_box("relu", "float6_e3m2fn", 1))
 for _act in ("relu", "elu", "gelu", "swish", "tanh"):          # sigmoid's b2_6 box is not distinguishable
     case(f"theorem5-{_act}-b2_6-box", "construct and verify the full box of a custom format with E >= 6 (issue 4)")(
-        lambda a=_act: _construct_box(a, "b2_6"))
+        lambda a=_act: construct_box(a, "b2_6"))
 for _fmt in ("float8_e4m3", "float8_e5m2"):
     for _act in ("relu", "elu", "gelu", "swish", "sigmoid", "tanh"):
         case(f"theorem5-{_act}-{_fmt}-box", "construct and verify the full float8 box, d = 1, under 2 s (issue 4)")(
-            lambda f=_fmt, a=_act: _construct_box(a, f))
+            lambda f=_fmt, a=_act: construct_box(a, f))
 
 
 def _construct_box2(act, fmt_name, seed=0, h_max=0.25, grid=0):
@@ -181,7 +183,7 @@ def _theorem7(act, fmt_name, n_points, seed=0, grid=0, separable=False):
 
     import numpy as np
 
-    from .check import paper_constants
+    from .paper import paper_constants
     from .formats import get_format
     from .targets import full_box, random_odd_tables, separable_part
     from .theorem7 import construct_theorem7
@@ -201,8 +203,8 @@ def _theorem7(act, fmt_name, n_points, seed=0, grid=0, separable=False):
     t0 = time.perf_counter()
     res = construct_theorem7(act, F, X, f, G, upstream=Y, verify_result=False)
     t1 = time.perf_counter()
-    from .theorem7 import _finish
-    res = _finish(res.network, res.claim, res.layers, True)
+    from .theorem7.assemble import finish
+    res = finish(res.network, res.claim, res.layers, True)
     t2 = time.perf_counter()
     dropped = f" (of the {n_box}-point box: {n_box - len(X)} inseparable points left out)" if separable else ""
     return (f"{len(X)} points{dropped} (d = {X.shape[1]}) x {len(Y)} upstream values y, random:{seed} odd tables; depth "

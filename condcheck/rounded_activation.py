@@ -69,7 +69,7 @@ _POS_OVER, _NEG_OVER = float("inf"), float("-inf")
 
 
 # ---- the certain path ------------------------------------------------------------------------------
-def _round_end(v, fmt: Format):
+def round_end(v, fmt: Format):
     """RN_F of an mpmath raw endpoint: a Fraction, or +-inf for an overflow."""
     sign, man, exp, bc = v
     if not man:
@@ -91,8 +91,6 @@ def _round_end(v, fmt: Format):
         return _NEG_OVER if sign else _POS_OVER
 
 
-#: RN_F of an mpmath interval end (a Fraction, or +-inf for an overflow): the public name recheck uses
-round_end = _round_end
 
 
 def _finish(r, fmt: Format, what: str):
@@ -232,7 +230,7 @@ def _certain(comp, q: Fraction, fmt: Format, what, use_arb=None):
     tried_exact = False
     while prec <= MAX_PRECISION:
         lo, hi = comp.enclose_mp_raw(q, prec)
-        rl, rh = _round_end(lo, fmt), _round_end(hi, fmt)
+        rl, rh = round_end(lo, fmt), round_end(hi, fmt)
         if rl == rh:
             return rl
         if prec >= EXACT_AT_PRECISION and not tried_exact:
@@ -288,7 +286,7 @@ def _callable_value(fn, q: Fraction, prec: int, fmt: Format, what: str):
     err = L.mpf_add(rel, L.from_man_exp(1, fmt.e_min - fmt.M - prec), 64, L.round_ceiling)
     lo = L.mpf_sub(raw, err, prec + 64, L.round_floor)
     hi = L.mpf_add(raw, err, prec + 64, L.round_ceiling)
-    return ("encl", _round_end(lo, fmt), _round_end(hi, fmt), v)
+    return ("encl", round_end(lo, fmt), round_end(hi, fmt), v)
 
 
 def callable_round(fn, q: Fraction, fmt: Format, what: str):
@@ -398,7 +396,7 @@ def _callable_array(act: Activation, derivative: bool, pts: np.ndarray, fmt: For
             rh, _ = round_array(hi, fmt)
         for j in np.flatnonzero(rl != rh).tolist():       # float64 ends too coarse: round the exact ends
             if raws[j] is not None:
-                a, b = _round_end(raws[j][0], fmt), _round_end(raws[j][1], fmt)
+                a, b = round_end(raws[j][0], fmt), round_end(raws[j][1], fmt)
                 rl[j], rh[j] = float(a), float(b)
         got = np.where(rl == rh, rl, np.nan)
         got = np.where(np.isnan(exact), got, exact)
@@ -513,8 +511,7 @@ def _upcast(act: Activation, derivative: bool, pts: np.ndarray, fmt: Format):
                              f"{fmt.name} is not")
     dt = _upcast_dtype(fmt)
     if act.is_callable:                     # RN_F(RN_float32(sigma)) from the trusted callable path
-        from .formats import get_format as _gf
-        mid, mid_over, _ = _callable_array(act, derivative, pts, _gf("float32" if dt == np.float32 else "float64"))
+        mid, mid_over, _ = _callable_array(act, derivative, pts, get_format("float32" if dt == np.float32 else "float64"))
         vals, over = round_array(mid, fmt)
         return vals, over | mid_over, 0
     expr = act.derivative if derivative else act.expr
@@ -629,7 +626,7 @@ class RoundedActivation:
             raise NotInFormatError(f"activation inputs must be finite values of {fmt.name}")
         if self._use_table:
             t = self.table()
-            idx = _table_index(fmt, t.points, flat)
+            idx = table_index(fmt, t.points, flat)
             found = t.points[idx] == flat
             if not found.all():
                 bad = flat[~found][0]
@@ -701,7 +698,7 @@ def _pattern_to_index(fmt: Format, n_points: int):
     return lut, utype
 
 
-def _table_index(fmt: Format, points: np.ndarray, flat: np.ndarray) -> np.ndarray:
+def table_index(fmt: Format, points: np.ndarray, flat: np.ndarray) -> np.ndarray:
     """Index of each value of ``flat`` in ``points`` (a wrong index where a value is not in the
     format: callers check ``points[idx] == flat``)."""
     if fmt.dtype is not None and fmt.dtype.itemsize <= 2:

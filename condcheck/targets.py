@@ -1,10 +1,9 @@
 """Domains and targets for the constructors: the box, random targets, target files, callables, validation.
 
-The box of an activation on a format is [-M_sigma, M_sigma]^d with the paper's M_sigma for its six
-activations (2^(e_max-1) for sigmoid and tanh, 2^(e_max-2) for the others) and 2^(e_max-2) for any
-other activation.  Random targets (``random:SEED``) draw values from every value of the format (so
-zeros, the largest values and subnormals all occur), upstream values from the format's values with
-|h| <= h_max with a share of exact zeros, and gradients from every value, zero where h* = 0.
+The box of an activation on a format is [-M_sigma, M_sigma]^d (``paper.box_bound``).  Random targets
+(``random:SEED``) draw values from every value of the format (so zeros, the largest values and
+subnormals all occur), upstream values from the format's values with |h| <= h_max with a share of
+exact zeros, and gradients from every value, zero where h* = 0.
 """
 from __future__ import annotations
 
@@ -12,16 +11,14 @@ import json
 
 import numpy as np
 
+from .constructors.errors import TargetError
+from .constructors.kit import enumerated
 from .errors import ArgumentError, CondcheckError
 from .formats import Format, get_format
 from .hexfloat import parse_float64
+from .ops import mul_array
+from .paper import box_bound
 from .rounding import round_array, round_down_up
-
-
-def box_bound(activation: str, fmt: Format) -> float:
-    """M_sigma: the half-width of the box."""
-    e = fmt.e_max - 1 if activation in ("sigmoid", "tanh") else fmt.e_max - 2
-    return float(2.0 ** e)
 
 
 def full_box(activation: str, fmt, dim: int) -> np.ndarray:
@@ -63,9 +60,9 @@ def box_sample(activation: str, fmt, dim: int, n: int, seed: int = 0) -> np.ndar
 
 def separable_part(activation: str, fmt, X) -> np.ndarray:
     """The points of X (rows, d = 1) without those the Theorem 5 separator search cannot split from a
-    neighbour: one point of each failing gap (``theorem5.distinguishability``) is dropped, repeatedly
+    neighbour: one point of each failing gap (``separators.distinguishability``) is dropped, repeatedly
     (sigmoid on float8_e5m2: its box is not distinguishable)."""
-    from .theorem5 import distinguishability
+    from .separators import distinguishability
     while True:
         bad = distinguishability(activation, fmt, X)
         if not bad:
@@ -118,12 +115,6 @@ def distinguishable_sample(fmt, n: int, seed: int = 0, lo: int = -12, hi: int = 
     if len(X) < n:
         raise CondcheckError(f"only {len(X)} distinct values of {fmt.name} drawn in [2^{lo}, 2^{hi}], {n} asked")
     return np.sort(rng.choice(X, n, replace=False)).reshape(-1, 1)
-
-
-def enumerated(fmt: Format) -> bool:
-    """Formats whose values the constructors list in full (at most 16 bits: the activation's table too);
-    larger ones are sampled."""
-    return fmt.enumerable and fmt.bits <= 16
 
 
 def _pattern_of(fmt: Format, v: float) -> int:
@@ -441,6 +432,104 @@ def validate(fmt: Format, activation: str, points, values, upstream, gradients, 
 
 
 # ---- Theorem 7: tables g*(x, y) odd in the upstream y -------------------------------------------------------
+def as_values(arr, fmt: Format, what: str) -> np.ndarray:
+    """``arr`` as a float array, each entry a finite value of fmt, else TargetError naming the first."""
+    a = np.asarray(arr, dtype=float)
+    with np.errstate(invalid="ignore"):
+        bad = ~np.isfinite(a)
+    if bad.any():
+        raise TargetError(f"{what} {float(a[bad].ravel()[0])!r} is not finite")
+    r, over = mul_array(a, np.ones_like(a), fmt)
+    bad = over | (r != a)
+    if bad.any():
+        raise TargetError(f"{what} {float(a[bad].ravel()[0])!r} is not a value of {fmt.name}")
+    return a
+
+
+def point_text(x) -> str:
+    """A point for a message: the number for d = 1, the tuple otherwise."""
+    x = np.atleast_1d(np.asarray(x, float))
+    return repr(float(x[0])) if x.size == 1 else "(" + ", ".join(repr(float(v)) for v in x) + ")"
+
+
+def gradient_table(fmt: Format, points: np.ndarray, upstream: np.ndarray, g) -> np.ndarray:
+    """The table G[i, j, c] = coordinate c of g*(points[i], upstream[j]), shape (N, K, d), from an array
+    ((N, K, d); for d = 1 also (N, K), and (K,) for one point) or a callable g(x, y) (x a number for d = 1,
+    a tuple otherwise; returning a number for d = 1, d numbers otherwise)."""
+    N, d = points.shape
+    if callable(g):
+        def at(x, y):
+            r = g(float(x[0]), float(y)) if d == 1 else g(tuple(float(v) for v in x), float(y))
+            return np.atleast_1d(np.asarray(r, float)).tolist()
+        G = np.array([[at(x, y) for y in upstream] for x in points], dtype=float)
+    else:
+        G = np.asarray(g, dtype=float)
+        if G.ndim == 1 and d == 1:
+            G = G.reshape(1, -1)
+        if G.ndim == 2 and d == 1:
+            G = G[:, :, None]
+    if G.shape != (N, len(upstream), d):
+        raise TargetError(f"gradient table has shape {G.shape}, expected ({N}, {len(upstream)}, {d}) "
+                          f"(points x upstream values x coordinates; (N, K) for d = 1)")
+    return as_values(G, fmt, "target gradient")
+
+
+def check_odd(points: np.ndarray, upstream: np.ndarray, G: np.ndarray) -> None:
+    """Refuse a table that is not odd in y (g*(x, -y) = -g*(x, y), so g*(x, 0) = 0), naming the first (x, y).
+    G: (N, K) or (N, K, d)."""
+    G = G if G.ndim == 3 else G[:, :, None]
+    index = {}
+    for j, y in enumerate(upstream):
+        key = float(y)
+        if key in index and G[:, index[key]].tolist() != G[:, j].tolist():
+            i = int(np.argwhere(G[:, index[key]] != G[:, j])[0][0])
+            raise TargetError(f"upstream value y = {key!r} is listed twice with different targets at "
+                              f"x = {point_text(points[i])}")
+        index[key] = j
+    ys = np.asarray(upstream, float)
+    partner = np.array([index.get(-float(y), -1) for y in ys])
+    for i, x in enumerate(points):
+        for j, y in enumerate(ys.tolist()):
+            g = G[i, j]
+            if y == 0 and (g != 0).any():
+                raise TargetError(f"g* is not odd in y: at x = {point_text(x)}, y = 0 the target is {point_text(g)}, but "
+                                  f"AD gives D_(f,x)(0) = 0 for every network")
+            if partner[j] >= 0 and (G[i, partner[j]] != -g).any():
+                raise TargetError(f"g* is not odd in y: at x = {point_text(x)}, y = {y!r} the target is {point_text(g)} "
+                                  f"but at y = {-y!r} it is {point_text(G[i, partner[j]])}; AD gives "
+                                  f"D_(f,x)(-y) = -D_(f,x)(y) for every network")
+
+
+def validate_odd_targets(fmt: Format, activation: str, X: np.ndarray, values, table, upstream, box: float,
+                         H: float):
+    """(points, values, upstream, gradients (N, K, d)) of a Theorem 7 claim, checked: the points (X, of
+    shape (N, d)) and targets values of fmt, the points inside the box [-box, box]^d and distinct, one
+    value per point, the upstream values (default: every value with |y| <= H) at most H_sigma = H in
+    magnitude, the table (``gradient_table``) odd in y (``check_odd``).  TargetError names the first
+    offending entry."""
+    X = as_values(X, fmt, "input point")
+    out = np.argwhere(np.abs(X) > box)
+    if out.size:
+        raise TargetError(f"input point {point_text(X[out[0][0]])} is outside the box "
+                          f"[-{box}, {box}]^{X.shape[1]} (M_sigma of {activation})")
+    if len(np.unique(X, axis=0)) != len(X):
+        raise TargetError("the domain lists a point twice")
+    fv = as_values(np.asarray(values, dtype=float).reshape(-1), fmt, "target value")
+    if fv.shape != (X.shape[0],):
+        raise TargetError(f"expected {X.shape[0]} target values, got {fv.shape[0]}")
+    if upstream is None:
+        Y = fmt.values().astype(float)
+        Y = Y[np.abs(Y) <= H]
+    else:
+        Y = as_values(np.asarray(upstream, dtype=float).reshape(-1), fmt, "upstream value")
+        big = np.flatnonzero(np.abs(Y) > H)
+        if big.size:
+            raise TargetError(f"upstream value y = {float(Y[big[0]])!r} exceeds H_sigma = {float(H)!r} of {activation} on {fmt.name}")
+    G = gradient_table(fmt, X, Y, table)
+    check_odd(X, Y, G)
+    return X, fv, Y, G
+
+
 def random_odd_tables(fmt, points, upstream_values, seed: int, zero_share: float = 0.1, per_coordinate=False):
     """(values, gradients) with a seed: f*(x) and g*(x, y) (shape (N, K)) odd in y, for Theorem 7 (d = 1).
     ``per_coordinate``: one table per coordinate of the points, gradients of shape (N, K, d) (the first
