@@ -55,6 +55,14 @@ MARKS = ("slow", "torch", "skip")
 COMMAND_TIMEOUT = 1800
 
 
+def _rel(page: Path):
+    """A page's path relative to the repository (as given, for a page outside it)."""
+    try:
+        return page.relative_to(REPO)
+    except ValueError:
+        return page
+
+
 def pages() -> list[Path]:
     """README.md and every page under docs/, in a fixed order."""
     return [REPO / "README.md"] + sorted(DOCS.rglob("*.md"))
@@ -191,7 +199,7 @@ class Outcome:
         return self.status == self.command.exit and matches(self.command.expected, self.output)
 
     def report(self) -> str:
-        rel = self.page.relative_to(REPO)
+        rel = _rel(self.page)
         exp = "\n".join(self.command.expected).rstrip()
         got = "\n".join(self.output).rstrip()
         return (f"{rel}:{self.command.line + 1}: $ {self.command.text}\n"
@@ -210,9 +218,9 @@ def run_page(page: Path, workdir: Path, slow: bool = False, torch: bool | None =
         if b.kind == "file":
             shown = "\n".join(text.split("\n")[b.start:b.end]) + "\n"
             if not (REPO / b.mode).exists():
-                problems.append(f"{page.relative_to(REPO)}:{b.start}: shows {b.mode}, which does not exist")
+                problems.append(f"{_rel(page)}:{b.start}: shows {b.mode}, which does not exist")
             elif shown != (REPO / b.mode).read_text():
-                problems.append(f"{page.relative_to(REPO)}:{b.start}: the block differs from {b.mode}")
+                problems.append(f"{_rel(page)}:{b.start}: the block differs from {b.mode}")
     todo = [b for b in blocks if b.kind == "console" and runs(b, slow, torch)]
     if not todo:
         return [], problems
@@ -283,12 +291,12 @@ def main(argv=None) -> int:
         failed = [o for o in outcomes if not o.ok]
         if args.times:
             for o in outcomes:
-                print(f"{o.seconds:6.1f} s  {page.relative_to(REPO)}:{o.command.line + 1}: $ {o.command.text[:90]}")
+                print(f"{o.seconds:6.1f} s  {_rel(page)}:{o.command.line + 1}: $ {o.command.text[:90]}")
         for o in failed:
             print(o.report())
         for p in problems:
             print(p)
-        print(f"{page.relative_to(REPO)}: {len(outcomes)} commands, {len(failed)} differ"
+        print(f"{_rel(page)}: {len(outcomes)} commands, {len(failed)} differ"
               + (f", {len(problems)} example blocks differ" if problems else ""))
         if args.update and (failed or problems):
             print(f"  rewrote {update_page(page, outcomes)} places")

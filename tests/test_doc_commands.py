@@ -72,3 +72,13 @@ def test_update_rewrites_only_the_output_that_differs(tmp_path):
     assert [o.ok for o in outcomes] == [True, False]
     dc.update_page(page, outcomes)
     assert page.read_text() == "```console\n$ echo one\none\n$ echo two; exit 3  # exit 3\ntwo\n```\n"
+
+
+def test_an_example_file_block_must_show_the_file_and_update_copies_it_in(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text("<!-- doc-test: file examples/targets.py -->\n```python\nstale\n```\n")
+    outcomes, problems = dc.run_page(page, tmp_path / "run", torch=False)
+    assert outcomes == [] and len(problems) == 1 and "differs from examples/targets.py" in problems[0]
+    dc.update_page(page, outcomes)
+    shown = page.read_text().split("```python\n", 1)[1].rsplit("```", 1)[0]
+    assert shown == (dc.EXAMPLES / "targets.py").read_text()
