@@ -139,3 +139,15 @@ def test_the_certificate_fields_are_the_documented_ones(written):
     refutations = [c["refutation"] for c in counter if "refutation" in c]
     assert {"why"} <= _keys(counter) and len(refutations) >= 4
     assert doc["Counterexample fields"] == {"why", "refutation"} | _keys(refutations)
+
+
+def test_every_file_the_current_pages_name_exists():
+    """Paths such as `condcheck/rounding.py` in README.md and docs/ (the history pages excepted: they
+    name files as they were) must exist, so that a moved module shows up here."""
+    pattern = re.compile(r"`((?:condcheck|conditions|reports|tests|benchmarks|examples|docs)/[\w./-]*)`")
+    missing = []
+    for page in [REPO / "README.md"] + [p for p in PAGES if "history" not in p.name]:
+        for path in pattern.findall(page.read_text()):
+            if not (REPO / path.rstrip("/")).exists():
+                missing.append(f"{page.name}: {path}")
+    assert missing == []
