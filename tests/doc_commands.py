@@ -14,7 +14,8 @@ The convention (also in docs/architecture.md, "Docs that run"):
   (``796 MiB``, ``1.2 GiB``).  An expected line ``...`` stands for any number of lines.
 * An HTML comment on the line before a block sets how it runs: ``<!-- doc-test: slow -->`` (only with
   ``-m slow``; later fast blocks of the page must not need its files), ``<!-- doc-test: torch -->``
-  (skipped without torch), ``<!-- doc-test: skip -->`` (never run: say why in the comment).
+  (skipped without torch), ``<!-- doc-test: skip -->`` (never run); marks combine (``slow torch``),
+  and a reason may follow in parentheses: ``<!-- doc-test: skip (needs a GPU) -->``.
 * A ``python`` block after ``<!-- doc-test: file examples/NAME.py -->`` must be that file, as it is.
 
 Blocks marked ``sh`` (installing, the whole test suite) are shown, not run.
@@ -107,7 +108,7 @@ def parse(text: str) -> list[Block]:
         while j < len(lines) and lines[j].rstrip() != fence:
             j += 1
         if lang == "console":
-            words = f"{mark[0]} {mark[1]}".split() if mark else []
+            words = f"{mark[0]} {mark[1].split('(')[0]}".split() if mark else []   # "(...)": a reason
             mode = " ".join(w for w in words if w in MARKS)
             blocks.append(Block("console", mode, i + 1, j, _commands(lines, i + 1, j)))
         elif lang == "python" and mark and mark[0] == "file":

@@ -51,9 +51,10 @@ def test_a_console_block_splits_into_commands_their_exit_status_and_their_output
 
 
 def test_a_comment_before_a_block_marks_it_slow_or_torch_or_skipped():
-    page = "<!-- doc-test: slow torch -->\n```console\n$ true\n```\n\n```console\n$ true\n```\n"
-    marked, plain = dc.parse(page)
-    assert marked.mode.split() == ["slow", "torch"] and plain.mode == ""
+    page = ("<!-- doc-test: slow torch -->\n```console\n$ true\n```\n\n```console\n$ true\n```\n"
+            "<!-- doc-test: slow (a reason that mentions torch) -->\n```console\n$ true\n```\n")
+    marked, plain, reasoned = dc.parse(page)
+    assert marked.mode.split() == ["slow", "torch"] and plain.mode == "" and reasoned.mode == "slow"
     assert not dc.runs(marked, slow=True, torch=False) and dc.runs(marked, slow=True, torch=True)
     assert dc.runs(plain, slow=False, torch=False)
 
