@@ -178,7 +178,7 @@ def verify(file, exact, dense, tables, semantics, as_json):
     if claim is None:
         click.echo(f"{file}: the network has no claim; nothing to verify")
         sys.exit(2)
-    method = "exact" if exact else "tables" if tables else "fast" if dense else "sparse"
+    method = "exact" if exact else "tables" if tables else "dense" if dense else "sparse"
     res = run(net, claim, method=method, progress=_progress("verifying"))
     if as_json:
         click.echo(json.dumps(res.to_dict(), indent=1))

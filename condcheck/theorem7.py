@@ -126,8 +126,8 @@ thousands of chains but few distinct ones), the chains are checked on every y at
 (``_value_candidates_finite``), and the layers are assembled from coordinate lists.
 
 Every network is verified exactly, on every listed y, before it is returned, with the sparse interpreter
-(``condcheck.sparse_ad``: the dense interpreter's numbers, computed once per group of points whose
-backward values provably coincide; tests/test_sparse_ad.py checks it against the dense and the exact
+(``condcheck.interpreters.sparse``: the dense interpreter's numbers, computed once per group of points whose
+backward values provably coincide; tests/test_interpreters.py checks it against the dense and the exact
 interpreters).
 """
 from __future__ import annotations
@@ -577,7 +577,7 @@ def _finish(net, claim, parts: dict, verify_result: bool) -> "Theorem7Network":
     from .verify import verify as _verify
     res = Theorem7Network(net, claim, net.depth, net.widths, depth_bounds(net.format)["theorem7"]["openreview"], parts)
     if verify_result:
-        # the sparse interpreter: the dense one's numbers on the active neurons only (condcheck.sparse_ad)
+        # the sparse interpreter: the dense one's numbers on the active neurons only (condcheck.interpreters.sparse)
         vr = _verify(net, claim, method="sparse")
         if not vr.ok:
             raise ConstructionError("the constructed network fails verification: " + vr.summary())
