@@ -7,7 +7,7 @@ Inf may pass through but NaN, a non-finite value or a non-finite gradient fails;
 ``method`` names the interpreter (``condcheck.interpreters``, one interface, every one tested against
 the reference): "dense" (every neuron, vectorized; "fast" is its old name), "sparse" (the same numbers
 computed on the active neurons only: Theorem 7 networks, where almost every neuron is dead at a given x,
-and Theorem 5 ones; finite semantics, formats of at most 16 bits), "tables" (the same values on the
+and Theorem 5 ones; finite semantics), "tables" (the same values on the
 format's RN index tables: finite semantics, formats of at most 1024 values; zero signs are not kept,
 and the comparison is by value), "exact" (the exact rational reference: slow; the standalone re-check),
 or any other registered name.  "sparse" and "tables" fall back to "dense" where they do not apply.

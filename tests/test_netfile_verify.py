@@ -139,9 +139,10 @@ def test_loading_a_file_with_a_non_format_weight_names_it(tmp_path):
 
 def test_verify_by_tables_or_sparse_falls_back_to_the_dense_interpreter_where_they_do_not_apply():
     claim = Claim(5, np.array([[1.0]]), np.array([2.0]), np.array([1.0]), np.array([[2.0]]))
-    for fmt_name, method, used in (("float8_e4m3", "tables", "tables"), ("float16", "tables", "dense"),
-                                   ("float32", "sparse", "dense")):
-        net = Network(fmt_name, "relu", [Layer(np.array([[2.0]]), [0.0])])
+    for fmt_name, semantics, method, used in (("float8_e4m3", "finite", "tables", "tables"),
+                                              ("float16", "finite", "tables", "dense"),
+                                              ("float32", "ieee", "sparse", "dense")):
+        net = Network(fmt_name, "relu", [Layer(np.array([[2.0]]), [0.0])], semantics=semantics)
         res = verify(net, claim, method=method)
         assert res.ok and res.method == used
 

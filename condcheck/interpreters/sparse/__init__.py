@@ -10,11 +10,12 @@ sigma~' is 0, or every term of its backward sum is a product with a +-0).  In a 
 ``acc (+) (+-0 (x) w)`` equals ``acc`` when acc != 0 and is a zero otherwise, so leaving such terms out
 changes no value (only, possibly, the sign of a zero, and equality is numeric: +0 == -0); nothing
 overflows in a skipped term.  Under IEEE semantics (Inf passes, Inf x 0 = NaN matters) the shortcut is
-not valid: the interpreter refuses such networks, and formats above 16 bits (its tables and codes).
+not valid: the interpreter refuses such networks.
 
 The strategies, one module each (``SparseOptions`` chooses; the reference strategy of each is kept):
 
-* every point's active neurons (``active``): the simplest, and where some value is not finite, the one
+* every point's active neurons (``active``): the simplest, the one for formats of more than 16 bits
+  (float32, float64: no tables of sigma~' over every value), and where some value is not finite, the one
   every other strategy falls back to, so that failures are reported as the dense interpreter's;
 * the same upstream values at every point (Theorem 7 claims): a forward pass on defaults and exceptions
   (``shared_forward``; reference: ``classes.forward_compressed``), then points grouped by provably equal
@@ -30,9 +31,12 @@ from ... import kernels
 from ..base import Interpreter
 from .options import SparseOptions
 
+#: the grouped and table strategies index sigma~' by the format's values: formats of at most this many bits
+TABLE_BITS = 16
+
 
 class SparseInterpreter(Interpreter):
-    """Finite semantics, formats of at most 16 bits, numba; ``options``: ``SparseOptions`` fields (the strategies
+    """Finite semantics, numba; ``options``: ``SparseOptions`` fields (the strategies
     are imported, and compiled, on first use)."""
 
     name = "sparse"
@@ -46,9 +50,6 @@ class SparseInterpreter(Interpreter):
         if net.ieee:
             return ("it implements the finite semantics only (under IEEE semantics Inf x 0 = NaN: inactive "
                     "neurons cannot be skipped); use the dense one")
-        fmt = net.format
-        if fmt.M == 52 or not fmt.fits_float64 or fmt.bits > 16:
-            return f"it handles formats of at most 16 bits, not {fmt.name}"
         return None
 
     def run(self, net, X, Y, progress=None):
@@ -57,11 +58,12 @@ class SparseInterpreter(Interpreter):
         opts = self.options
         if not Y.shape[1]:
             return DENSE.run(net, X, Y, progress)
-        if (Y == Y[:1]).all():
+        tables = net.format.bits <= TABLE_BITS        # else the active neurons of every point
+        if tables and (Y == Y[:1]).all():
             res = _evaluate_shared(net, X, np.ascontiguousarray(Y[0]), progress, opts)
             if res is not None:
                 return res
-        elif opts.per_point == "tables":
+        elif tables and opts.per_point == "tables":
             from .explicit import evaluate_per_point
             res = evaluate_per_point(net, X, Y, progress, opts)
             if res is not None:

@@ -16,7 +16,7 @@ from .common import DENSE, Structure, numba, rn, round_params
 
 
 def _backward_py(Y, dT, offs, widths, csr_ptr, csr_idx, csc_ptr, csc_idx, csc_w, lay_ptr, d_in,
-                 shift, half, mask, small_bits, Kc, omega, grads, err):
+                 shift, half, mask, small_bits, Kc, omega, native, grads, err):
     """For every point p: the backward pass restricted to active neurons (see the module docstring).
 
     Layer l (0-based, 0..L-1) has widths[l] outputs; its row pointers (CSR: rows -> columns) and column
@@ -71,8 +71,8 @@ def _backward_py(Y, dT, offs, widths, csr_ptr, csr_idx, csc_ptr, csc_idx, csc_w,
                         continue
                     w = csc_w[t]
                     for k in range(K):
-                        prod = rn(U[q, k] * w, shift, half, mask, small_bits, Kc, omega, False)
-                        V[c, k] = rn(V[c, k] + prod, shift, half, mask, small_bits, Kc, omega, False)
+                        prod = rn(U[q, k] * w, shift, half, mask, small_bits, Kc, omega, native)
+                        V[c, k] = rn(V[c, k] + prod, shift, half, mask, small_bits, Kc, omega, native)
                 for k in range(K):
                     if not (abs(V[c, k]) <= omega):
                         if err[p] == 0:
@@ -103,7 +103,7 @@ def _backward_py(Y, dT, offs, widths, csr_ptr, csr_idx, csc_ptr, csc_idx, csc_w,
                 act[q] = cand[c]
                 pos[cand[c]] = q
                 for k in range(K):
-                    r = rn(V[c, k] * dv, shift, half, mask, small_bits, Kc, omega, False)
+                    r = rn(V[c, k] * dv, shift, half, mask, small_bits, Kc, omega, native)
                     U[q, k] = r
                     if not (abs(r) <= omega) and err[p] == 0:
                         err[p] = 2 + 4 * (l + 1024 * cand[c])      # activation derivative, layer l, neuron
@@ -124,7 +124,9 @@ def evaluate_active(net, X, Y2, progress, chunk_entries):
     chunk = max(1, min(N, chunk_entries // max(1, n_hidden + max(net.widths) * 4)))
     values = np.empty(N)
     grads = np.zeros((N, K, net.input_dim))
-    rp = round_params(net.format)
+    fmt = net.format
+    native = fmt.M == 52                        # float64: the machine's operations are RN already
+    rp = round_params(fmt) if not native else (1, np.int64(0), np.int64(-1), np.int64(0), 0.0, float(fmt.max))
     for s in range(0, N, chunk):
         e = min(N, s + chunk)
         values[s:e], pre = DENSE.forward(net, X[s:e], s, X)
@@ -134,7 +136,7 @@ def evaluate_active(net, X, Y2, progress, chunk_entries):
         err = np.zeros(e - s, np.int64)
         g = np.zeros((e - s, K, net.input_dim))
         _backward(Y2[s:e], dT, S.offs, S.widths, S.csr_ptr, S.csr_idx, S.csc_ptr, S.csc_idx, S.csc_w,
-                  S.lay_ptr, net.input_dim, *rp, g, err)
+                  S.lay_ptr, net.input_dim, *rp, native, g, err)
         bad_d = ~np.isfinite(dT)
         failing = (err != 0) | bad_d.any(axis=1)
         if failing.any():
