@@ -168,3 +168,25 @@ def test_merged_results_add_their_counts_and_keep_the_first_failure_in_part_orde
     whole = verify(net, bad, "tables")
     assert (res.ok, res.points, res.value_checks, res.value_failures) == (False, 5, 5, 2)
     assert res.first_failure == whole.first_failure and whole.value_failures == 2
+
+
+def test_auto_verifies_small_networks_on_tables_and_others_with_the_sparse_interpreter(monkeypatch):
+    import importlib
+    verify_module = importlib.import_module("condcheck.verify")     # (condcheck.verify is also the function)
+    claim = Claim(5, np.array([[1.0]]), np.array([2.0]), np.array([1.0]), np.array([[2.0]]))
+    net8 = Network("float8_e4m3", "relu", [Layer(np.array([[2.0]]), [0.0])])
+    assert verify(net8, claim, method="auto").method == "tables"
+    monkeypatch.setattr(verify_module, "AUTO_TABLES_WORK", 0)
+    assert verify(net8, claim, method="auto").method == "sparse"
+    net16 = Network("float16", "relu", [Layer(np.array([[2.0]]), [0.0])])
+    assert verify(net16, claim, method="auto").method == "sparse"
+
+
+def test_condcheck_verify_names_the_interpreter_it_chose(tmp_path):
+    net = _net()
+    pts = [v for v in net.format.values() if abs(v) <= 8]
+    p = tmp_path / "net.json"
+    save_network(p, net, _claim_from_exact_path(net, pts, [1.0] * len(pts)))
+    for flags, name in (([], "tables"), (["--dense"], "dense"), (["--exact"], "exact")):
+        r = CliRunner().invoke(main, ["verify", str(p)] + flags)
+        assert r.exit_code == 0 and f"({name} interpreter)" in r.output, r.output
