@@ -1,12 +1,13 @@
 """The one interface of every interpreter of the paper's AD order (SPEC 2.3), and the registry by name.
 
 An interpreter computes, for a network, inputs X (N, d) and upstream values Y (N, K), the values
-f(x) and the AD gradients ``D_(f,x)(y)`` -- all of them the reference's (``reference``) bit for bit, or
-it refuses the network (:meth:`Interpreter.refusal`, :class:`~condcheck.errors.InterpreterRefusedError`).
-Where a value fails (an overflow; see ``failures``) it raises the failure the reference raises: the
-first failing input, its first failing step, the lowest neuron.  A fast interpreter need only raise a
-genuine failure of some input, and the reference's failure when given one input: :meth:`evaluate`
-finds the first failing input by bisecting on prefixes of X, then evaluates that input alone.
+f(x) and the AD gradients ``D_(f,x)(y)`` -- all of them the reference's (``reference``), equal as values
+(bit for bit but for the sign of a zero, which SPEC 2.3 does not compare), or it refuses the network
+(:meth:`Interpreter.refusal`, :class:`~condcheck.errors.InterpreterRefusedError`).  Where a value fails
+(an overflow; see ``failures``) it raises the failure the reference raises: the first failing input, its
+first failing step, the lowest neuron.  A fast interpreter need only raise a genuine failure of some
+input, and the reference's failure when given one input: :meth:`evaluate` finds the first failing
+input by bisecting on prefixes of X, then evaluates that input alone.
 """
 from __future__ import annotations
 
@@ -91,7 +92,8 @@ _REGISTRY = {
     "dense-numpy": ("dense", "DenseInterpreter", {"kernels": False}),
     "tables": ("tables", "TablesInterpreter", {}),
     "sparse": ("sparse", "SparseInterpreter", {}),
-    "sparse-reference": ("sparse", "SparseInterpreter", {"forward": "dense", "groups": "classes", "per_point": "active"}),
+    "sparse-reference": ("sparse", "SparseInterpreter",
+                         {"forward": "dense", "groups": "classes", "per_point": "active"}),
     "torch": ("torch_autograd", "TorchInterpreter", {}),
 }
 _MADE: dict = {}
