@@ -18,9 +18,9 @@ CASES = {}
 #: its verification load on first use (about 0.1-0.15 s), start-up counted in the time with process
 #: start and imports, not in the case's
 IMPORTS = {"theorem5-": ("condcheck.targets", "condcheck.theorem5", "condcheck.verify", "condcheck.netfile",
-                         "condcheck.index_interpreter"),
+                         "condcheck.interpreters.tables"),
            "theorem7-": ("condcheck.targets", "condcheck.theorem7", "condcheck.verify", "condcheck.netfile",
-                         "condcheck.sparse_ad")}
+                         "condcheck.interpreters.sparse")}
 
 
 def case(name, target):

@@ -158,8 +158,8 @@ def check(activation, format, implementation, method, as_json):
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--exact", is_flag=True, help="Use the exact rational reference interpreter (slow).")
 @click.option("--dense", is_flag=True, help="Use the dense vectorized interpreter on every neuron (default: the "
-                                            "sparse one where it applies, bit-identical, much faster on "
-                                            "constructed networks).")
+                                            "tables one for small networks, else the sparse one where it "
+                                            "applies; bit-identical, much faster on constructed networks).")
 @click.option("--tables", is_flag=True, help="Use the interpreter on the format's rounding tables (formats of at "
                                              "most 1024 values: the same values, fastest on small networks; "
                                              "elsewhere the dense one).")
@@ -185,7 +185,7 @@ def verify(file, exact, dense, tables, semantics, as_json):
     if claim is None:
         click.echo(f"{file}: the network has no claim; nothing to verify")
         sys.exit(2)
-    method = "exact" if exact else "tables" if tables else "fast" if dense else "sparse"
+    method = "exact" if exact else "tables" if tables else "dense" if dense else "auto"
     res = run(net, claim, method=method, progress=_progress("verifying"))
     if as_json:
         click.echo(json.dumps(res.to_dict(), indent=1))

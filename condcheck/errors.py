@@ -52,3 +52,7 @@ class NetworkOverflowError(FormatOverflowError):
     def __init__(self, message: str, *, pass_name: str, layer: int, neuron: int, input_index=None):
         super().__init__(message)
         self.pass_name, self.layer, self.neuron, self.input_index = pass_name, layer, neuron, input_index
+
+
+class InterpreterRefusedError(CondcheckError):
+    """An interpreter asked to evaluate a network it does not handle (a format, the semantics): says why."""

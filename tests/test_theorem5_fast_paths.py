@@ -556,10 +556,13 @@ def test_a_float8_box_is_built_and_verified_without_compiled_kernels(monkeypatch
 
     def refuse(*a, **k):
         raise AssertionError("a compiled kernel was called")
-    import condcheck.sparse_ad as sparse_ad
-    for name in ("best_separators", "rounded_row_sums", "table_lookup", "preimage_runs"):
+    from condcheck.interpreters import dense_kernels
+    from condcheck.interpreters.sparse import SparseInterpreter
+    for name in ("best_separators", "preimage_runs"):
         monkeypatch.setattr(kernels, name, refuse)
-    monkeypatch.setattr(sparse_ad, "evaluate_sparse", refuse)
+    for name in ("rounded_row_sums", "table_lookup"):
+        monkeypatch.setattr(dense_kernels, name, refuse)
+    monkeypatch.setattr(SparseInterpreter, "run", refuse)
     X = full_box("tanh", "float8_e4m3", 1)[::4]
     f, h, g = random_targets("float8_e4m3", X, 0, 0.25)
     net, claim = t5.construct_theorem5("tanh", "float8_e4m3", X, f, h, g)

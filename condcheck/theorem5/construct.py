@@ -241,7 +241,7 @@ def _construct_theorem5(activation, fmt, points, values, upstream, gradients, im
 
 
 def _tables_verify(net, n_points) -> bool:
-    """Whether the construction verifies its network on the RN index tables (``index_interpreter``):
+    """Whether the construction verifies its network on the RN index tables (``interpreters.tables``):
     small networks on 8-bit formats (the d = 1 float8 boxes), where that costs less (half of a d = 1
     box: 0.1 s, against 0.2 s by rounding) than loading the compiled kernels of the sparse one (0.4-0.6
     CPU s)."""

@@ -34,7 +34,7 @@ def finish(net, claim, parts: dict, verify_result: bool) -> "Theorem7Network":
     """The result record, with the paper's depth bound, verified exactly unless the caller opts out."""
     res = Theorem7Network(net, claim, net.depth, net.widths, depth_bounds(net.format)["theorem7"]["openreview"], parts)
     if verify_result:
-        # the sparse interpreter: the dense one's numbers on the active neurons only (condcheck.sparse_ad)
+        # the sparse interpreter: the dense one's numbers on the active neurons only (condcheck.interpreters.sparse)
         vr = verify(net, claim, method="sparse")
         if not vr.ok:
             raise ConstructionError("the constructed network fails verification: " + vr.summary())
