@@ -105,7 +105,7 @@ class Engine:
             if self.scheduler is None:
                 self.cluster = LocalCluster(n_workers=self.n_workers or usable_cores(), threads_per_worker=1,
                                             processes=True, memory_limit=self.memory_limit,
-                                            dashboard_address=None, silence_logs=logging.ERROR)
+                                            dashboard_address=":0", silence_logs=logging.ERROR)
                 self.client = Client(self.cluster)
             else:
                 self.client = Client(self.scheduler.strip(), timeout="20s")

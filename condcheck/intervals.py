@@ -66,16 +66,34 @@ _MAXF = np.finfo(np.float64).max
 # ====================================================================================================
 # numpy backend
 # ====================================================================================================
+_ORD_INF = np.int64(0x7FF0000000000000)        # the ordinal of +inf (bit pattern of +inf)
+_MAG = np.int64(0x7FFFFFFFFFFFFFFF)
+_SIGN_BIT = np.int64(-0x8000000000000000)
+
+
+def _step(a, k: int):
+    """``k`` applications of ``np.nextafter`` toward +inf (k > 0) or -inf (k < 0), bit for bit (the sign of
+    a zero result included), in one pass: float64 values in order are consecutive integers ("ordinals":
+    the bit pattern for a >= 0, minus the magnitude's pattern for a < 0, both zeros 0)."""
+    a = np.asarray(a, dtype=np.float64)
+    if k == 0:
+        return a
+    b = a.view(np.int64)
+    o = np.where(b < 0, -(b & _MAG), b)
+    n = np.clip(o + k, -_ORD_INF, _ORD_INF)
+    bits = np.where(n < 0, (-n) | _SIGN_BIT, n)
+    if k > 0:                                    # nextafter(-tiny, +inf) is -0.0
+        bits = np.where(n == 0, _SIGN_BIT, bits)
+    out = np.where(np.isnan(a), a, bits.view(np.float64))
+    return out[()] if out.ndim == 0 else out
+
+
 def _dn(a, k=1):
-    for _ in range(k):
-        a = np.nextafter(a, -_INF)
-    return a
+    return _step(a, -k)
 
 
 def _up(a, k=1):
-    for _ in range(k):
-        a = np.nextafter(a, _INF)
-    return a
+    return _step(a, k)
 
 
 def _w(lo, hi, k):

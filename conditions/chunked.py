@@ -160,8 +160,7 @@ def sigma_source(rounded) -> str:
                 "NumpyBackend) rounded at both ends, and the certain path (Arb balls, then mpmath) wherever the two "
                 "ends round differently. ASSUMPTION (not proved): numpy's and scipy's float64 functions are accurate "
                 "within the NumpyBackend's margins (1 ulp after +, -, *, /, sqrt; 4 ulps after every libm/scipy "
-                "function; 8 + 4 t^2 after erfc(t)). Every witness value was re-derived by the certain path, which "
-                "does not rest on it")
+                "function; 8 + 4 t^2 after erfc(t))")
     return (f"float32-upcast: the expression evaluated by numpy/scipy in float32 arithmetic, one contiguous array per "
             f"chunk, rounded once to {fmt.name}")
 

@@ -35,6 +35,7 @@ import numpy as np
 
 from condcheck.formats import num_text
 
+from .chunks import float_bits
 from .condition1 import CLAUSES, Condition1Witness, recheck
 from .verdict import Verdict, exact_value
 
@@ -109,16 +110,15 @@ class Summary1:
         S, D, P = c.S, c.D, c.P
         fin = np.isfinite(S)
         flat = fin & (D == 0)
-        with np.errstate(invalid="ignore"):
-            ms, es = np.frexp(S)
-            md, ed = np.frexp(D)
-        pow2_s = fin & (S > 0) & (ms == 0.5)
-        pow2_d = np.isfinite(D) & (D != 0) & (np.abs(md) == 0.5)
+        es, p2s = float_bits(S)
+        ed, p2d = float_bits(D)
+        pow2_s = fin & (S > 0) & p2s
+        pow2_d = np.isfinite(D) & (D != 0) & p2d
         const = zero = pas = None
         if pow2_s.any():
             i = np.flatnonzero(pow2_s)
-            o = _lex_first(i, np.abs(es[i] - 1), np.abs(P[i]), P[i])
-            const = ((int(abs(es[o] - 1)), abs(float(P[o])), float(P[o])), _pt(c, o))
+            o = _lex_first(i, np.abs(es[i]), np.abs(P[i]), P[i])
+            const = ((int(abs(es[o])), abs(float(P[o])), float(P[o])), _pt(c, o))
         zmask = S == 0
         if zmask.any():
             i = np.flatnonzero(zmask)
@@ -126,10 +126,11 @@ class Summary1:
             zero = ((abs(float(P[o])), float(P[o])), _pt(c, o))
         if pow2_d.any():
             i = np.flatnonzero(pow2_d)
-            pen = np.maximum(0, -ed[i].astype(np.int64))           # max(0, -log2|D| - 1), |D| = 2^(ed - 1)
+            pen = np.maximum(0, -1 - ed[i])                        # max(0, -log2|D| - 1), |D| = 2^ed
             absS = np.where(np.isnan(S[i]), np.inf, np.abs(S[i]))
             o = _lex_first(i, pen, absS, P[i])
-            pas = ((int(max(0, -int(ed[o]))), float(np.inf if np.isnan(S[o]) else abs(S[o])), float(P[o])), _pt(c, o))
+            pas = ((int(max(0, -1 - int(ed[o]))), float(np.inf if np.isnan(S[o]) else abs(S[o])), float(P[o])),
+                   _pt(c, o))
         return cls(first=_pt(c, 0), not_dead=_pt(c, x) if (x := _first(~flat)) >= 0 else None,
                    flat=_first_two(c, flat), finite=_first_two(c, fin), const=const, zero=zero, pas=pas,
                    min_abs_sigma=float(np.min(np.abs(S[fin]))) if fin.any() else np.inf,

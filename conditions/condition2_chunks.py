@@ -47,8 +47,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from ._search import (NO_DERIVATIVE_EXPONENT, ceil_log2_array, exact_lower_bound, exact_upper_bound,
-                      power_of_two_array)
+from ._search import NO_DERIVATIVE_EXPONENT, exact_lower_bound, exact_upper_bound
+from .chunks import float_bits
 from .condition2 import check_pair, pair_report, stage_text
 from .verdict import Verdict, exact_value
 
@@ -120,9 +120,10 @@ def _arrays(c, fmt):
         valid = np.isfinite(c.S) & np.isfinite(c.D) & (np.abs(c.S) <= T)
     iv = np.flatnonzero(valid)
     Sv, Dv = c.S[iv], c.D[iv]
-    cv = ceil_log2_array(Dv)
-    pow2, kk = power_of_two_array(Dv)
-    passm = pow2 & (kk >= -fmt.M) & (kk <= 0)
+    kk, p2 = float_bits(Dv)                                   # |D| = 2^kk when p2 (D != 0)
+    nz = Dv != 0
+    cv = np.where(nz, kk + ~p2, NOD)                          # ceil(log2 |D|)
+    passm = nz & p2 & (kk >= -fmt.M) & (kk <= 0)
     return iv, Sv, Dv, cv, passm, kk
 
 

@@ -82,20 +82,21 @@ class Summary3:
             B = np.isfinite(S) & (np.abs(S) <= T)
             bigd = np.isfinite(D) & (np.abs(D) >= 2.0 ** -fmt.M)
         z = 1 if c.lo == 0 else 0
-        ipos = np.arange(c.n_neg + z, P.size)
-        ineg = np.arange(c.n_neg)[::-1]
+        n = c.n_neg
+        ipos, ineg = slice(n + z, P.size), slice(n - 1, None, -1) if n else slice(0, 0)
         runs = _runs(B[ipos] & B[ineg], max(c.lo, 1))
-        zero = (bool(B[c.n_neg]), float(S[c.n_neg]), float(D[c.n_neg])) if z else None
+        zero = (bool(B[n]), float(S[n]), float(D[n])) if z else None
         even = (c.m % 2 == 0) & (P != 0)
         xok = even & np.isfinite(S) & bigd
         groups = []
-        for idx, neg in ((ipos, False), (ineg, True)):            # each in ascending magnitude
-            sel = idx[xok[idx]]
+        for sl, neg in ((ipos, False), (ineg, True)):            # each in ascending magnitude
+            sel = np.flatnonzero(xok[sl])
             if sel.size:
-                e = _binade(P[sel])
+                e = _binade(P[sl][sel])
+                ms = c.m[sl][sel]
                 cut = np.flatnonzero(np.diff(e)) + 1
                 for a, b in zip(np.r_[0, cut], np.r_[cut, sel.size]):
-                    groups.append((int(e[a]), neg, int(c.m[sel[a]]), int(c.m[sel[b - 1]])))
+                    groups.append((int(e[a]), neg, int(ms[a]), int(ms[b - 1])))
         fd = np.isfinite(D)
         return cls(runs, zero, groups, int(xok.sum()), int((even & bigd).sum()),
                    float(np.max(np.abs(D[fd]))) if fd.any() else -np.inf)
