@@ -87,13 +87,13 @@ class Engine:
     ``workers``: LocalCluster worker processes (default: all usable cores)."""
 
     def __init__(self, scheduler: str | None = None, workers: int | None = None, memory_limit: str = MEMORY_LIMIT,
-                 progress=None, retries: int = 2):
+                 progress=None, retries: int = 2, connect_timeout: float = 20.0):
         if scheduler is not None and not (isinstance(scheduler, str) and scheduler.strip()):
             raise CondcheckError(f"scheduler must be an address such as tcp://HOST:PORT, not {scheduler!r}")
         if workers is not None and (not isinstance(workers, int) or workers < 1):
             raise CondcheckError(f"workers must be a positive number of processes, not {workers!r}")
         self.scheduler, self.n_workers, self.memory_limit = scheduler, workers, memory_limit
-        self.progress, self.retries = progress, retries
+        self.progress, self.retries, self.connect_timeout = progress, retries, connect_timeout
         self.client = self.cluster = None
         self.tasks = 0
 
@@ -108,8 +108,8 @@ class Engine:
                                             dashboard_address=":0", silence_logs=logging.ERROR)
                 self.client = Client(self.cluster)
             else:
-                self.client = Client(self.scheduler.strip(), timeout="20s")
-        except OSError as e:
+                self.client = Client(self.scheduler.strip(), timeout=f"{self.connect_timeout}s")
+        except (OSError, TimeoutError) as e:
             self.__exit__(None, None, None)
             raise CondcheckError(f"could not start or reach the Dask scheduler "
                                  f"{self.scheduler or '(local cluster)'}: {e}") from None
@@ -149,13 +149,15 @@ class Engine:
             with progress_bar(len(items), label, self.progress) as bar:
                 for fut in as_completed(futures):
                     i = index[fut.key]
-                    if fut.status != "finished":
-                        exc = fut.exception()
-                        if isinstance(exc, CondcheckError):
-                            raise exc
+                    if done[i]:
+                        continue
+                    try:                                    # waits again for a result lost with its worker
+                        out[i] = fut.result()
+                    except CondcheckError:
+                        raise
+                    except Exception as exc:                # noqa: BLE001 -- a task's error, or KilledWorker
                         raise CondcheckError(f"{label}: item {i} ({_short(items[i])}) could not be computed: "
-                                             f"{type(exc).__name__}: {exc}")
-                    out[i] = fut.result()
+                                             f"{type(exc).__name__}: {exc}") from None
                     done[i] = True
                     self.tasks += 1
                     bar.update(1)

@@ -62,6 +62,15 @@ def _meets(runs: np.ndarray, lo, hi):
     return (j < len(runs)) & (runs[jj, 0] <= hi) & (lo <= hi)
 
 
+def _merge_groups(a, b):
+    """Candidate groups of a union: per (binade, sign) the least and greatest magnitude (still bounds)."""
+    out = {}
+    for e, neg, lo, hi in a + b:
+        g = out.get((e, neg))
+        out[(e, neg)] = (lo, hi) if g is None else (min(g[0], lo), max(g[1], hi))
+    return sorted((e, neg, lo, hi) for (e, neg), (lo, hi) in out.items())
+
+
 def _binade(a):
     _, e = np.frexp(np.abs(np.asarray(a, dtype=np.float64)))
     return e.astype(np.int64) - 1
@@ -102,11 +111,12 @@ class Summary3:
                    float(np.max(np.abs(D[fd]))) if fd.any() else -np.inf)
 
     def merge(self, o: "Summary3") -> "Summary3":
-        return Summary3(merge_runs(self.runs, o.runs), self.zero or o.zero, self.groups + o.groups,
+        return Summary3(merge_runs(self.runs, o.runs), self.zero or o.zero, _merge_groups(self.groups, o.groups),
                         self.n_x + o.n_x, self.n_even_big + o.n_even_big, max(self.max_abs_d, o.max_abs_d))
 
     def same(self, o: "Summary3") -> bool:
-        return (np.array_equal(self.runs, o.runs) and self.zero == o.zero and sorted(self.groups) == sorted(o.groups)
+        return (np.array_equal(self.runs, o.runs) and self.zero == o.zero
+                and _merge_groups(self.groups, []) == _merge_groups(o.groups, [])
                 and (self.n_x, self.n_even_big, self.max_abs_d) == (o.n_x, o.n_even_big, o.max_abs_d))
 
 
