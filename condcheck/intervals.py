@@ -68,23 +68,32 @@ _MAXF = np.finfo(np.float64).max
 # ====================================================================================================
 _ORD_INF = np.int64(0x7FF0000000000000)        # the ordinal of +inf (bit pattern of +inf)
 _MAG = np.int64(0x7FFFFFFFFFFFFFFF)
-_SIGN_BIT = np.int64(-0x8000000000000000)
 
 
 def _step(a, k: int):
     """``k`` applications of ``np.nextafter`` toward +inf (k > 0) or -inf (k < 0), bit for bit (the sign of
-    a zero result included), in one pass: float64 values in order are consecutive integers ("ordinals":
-    the bit pattern for a >= 0, minus the magnitude's pattern for a < 0, both zeros 0)."""
+    a zero result included), in a few passes: float64 values in order are consecutive integers
+    ("ordinals": the bit pattern for a >= 0, minus the magnitude's pattern for a < 0, both zeros 0), so
+    away from 0, Inf and NaN the step is k on the bit pattern (-k for negatives); the few values within
+    |k| ordinals of 0 or of Inf, and NaN, go through nextafter itself."""
     a = np.asarray(a, dtype=np.float64)
     if k == 0:
         return a
+    if abs(k) == 1:                              # one pass either way: nextafter itself
+        with np.errstate(over="ignore"):                # max float -> inf: a bound, as intended
+            out = np.nextafter(a, _INF if k > 0 else -_INF)
+        return out[()] if out.ndim == 0 else out
     b = a.view(np.int64)
-    o = np.where(b < 0, -(b & _MAG), b)
-    n = np.clip(o + k, -_ORD_INF, _ORD_INF)
-    bits = np.where(n < 0, (-n) | _SIGN_BIT, n)
-    if k > 0:                                    # nextafter(-tiny, +inf) is -0.0
-        bits = np.where(n == 0, _SIGN_BIT, bits)
-    out = np.where(np.isnan(a), a, bits.view(np.float64))
+    out = (b + np.where(b < 0, -k, k)).view(np.float64)
+    mag = b & _MAG
+    odd = (mag < abs(k)) | (mag > _ORD_INF - abs(k))
+    if odd.any():
+        i = np.flatnonzero(odd)
+        v = a[i]
+        with np.errstate(over="ignore", invalid="ignore"):
+            for _ in range(abs(k)):
+                v = np.nextafter(v, _INF if k > 0 else -_INF)
+        out[i] = v
     return out[()] if out.ndim == 0 else out
 
 

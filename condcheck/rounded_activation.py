@@ -566,9 +566,15 @@ def evaluate_points(act: Activation, fmt: Format, impl: str, pts: np.ndarray):
         from .torch_impl import torch_points
         s, so, d, do = torch_points(act, fmt, pts)
         return s, so, d, do, 0
-    s, so, sf = _evaluate(act, fmt, impl, False, pts)
-    d, do, df = _evaluate(act, fmt, impl, True, pts)
+    s, so, sf = evaluate_array(act, fmt, impl, False, pts)
+    d, do, df = evaluate_array(act, fmt, impl, True, pts)
     return s, so, d, do, sf + df
+
+
+def evaluate_array(act: Activation, fmt: Format, impl: str, derivative: bool, pts: np.ndarray):
+    """(values, overflow mask, certain-path evaluations) of sigma~ or sigma~' alone (see
+    :func:`evaluate_points`)."""
+    return _evaluate(act, fmt, impl, derivative, pts)
 
 
 @lru_cache(maxsize=None)

@@ -171,6 +171,8 @@ def evaluate(job: ChunkJob) -> ChunkData:
         if not np.array_equal(t.points[idx], P):
             raise AssertionError("internal: chunk points missing from the table")
         s, so, d, do = t.sigma[idx], t.sigma_overflow[idx], t.dsigma[idx], t.dsigma_overflow[idx]
+    elif job.source == "direct" and job.implementation == "exact" and not act.is_callable:
+        s, so, d, do, fallbacks = exact_by_ranges(act, fmt, P)
     elif job.source == "direct":
         from condcheck.rounded_activation import evaluate_points
         s, so, d, do, fallbacks = evaluate_points(act, fmt, job.implementation, P)
@@ -185,6 +187,74 @@ def evaluate(job: ChunkJob) -> ChunkData:
                         np.zeros(1 if job.lo == 0 else 0, dtype=np.int64),
                         np.arange(max(job.lo, 1), job.hi, dtype=np.int64)])
     return ChunkData(job.lo, job.hi, P, S, D, m, npos, fmt, checksum(S, D), fallbacks)
+
+
+#: a run of consecutive points is first tried whole, then in this many parts, for a constant rounding
+RANGE_PARTS = 8
+RANGE_PRECISION = 96
+
+
+def _constant_runs(act: Activation, derivative: bool, fmt: Format, x: np.ndarray, out: np.ndarray,
+                   done: np.ndarray):
+    """Where sigma~ (or sigma~') is provably one value on a run of consecutive points of one sign: the
+    interval enclosure of the expression over the real interval between the run's ends
+    (:func:`conditions._tail.enclose_interval`) lies in the exact set of reals that round to the value at
+    the run's ends.  Then every real in between, so every point of the run, rounds to it.  Tried on the
+    whole run, then on RANGE_PARTS parts (only where a part's two ends round alike); fills ``out``/``done``."""
+    from condcheck.rounded_activation import evaluate_array
+
+    from ._tail import enclose_interval, rounding_set
+    n = x.size
+    if n < 2:
+        return
+    expr = act.derivative if derivative else act.expr
+    cuts = np.unique(np.linspace(0, n, RANGE_PARTS + 1).astype(int)) if n >= 2 * RANGE_PARTS else np.array([0, n])
+    runs = [(0, n)] + [(int(i), int(j)) for i, j in zip(cuts[:-1], cuts[1:])]
+    ends = np.unique([k for i, j in runs for k in (i, j - 1)])
+    v, over, _ = evaluate_array(act, fmt, "exact", derivative, x[ends])
+    at = dict(zip(ends.tolist(), zip(v.tolist(), over.tolist())))
+
+    def attempt(i, j):
+        (a, oa), (b, ob) = at[i], at[j - 1]
+        if oa or ob or a != b:                                  # overflow, or not constant: no enclosure
+            return False
+        if not rounding_set(fmt, Fraction(a)).contains_enclosure(
+                enclose_interval(expr, Fraction(float(x[i])), Fraction(float(x[j - 1])), RANGE_PRECISION)):
+            return False
+        out[i:j], done[i:j] = a, True
+        return True
+    if not attempt(0, n):
+        for i, j in runs[1:]:
+            attempt(i, j)
+
+
+def exact_by_ranges(act: Activation, fmt: Format, P: np.ndarray):
+    """The "exact" implementation on a chunk's points (ascending; the negatives, maybe 0, the positives):
+    runs where sigma~ or sigma~' is provably constant (:func:`_constant_runs`, certified by interval
+    arithmetic over the run) are filled without evaluating their points; every other point by
+    :func:`condcheck.rounded_activation.evaluate_points` (numpy enclosures rounded at both ends, the
+    certain path where they disagree).  The same values as evaluating every point (tests)."""
+    from condcheck.rounded_activation import evaluate_array
+    n_neg = int(np.searchsorted(P, 0.0))
+    parts = (slice(0, n_neg), slice(n_neg + (1 if n_neg < P.size and P[n_neg] == 0 else 0), P.size))
+    res = []
+    fallbacks = 0
+    for deriv in (False, True):
+        vals, done = np.zeros(P.size), np.zeros(P.size, dtype=bool)
+        for sl in parts:
+            if sl.stop > sl.start:
+                _constant_runs(act, deriv, fmt, P[sl], vals[sl], done[sl])      # views: filled in place
+        over = np.zeros(P.size, dtype=bool)
+        if not done.any():
+            vals, over, f = evaluate_array(act, fmt, "exact", deriv, P)
+        elif not done.all():
+            rest = np.flatnonzero(~done)
+            vals[rest], over[rest], f = evaluate_array(act, fmt, "exact", deriv, P[rest])
+        else:
+            f = 0
+        fallbacks += f
+        res += [vals, over]
+    return res[0], res[1], res[2], res[3], fallbacks
 
 
 def checksum(*arrays) -> str:

@@ -194,3 +194,17 @@ def test_a_verdict_is_refused_unless_the_chunks_tile_the_format(ranges):
 def test_formats_beyond_32_bits_are_refused_with_a_clear_message():
     with pytest.raises(CondcheckError, match="at most 32 bits"):
         check_chunked(get_rounded("relu", "float64"), runner=SerialRunner())
+
+
+@pytest.mark.parametrize("act,lo", [("tanh", 0x41800000), ("sigmoid", 0x4B000000), ("tanh", 0x41100000),
+                                    ("relu", 0x3F000000), ("gelu", 0x41700000)])
+def test_constant_runs_of_the_exact_implementation_equal_every_point_evaluated(act, lo):
+    from condcheck.activations import get_activation
+    from condcheck.rounded_activation import evaluate_points
+    from conditions.chunks import exact_by_ranges
+    fmt = get_format("float32")
+    P = Magnitudes(fmt).points(lo, lo + (1 << 14))
+    fast = exact_by_ranges(get_activation(act), fmt, P)
+    ref = evaluate_points(get_activation(act), fmt, "exact", P)
+    for a, b in zip(fast[:4], ref[:4]):
+        assert np.array_equal(a, b)
