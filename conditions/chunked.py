@@ -13,7 +13,8 @@ mpmath), which does not rest on the numpy enclosures' accuracy assumption.
 
 The chunks run on :mod:`condcheck.distributed` (Dask) by default; ``runner=SerialRunner()`` runs them
 in this process (tests).  Before any verdict the chunk results must tile all magnitudes exactly, each
-with its full count of points.
+with its full count of points, together every finite value of the format once (-0 is the value 0: the
+pattern of -0 is not evaluated apart from +0, as everywhere in condcheck, SPEC 2.3).
 """
 from __future__ import annotations
 
@@ -209,6 +210,9 @@ def _run(rounded, job, jobs, runner, t0):
         if s.points != expected_points(s.lo, s.hi):
             raise CondcheckError(f"chunk [{s.lo}, {s.hi}) reported {s.points} points, not {expected_points(s.lo, s.hi)}")
     total = sum(s.points for s in summaries)
+    if total != fmt.count_finite():
+        raise CondcheckError(f"the chunks hold {total} values, not the {fmt.count_finite()} finite values of {fmt.name}; "
+                             f"no verdict is given")
     head = f"{total} finite values of {fmt.name} enumerated in {len(summaries)} chunks"
     ctx = Context(rounded, job, runner, summaries, head, t0)
     verdicts = {"1": condition1_chunks.decide(merge_all(summaries, "c1"), ctx),
