@@ -16,5 +16,14 @@ from .verify import verify
 
 __all__ = ["PAPER_ACTIVATIONS", "Claim", "CondcheckError", "Format", "Layer", "Network", "all_formats",
            "check_activation", "get_activation", "get_format", "get_rounded", "list_activations",
-           "load_network", "register_activation", "round_fraction", "save_network", "verify"]
+           "load_network", "register_activation", "round_fraction", "save_network", "verify", "write_report"]
 __version__ = "0.1.0"
+
+
+def __getattr__(name):
+    # write_report lives in the reports package, which sits above condcheck: re-exported on first use
+    # (PEP 562), so importing condcheck never loads reports, matplotlib or the templates.
+    if name == "write_report":
+        import importlib
+        return importlib.import_module("reports").write_report
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
