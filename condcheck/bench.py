@@ -69,8 +69,9 @@ def _exhaustive_float32(act, impl):
     e = res.enumeration
     marks = "".join({True: "h", False: "F", None: "?"}[res.conditions[k]["holds"]] for k in "123")
     return (f"{act} float32 ({impl}): {marks}; {e['points']:,} values in {e['chunks']} chunks of "
-            f"{e['magnitudes_per_chunk']:,} magnitudes (both signs) on {e['engine']}; chunk CPU "
-            f"{e['chunk_seconds']:.0f} s ({e['chunk_seconds'] / e['chunks']:.2f} s per chunk), "
+            f"{e['magnitudes_per_chunk']:,} magnitudes (both signs) on {e['engine']}; chunks: "
+            f"{e['chunk_cpu_seconds']:.0f} CPU s ({e['chunk_cpu_seconds'] / e['chunks']:.2f} per chunk), "
+            f"{e['chunk_seconds']:.0f} s wall in the workers, "
             f"{e['chunks_evaluated_again']} chunks evaluated again; peak per worker "
             f"{max(e['worker_peak_mib'].values()):.0f} MiB")
 
@@ -90,9 +91,9 @@ def _exhaustive_float32_sample(act, impl, workers, n_chunks=32):
         out = eng.map(summarize, [ChunkJob(act, "float32", impl, lo, hi) for lo, hi in pick])
         wall = time.perf_counter() - t0
         peaks = eng.worker_peaks()
-    cpu = sum(s.seconds for s in out)
+    cpu = sum(s.cpu_seconds for s in out)
     return (f"{n_chunks} of the {len(ranges)} float32 chunks ({impl} {act}), evenly spread: {wall:.1f} s wall on "
-            f"{workers} worker(s), {cpu:.1f} s in the chunks ({cpu / n_chunks:.2f} s per chunk); peak per worker "
+            f"{workers} worker(s), {cpu:.1f} CPU s in the chunks ({cpu / n_chunks:.2f} per chunk); peak per worker "
             f"{max(peaks.values()):.0f} MiB; all {len(ranges)} chunks at this rate: "
             f"{wall * len(ranges) / n_chunks / 60:.0f} min")
 
