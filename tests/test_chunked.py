@@ -208,3 +208,28 @@ def test_constant_runs_of_the_exact_implementation_equal_every_point_evaluated(a
     ref = evaluate_points(get_activation(act), fmt, "exact", P)
     for a, b in zip(fast[:4], ref[:4]):
         assert np.array_equal(a, b)
+
+
+@pytest.fixture
+def registry(monkeypatch):
+    import condcheck.activations as A
+    monkeypatch.setattr(A, "_REGISTRY", dict(A._REGISTRY))
+    monkeypatch.setattr(A, "_ALIASES", dict(A._ALIASES))
+    monkeypatch.setattr(A, "_PLUGINS", {"loaded": True, "errors": []})
+
+
+def test_a_callable_plugin_is_checked_chunk_by_chunk_as_its_trusted_path_computes(registry):
+    import mpmath
+
+    from condcheck.activations import register_activation
+    act = register_activation("tanh_callable", function=mpmath.tanh, derivative=lambda t: 1 / mpmath.cosh(t) ** 2)
+    r = get_rounded(act, "float8_e4m3")
+    got, info = check_chunked(r, source="direct", chunk_magnitudes=13, runner=SerialRunner())
+    for key, module in CHECKERS:
+        ref = module.check_exhaustive(r)
+        assert (got[key].holds, got[key].witness) == (ref.holds, ref.witness)
+    assert "callable, trusted" in info["sigma_source"]
+    # on float32 (its chunks would take days on two cores: docs/scale.md), one small chunk: the built-in's values
+    c = evaluate(ChunkJob(act, "float32", "exact", 0x3F800000, 0x3F800000 + 64))
+    b = evaluate(ChunkJob("tanh", "float32", "exact", 0x3F800000, 0x3F800000 + 64))
+    assert c.digest == b.digest
