@@ -161,9 +161,11 @@ def sigma_source(rounded) -> str:
     if impl == "exact":
         return ("correctly rounded: float64 interval enclosures of the sympy expression (condcheck.intervals, "
                 "NumpyBackend) rounded at both ends, and the certain path (Arb balls, then mpmath) wherever the two "
-                "ends round differently. ASSUMPTION (not proved): numpy's and scipy's float64 functions are accurate "
-                "within the NumpyBackend's margins (1 ulp after +, -, *, /, sqrt; 4 ulps after every libm/scipy "
-                "function; 8 + 4 t^2 after erfc(t))")
+                "ends round differently; runs of consecutive values on which sigma~ or sigma~' is constant were "
+                "filled from one interval enclosure over the run (mpmath, as the symbolic range check). "
+                "ASSUMPTIONS (not proved): numpy's and scipy's float64 functions are accurate within the "
+                "NumpyBackend's margins (1 ulp after +, -, *, /, sqrt; 4 ulps after every libm/scipy function; "
+                "8 + 4 t^2 after erfc(t)), and mpmath's within 2^-(prec-8) relative")
     return (f"float32-upcast: the expression evaluated by numpy/scipy in float32 arithmetic, one contiguous array per "
             f"chunk, rounded once to {fmt.name}")
 
