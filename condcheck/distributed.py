@@ -182,8 +182,3 @@ class Engine:
 def _short(item) -> str:
     text = repr(item)
     return text if len(text) <= 120 else text[:117] + "..."
-
-
-def make_runner(scheduler=None, workers=None, progress=None, serial: bool = False):
-    """The Engine (a LocalCluster, or the cluster at ``scheduler``), or the SerialRunner."""
-    return SerialRunner(progress) if serial else Engine(scheduler, workers, progress=progress)
