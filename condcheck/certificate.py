@@ -114,4 +114,6 @@ def certificate(result) -> dict:
     if result.source_note:
         cert["sigma_source"] = result.source_note
     cert["seconds"] = round(result.seconds, 3)
+    if getattr(result, "enumeration", None):
+        cert["enumeration"] = result.enumeration        # how a chunked (beyond 16 bits) run enumerated: metadata
     return cert

@@ -132,24 +132,33 @@ def _cell(v) -> str:
 @click.argument("format")
 @click.option("--implementation", "-i", default="exact", show_default=True,
               help="How sigma~ and sigma~' are computed: exact (correctly rounded), float32-upcast, or torch "
-                   "(observed PyTorch CPU table, formats of at most 16 bits).")
+                   "(PyTorch CPU: its table up to 16 bits, its float32 kernels on float32).")
 @click.option("--method", "-m", type=click.Choice(["auto", "exhaustive", "symbolic"]), default="auto",
-              show_default=True, help="auto: enumerate formats of at most 16 bits, symbolic beyond; symbolic: "
+              show_default=True, help="auto: enumerate formats of at most 16 bits, symbolic beyond; exhaustive: "
+                                      "enumerate every value (float32: 2^32 values in chunks on Dask); symbolic: "
                                       "the certified symbolic checkers on any format.")
+@click.option("--scheduler", default=None, metavar="tcp://HOST:PORT",
+              help="With --method exhaustive beyond 16 bits: run the chunks on this Dask cluster (default: a local "
+                   "cluster of worker processes on all cores).")
+@click.option("--workers", type=click.IntRange(min=1), default=None,
+              help="Worker processes of the local Dask cluster (default: all usable cores).")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar (it is shown only when stderr is a terminal).")
 @click.option("--json", "as_json", is_flag=True, help="Print the condition certificate (SPEC 6) as JSON.")
-def check(activation, format, implementation, method, as_json):
+def check(activation, format, implementation, method, scheduler, workers, quiet, as_json):
     """Decide Conditions 1-3 for an activation on a format.
 
     \b
     Examples:
       condcheck check gelu float8_e4m3
       condcheck check relu b3_6 --json
+      condcheck check tanh float32 --implementation torch --method exhaustive
     Conditions are checked under finite semantics (SPEC 2.1); the output says so.
     Exit status 0 when all conditions hold, 1 when one fails, 3 when undecided, 2 on bad input.
     """
     from .check import check_activation
 
-    res = check_activation(activation, format, implementation, method)
+    res = check_activation(activation, format, implementation, method, scheduler=scheduler, workers=workers,
+                           progress=False if quiet else None)
     click.echo(json.dumps(res.to_certificate(), indent=1) if as_json else res.text())
     sys.exit({True: 0, False: 1, None: 3}[res.holds])
 

@@ -25,7 +25,8 @@ Implementations are named (:data:`IMPLEMENTATIONS`):
 * ``"torch"``: an observed table from PyTorch CPU (formats of at most 16 bits):
   sigma~ from the forward op and sigma~' from torch.autograd at every value of the format, in the
   format's torch dtype where torch computes the op (float16, bfloat16), through float32 otherwise
-  (then rounded to the format exactly).  See :mod:`condcheck.torch_impl`.
+  (then rounded to the format exactly).  Beyond 16 bits (float32) no table: torch's float32 op and
+  autograd at the points asked for.  See :mod:`condcheck.torch_impl`.
 
 Callable activations (``register_activation(name, function=f, derivative=df)``): sympy enclosures are
 not available, so "exact" rounds a *trusted* value instead of a certified one (:func:`callable_round`):
@@ -545,13 +546,36 @@ class Table:
 
 def _evaluate(act: Activation, fmt: Format, impl: str, derivative: bool, pts):
     if impl == "torch":
-        raise CondcheckError(f"the torch implementation is an observed table for formats of at most 16 bits; "
-                             f"{fmt.name} has {fmt.bits}")
+        from .torch_impl import torch_points
+        s, so, d, do = torch_points(act, fmt, pts)
+        return (d, do, 0) if derivative else (s, so, 0)
     if impl == "exact":
         if act.is_callable:
             return _callable_array(act, derivative, pts, fmt)
         return _exact_fast(act.derivative if derivative else act.expr, pts, fmt)
     return _upcast(act, derivative, pts, fmt)
+
+
+def evaluate_points(act: Activation, fmt: Format, impl: str, pts: np.ndarray):
+    """(sigma~, its overflow mask, sigma~', its overflow mask, certain-path evaluations) at float64 points
+    of a format inside float64, as the implementation computes them, vectorized: "exact" by the float64
+    interval enclosures rounded at both ends with the certain path where they disagree (or the trusted
+    callable path), "float32-upcast" in float32 arithmetic, "torch" by PyTorch's CPU op and autograd
+    (:func:`condcheck.torch_impl.torch_points`, formats of more than 16 bits).  Overflowed values are
+    +-inf.  The chunked exhaustive checks (:mod:`conditions.chunks`) evaluate their chunks with it."""
+    if impl == "torch":
+        from .torch_impl import torch_points
+        s, so, d, do = torch_points(act, fmt, pts)
+        return s, so, d, do, 0
+    s, so, sf = evaluate_array(act, fmt, impl, False, pts)
+    d, do, df = evaluate_array(act, fmt, impl, True, pts)
+    return s, so, d, do, sf + df
+
+
+def evaluate_array(act: Activation, fmt: Format, impl: str, derivative: bool, pts: np.ndarray):
+    """(values, overflow mask, certain-path evaluations) of sigma~ or sigma~' alone (see
+    :func:`evaluate_points`)."""
+    return _evaluate(act, fmt, impl, derivative, pts)
 
 
 @lru_cache(maxsize=None)

@@ -122,9 +122,11 @@ def test_a_plug_in_with_a_torch_function_uses_it_and_one_without_is_refused_clea
         check_activation("softsign_no_torch", "bfloat16", "torch")
 
 
-def test_the_torch_implementation_refuses_formats_wider_than_16_bits():
-    with pytest.raises(CondcheckError, match="at most 16 bits"):
-        check_activation("gelu", "float32", "torch")
+def test_the_torch_implementation_of_float32_is_torchs_float32_kernel_not_a_table():
+    res = check_activation("gelu", "float32", "torch")            # symbolic: witnesses evaluated by torch
+    assert "native float32" in res.source_note and res.conditions["1"]["holds"] is None
+    with pytest.raises(CondcheckError, match="computes in float32"):
+        check_activation("gelu", "float64", "torch")
 
 
 def test_the_comparison_counts_what_the_tables_say():

@@ -2,7 +2,9 @@
 
 A certificate is a list of statements about one (activation, format, implementation).  Every field is
 either a **statement**, which ``condcheck recheck`` re-derives, or **metadata**, which states nothing
-about sigma and F and is not read.  Metadata: ``seconds`` (optional).  Everything else is a statement,
+about sigma and F and is not read.  Metadata: ``seconds`` and ``enumeration`` (how a chunked run beyond
+16 bits enumerated the format; such a run's exhaustive verdicts are refused, as recheck enumerates at most
+16 bits) (optional).  Everything else is a statement,
 and a field this schema does not name is refused, so that no fact can ride along unchecked.  The
 search's free-text log (``evidence``, ``reason`` of the checkers) is not part of the certificate; it is
 in the text output of ``condcheck check`` and in the LaTeX report.
@@ -59,7 +61,7 @@ EXHAUSTIVE_BITS = 16
 TOP_FIELDS = ("schema", "activation", "format", "implementation", "semantics", "holds", "conditions",
               "theorem_branch", "M_sigma", "H_sigma", "constants_source", "depth_bounds")
 OPTIONAL_TOP_FIELDS = ("sigma_source",)
-METADATA_FIELDS = ("seconds",)
+METADATA_FIELDS = ("seconds", "enumeration")
 CONDITION_FIELDS = ("verdict", "holds", "method", "witness", "failing_clause", "counterexample")
 
 BRANCHES = {"main": "main (E >= 6)", "low": "low-exponent appendix (E = 4, 5)", "none": "not covered (E < 4)"}
