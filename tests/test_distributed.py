@@ -132,3 +132,8 @@ def test_check_quiet_turns_the_progress_bar_off(monkeypatch):
     assert seen["progress"] is False
     CliRunner().invoke(main, ["check", "tanh", "float32", "--method", "exhaustive"])
     assert seen["progress"] is None                          # on exactly when stderr is a terminal
+
+
+def test_every_local_worker_is_limited_to_2_gib(engine):
+    limits = [w["memory_limit"] for w in engine.client.scheduler_info()["workers"].values()]
+    assert len(limits) == 2 and all(lim == 2 * 1024 ** 3 for lim in limits)
