@@ -2,9 +2,9 @@
 checker, for every built-in activation: the same verdicts, and witnesses that are equal or, where the
 symbolic checker picks among its candidate points what the exhaustive checker picks among all values,
 both valid and the exhaustive one first in the documented preference order; and recheck re-derives every
-point of the exhaustive certificate.  ``-m slow``: about 15 CPU minutes per activation at the measured
-per-chunk cost (docs/scale.md), so some 3 CPU hours for the twelve; the wall time on this machine depends
-on its load."""
+point of the exhaustive certificate.  ``-m slow``: 35-80 CPU minutes per activation at the per-chunk
+cost measured for tanh, sigmoid and gelu (1,020 chunks x 2-4.5 s, docs/scale.md), roughly 7-16 CPU hours
+for the twelve; not run in full yet."""
 import json
 from fractions import Fraction
 
