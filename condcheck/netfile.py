@@ -1,16 +1,16 @@
-"""The network file of SPEC section 6 (``schema: "condcheck.network/1"``): read and write.
+"""The network file of docs/file-formats.md (``schema: "condcheck.network/1"``): read and write.
 
 Every number is ``float.hex()`` of its exact value; the reader accepts exactly the hexadecimal forms of
 :mod:`condcheck.hexfloat` (``0x1.8p+1``, ``-0x1.0000000000000p-3``; ``0x`` and ``p`` required) whose
 value is a float64, and refuses anything else -- ``"10"``, ``1.5``, ``"inf"`` -- naming the field.
-``"semantics"``: ``"finite"`` or ``"ieee"`` (SPEC 2.1, ``condcheck.ieee``); a file without it is read as
+``"semantics"``: ``"finite"`` or ``"ieee"`` (docs/semantics.md, ``condcheck.ieee``); a file without it is read as
 ``"finite"``; ``"implementation"`` defaults to ``"exact"``; ``"input_dim"`` (optional) must equal the first
-layer's inputs.  Weights are written as the dense list of rows the SPEC shows; a matrix with more than
+layer's inputs.  Weights are written as the dense list of rows; a matrix with more than
 ``DENSE_LIMIT`` entries is written as ``"weight_sparse"``:
 ``{"shape": [outputs, inputs], "entries": [[row, column, hex], ...]}`` (rows, then columns, ascending,
 no repeats), which readers accept in place of ``"weight"``.
 
-The reader checks everything before a network is built: no field outside the SPEC's (top level, layers,
+The reader checks everything before a network is built: no field outside the documented ones (top level, layers,
 claim), known format, activation, implementation and semantics names, rows of equal length, each
 layer's inputs equal to the previous layer's outputs (and to ``input_dim``), one output at the end, every
 number a value of the format, and a claim of the theorem's shape: N points of d numbers, N values, and
@@ -37,7 +37,7 @@ DENSE_LIMIT = 1 << 20
 
 @dataclass
 class Claim:
-    """What a network file claims: values and AD gradients at listed inputs (SPEC 6).
+    """What a network file claims: values and AD gradients at listed inputs (docs/file-formats.md).
 
     Theorem 5: ``upstream`` has shape (N,), ``gradients`` (N, d).
     Theorem 7: ``upstream`` has shape (K,) (every y covered), ``gradients`` (N, K, d).
@@ -315,7 +315,7 @@ def save_network(path, net: Network, claim: Claim | None = None) -> None:
 
 
 def load_network(path) -> tuple[Network, Claim | None]:
-    """Read and check a network file (SPEC 6); errors are one-line CondcheckErrors naming the field."""
+    """Read and check a network file (docs/file-formats.md); errors are one-line CondcheckErrors naming the field."""
     if not isinstance(path, (str, os.PathLike)):
         raise CondcheckError(f"a network file is named by a path, not a {type(path).__name__}")
     p = Path(path)

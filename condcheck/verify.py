@@ -1,4 +1,4 @@
-"""Check a network's claim exactly, on every listed input (SPEC 6).
+"""Check a network's claim exactly, on every listed input (docs/file-formats.md).
 
 A claim holds when for every point the forward value equals the claimed value and, for every listed
 upstream value, ``D_(f,x)(y)`` equals the claimed gradient, by value (``+0 == -0``), with no overflow

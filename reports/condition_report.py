@@ -229,7 +229,7 @@ def write_report(activation, format, implementation: str = "exact", out=DEFAULT_
                                          for k in ("1", "2", "3")),
                  figure=figure,
                  constants_note=("$M_\\sigma$ and $H_\\sigma$ are the paper's values for its six activations "
-                                 "(SPEC section 4)." if cert["M_sigma"] is not None else
+                                 "(arXiv 2605.01702)." if cert["M_sigma"] is not None else
                                  "The paper states $M_\\sigma$ and $H_\\sigma$ only for its six activations."))
     tex_path = out / f"{name}.tex"
     tex_path.write_text(tex)

@@ -1,4 +1,4 @@
-"""Network files (SPEC 6), claim verification, and `condcheck verify`."""
+"""Network files (docs/file-formats.md), claim verification, and `condcheck verify`."""
 import json
 
 import numpy as np
