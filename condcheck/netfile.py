@@ -315,7 +315,18 @@ def save_network(path, net: Network, claim: Claim | None = None) -> None:
 
 
 def load_network(path) -> tuple[Network, Claim | None]:
-    """Read and check a network file (docs/file-formats.md); errors are one-line CondcheckErrors naming the field."""
+    """Read and check a network file (docs/file-formats.md); errors are one-line CondcheckErrors naming the field.
+
+    >>> import os, tempfile
+    >>> from condcheck import construct_theorem5, load_network, save_network
+    >>> net, claim = construct_theorem5("relu", "float8_e4m3", [[-1.0], [0.5]], [0.25, 2.0], [1.0, 0.5],
+    ...                                 [[3.0], [-0.5]])
+    >>> path = os.path.join(tempfile.mkdtemp(), "net.json")
+    >>> save_network(path, net, claim)
+    >>> net2, claim2 = load_network(path)
+    >>> net2.widths == net.widths, claim2.theorem, claim2.values.tolist()
+    (True, 5, [0.25, 2.0])
+    """
     if not isinstance(path, (str, os.PathLike)):
         raise CondcheckError(f"a network file is named by a path, not a {type(path).__name__}")
     p = Path(path)

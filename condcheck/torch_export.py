@@ -229,7 +229,18 @@ def to_torch(net: Network, activation: str | None = None):
 
     ``module(X)`` takes an (N, d) tensor or array of inputs and returns the N outputs (float64 tensor of
     exact values); gradients come from ``torch.autograd.grad(out, X, upstream)`` with X a float64
-    tensor that requires grad (see :func:`torch_value_and_gradient`)."""
+    tensor that requires grad (see :func:`torch_value_and_gradient`).
+
+    >>> import torch
+    >>> from condcheck import construct_theorem5, to_torch
+    >>> net, claim = construct_theorem5("relu", "float8_e4m3", [[-1.0], [0.5]], [0.25, 2.0], [1.0, 0.5],
+    ...                                 [[3.0], [-0.5]])
+    >>> x = torch.tensor([[-1.0], [0.5]], dtype=torch.float64, requires_grad=True)
+    >>> out = to_torch(net)(x)
+    >>> (gx,) = torch.autograd.grad(out, x, torch.tensor([1.0, 0.5], dtype=torch.float64))
+    >>> out.tolist(), gx.ravel().tolist()
+    ([0.25, 2.0], [3.0, -0.5])
+    """
     torch = _torch()
     if activation is None:
         activation = "torch" if net.implementation == "torch" else "table"
