@@ -5,10 +5,10 @@ Every number is ``float.hex()`` of its exact value; the reader accepts exactly t
 value is a float64, and refuses anything else -- ``"10"``, ``1.5``, ``"inf"`` -- naming the field.
 ``"semantics"``: ``"finite"`` or ``"ieee"`` (docs/semantics.md, ``condcheck.ieee``); a file without it is read as
 ``"finite"``; ``"implementation"`` defaults to ``"exact"``; ``"input_dim"`` (optional) must equal the first
-layer's inputs.  Weights are written as the dense list of rows; a matrix with more than
-``DENSE_LIMIT`` entries is written as ``"weight_sparse"``:
-``{"shape": [outputs, inputs], "entries": [[row, column, hex], ...]}`` (rows, then columns, ascending,
-no repeats), which readers accept in place of ``"weight"``.
+layer's inputs.  A weight matrix is written as ``"weight"`` (the dense list of rows) or as
+``"weight_sparse"``: ``{"shape": [outputs, inputs], "entries": [[row, column, hex], ...]}`` (rows, then
+columns, ascending, no repeats), whichever is the shorter text (:func:`weight_entry`); readers accept
+either.  The schema name carries the version of the file format (``/1``).
 
 The reader checks everything before a network is built: no field outside the documented ones (top level, layers,
 claim), known format, activation, implementation and semantics names, rows of equal length, each
@@ -32,7 +32,6 @@ from .hexfloat import HexFloatError, parse_float64
 from .network import Layer, Network
 
 SCHEMA = "condcheck.network/1"
-DENSE_LIMIT = 1 << 20
 
 
 @dataclass
@@ -72,19 +71,36 @@ def _hex(x: float) -> str:
     return float(x).hex()
 
 
+ZERO_TEXT = len(json.dumps(_hex(0.0)))
+
+
+def weight_entry(weight) -> dict:
+    """``{"weight": rows}`` or ``{"weight_sparse": {...}}``, whichever is the shorter JSON text.
+
+    The lengths are counted from the stored entries (json.dumps' default separators), so no dense
+    matrix is built for a layer that is written sparse."""
+    coo = weight.tocoo()
+    rows, cols = weight.shape
+    order = np.lexsort((coo.col, coo.row))
+    texts = [json.dumps(_hex(w)) for w in coo.data[order]]
+    stored = sum(map(len, texts))
+    # dense: [[a, b], [c, d]] -- every entry quoted, ", " between entries and between rows
+    dense = 2 + rows * 2 + max(rows - 1, 0) * 2 + rows * max(cols - 1, 0) * 2 + stored \
+        + (rows * cols - len(texts)) * ZERO_TEXT
+    # sparse: {"shape": [r, c], "entries": [[i, j, "hex"], ...]}
+    index_text = sum(len(str(int(i))) + len(str(int(j))) for i, j in zip(coo.row, coo.col))
+    sparse = len(json.dumps({"shape": [rows, cols], "entries": []})) + stored + index_text \
+        + len(texts) * 6 + max(len(texts) - 1, 0) * 2
+    if dense <= sparse:
+        return {"weight": [[_hex(w) for w in row] for row in weight.toarray()]}
+    return {"weight_sparse": {"shape": [rows, cols],
+                              "entries": [[int(coo.row[k]), int(coo.col[k]), _hex(coo.data[k])] for k in order]}}
+
+
 def network_to_dict(net: Network, claim: Claim | None = None) -> dict:
     layers = []
     for layer in net.layers:
-        rows, cols = layer.shape
-        entry: dict = {}
-        if rows * cols <= DENSE_LIMIT:
-            dense = layer.weight.toarray()
-            entry["weight"] = [[_hex(w) for w in row] for row in dense]
-        else:
-            coo = layer.weight.tocoo()
-            order = np.lexsort((coo.col, coo.row))
-            entry["weight_sparse"] = {"shape": [rows, cols],
-                                      "entries": [[int(coo.row[k]), int(coo.col[k]), _hex(coo.data[k])] for k in order]}
+        entry = weight_entry(layer.weight)
         entry["bias"] = [_hex(b) for b in layer.bias]
         layers.append(entry)
     out = {"schema": SCHEMA, "format": net.format.name, "activation": net.activation,
