@@ -302,7 +302,7 @@ def _interpreter():
             f"({net.nonzero_parameters:,} nonzero parameters)")
 
 
-def _whole_process(args, cwd=None) -> tuple[float, float, float]:
+def whole_process(args, cwd=None) -> tuple[float, float, float]:
     """Wall seconds, CPU seconds and peak resident MiB of one ``python -m condcheck ARGS`` process, start-up
     included (CPU seconds: the figure to compare on a loaded machine)."""
     import os
@@ -321,7 +321,7 @@ def _whole_process(args, cwd=None) -> tuple[float, float, float]:
 
 
 def _front_door(args, limit: float) -> str:
-    seconds, cpu, peak = _whole_process(args)
+    seconds, cpu, peak = whole_process(args)
     return (f"condcheck {' '.join(args)}: {seconds:.2f} s whole process, {cpu:.2f} CPU s (target {limit} s), "
             f"peak {peak:.1f} MiB; {'within' if seconds < limit else 'OVER'} the target")
 
@@ -339,10 +339,10 @@ def _verify_vs_construct(theorem: str, act: str, fmt_name: str) -> str:
 
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "net.json")
-        built, built_cpu, built_peak = _whole_process(["construct", theorem, act, fmt_name, "--domain", "full", "--targets",
+        built, built_cpu, built_peak = whole_process(["construct", theorem, act, fmt_name, "--domain", "full", "--targets",
                                             "random:1", "--out", out, "--quiet"])
         size = os.path.getsize(out)
-        checked, checked_cpu, checked_peak = _whole_process(["verify", out, "--quiet"])
+        checked, checked_cpu, checked_peak = whole_process(["verify", out, "--quiet"])
     return (f"{theorem} {act} {fmt_name} full box: construct {built:.2f} s ({built_cpu:.2f} CPU s, peak "
             f"{built_peak:.1f} MiB), file {size / 2**20:.2f} MiB, verify {checked:.2f} s ({checked_cpu:.2f} CPU s, "
             f"peak {checked_peak:.1f} MiB): verify / construct = {checked / built:.2f} (wall), "
