@@ -72,8 +72,6 @@ def test_a_theorem7_construction_shows_its_elapsed_time_on_a_terminal(tmp_path):
             "--out", "net7.json"]
     status, err = _run(args, True, tmp_path)
     assert status == 0 and "constructing and verifying" in err and "elapsed" in err
-    status, err = _run(args + ["-q"], True, tmp_path)
-    assert status == 0 and err == ""
 
 
 def test_no_bar_is_made_when_quiet_or_when_stderr_is_not_a_terminal(monkeypatch):
