@@ -200,7 +200,14 @@ class Report:
 
 def write_report(activation, format, implementation: str = "exact", out=DEFAULT_OUT, figures: bool = True,
                  image_format: str = "png", result: CheckResult | None = None, macros_file: bool = True) -> Report:
-    """Check (unless ``result`` is given) and write ``<stem>.tex``, ``<stem>.json`` and the figure."""
+    """Check (unless ``result`` is given) and write ``<stem>.tex``, ``<stem>.json`` and the figure.
+
+    >>> import tempfile
+    >>> from condcheck import write_report
+    >>> rep = write_report("relu", "float4_e2m1fn", out=tempfile.mkdtemp(), figures=False)
+    >>> rep.tex.name, rep.json.name, rep.result.holds
+    ('relu-float4_e2m1fn.tex', 'relu-float4_e2m1fn.json', True)
+    """
     from condcheck.cli_checks import output_folder
     out = output_folder(out, "out")              # before the check: a folder that cannot be written fails now
     res = result or check_activation(activation, format, implementation)
@@ -229,7 +236,7 @@ def write_report(activation, format, implementation: str = "exact", out=DEFAULT_
                                          for k in ("1", "2", "3")),
                  figure=figure,
                  constants_note=("$M_\\sigma$ and $H_\\sigma$ are the paper's values for its six activations "
-                                 "(SPEC section 4)." if cert["M_sigma"] is not None else
+                                 "(arXiv 2605.01702)." if cert["M_sigma"] is not None else
                                  "The paper states $M_\\sigma$ and $H_\\sigma$ only for its six activations."))
     tex_path = out / f"{name}.tex"
     tex_path.write_text(tex)
