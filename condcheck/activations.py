@@ -41,6 +41,7 @@ Plug-ins (three ways; each gives an :class:`Activation` usable everywhere a buil
 from __future__ import annotations
 
 import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
@@ -303,6 +304,33 @@ _PLUGINS = {"loaded": False, "errors": []}
 def plugin_errors() -> list[str]:
     """One line per plug-in that failed to load (after entry points were loaded)."""
     return list(_PLUGINS["errors"])
+
+
+def plugins_loaded() -> bool:
+    """Whether the entry point plug-ins have been loaded (the first lookup of an unknown name loads them)."""
+    return _PLUGINS["loaded"]
+
+
+def is_registered(name: str) -> bool:
+    """Whether ``name`` is a registered activation or alias now (plug-ins not loaded yet do not count)."""
+    return _taken(name)
+
+
+@contextmanager
+def scoped_registry(plugins_loaded: bool | None = None):
+    """The registry as it is, for a block whose registrations leave no trace: after it the activations,
+    aliases and plug-in state are what they were before (tests; a tool trying activations out).
+    ``plugins_loaded``: whether the entry points count as loaded inside the block (None: as they are;
+    False: the first lookup of an unknown name inside loads them)."""
+    saved = dict(_REGISTRY), dict(_ALIASES), dict(_PLUGINS)
+    if plugins_loaded is not None:
+        _PLUGINS.update(loaded=plugins_loaded, errors=[])
+    try:
+        yield
+    finally:
+        for live, before in zip((_REGISTRY, _ALIASES, _PLUGINS), saved):
+            live.clear()
+            live.update(before)
 
 
 def _entry_points():

@@ -23,13 +23,10 @@ from .activations import PAPER_ACTIVATIONS, get_activation
 from .errors import CondcheckError
 from .formats import Format, get_format
 from .paper import depth_bounds, paper_constants, theorem_branch
-from .rounded_activation import get_rounded
+from .recheck.schema import SCHEMA, SEMANTICS
+from .rounded_activation import get_rounded, source_note
 
-SCHEMA = "condcheck.check/2"
-#: Conditions 1-3 are checked under finite semantics only: the IEEE-through-Inf option (condcheck.ieee)
-#: applies to networks (``Network.semantics``, ``condcheck verify``), not to these checks.
-SEMANTICS = ("finite-only (Inf or NaN anywhere is an error, SPEC 2.1; the IEEE-through-Inf option "
-             "applies to network verification, not to Conditions 1-3)")
+__all__ = ["CheckResult", "SCHEMA", "SEMANTICS", "check_activation", "depth_bounds", "paper_constants", "source_note"]
 
 
 @dataclass
@@ -124,15 +121,3 @@ def check_activation(activation, format, implementation: str = "exact", method: 
     return CheckResult(act.name, fmt.name, rounded.implementation, holds, conditions, theorem_branch(fmt),
                        paper_constants(act.name, fmt), depth_bounds(fmt), time.perf_counter() - t0,
                        verdicts=verdicts, source_note=note, enumeration=enumeration)
-
-
-def source_note(act, fmt: Format, implementation: str) -> str:
-    """"" for certified tables; otherwise how sigma~ and sigma~' were obtained (callable, trusted; torch)."""
-    if implementation == "torch":
-        from .torch_impl import evidence_note
-        return evidence_note(act, fmt)
-    if act.is_callable:
-        how = ("RN_F" if implementation == "exact" else "RN_F(RN_float32(.))")
-        return (f"callable, trusted: {how} of the user's mpmath callables, accepted when two precisions agree "
-                f"away from rounding boundaries (not certified like a sympy expression)")
-    return ""

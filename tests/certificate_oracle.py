@@ -35,10 +35,10 @@ import numpy as np
 
 from conditions import condition1, condition2, condition3
 from condcheck.activations import get_activation
-from condcheck.check import SEMANTICS, source_note
+from condcheck.check import SEMANTICS
 from condcheck.errors import CondcheckError, FormatOverflowError
 from condcheck.formats import get_format
-from condcheck.rounded_activation import get_rounded
+from condcheck.rounded_activation import get_rounded, source_note
 from fp_reference import NearestReference, decode_custom, decode_dtype
 
 DTYPES = {"float4_e2m1fn": ml_dtypes.float4_e2m1fn, "float6_e2m3fn": ml_dtypes.float6_e2m3fn,

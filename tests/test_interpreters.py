@@ -590,8 +590,8 @@ def test_adding_zero_maps_every_index_to_itself_so_the_tables_may_skip_zero_term
 def test_the_tables_interpreter_folds_long_sums_of_mostly_zero_terms_in_by_their_nonzero_terms(monkeypatch):
     import condcheck.interpreters.tables as tables
     calls = []
-    fold = tables._fold_nonzero
-    monkeypatch.setattr(tables, "_fold_nonzero", lambda *a: calls.append(len(a[1])) or fold(*a))
+    fold = tables.fold_nonzero
+    monkeypatch.setattr(tables, "fold_nonzero", lambda *a: calls.append(len(a[1])) or fold(*a))
     rng = np.random.default_rng(3)
     net = _long_sums_network("float8_e4m3", rng, 64, 12)
     X = _values(net.format, rng, (25, 2), 2.0)
