@@ -11,7 +11,7 @@ Implementations are named (:data:`IMPLEMENTATIONS`):
   enclosure of all points at once, accepted where both ends round (``round_array``, exact) to the same
   value; every other point goes through the certain path.  The two paths are the same function: the
   fast path only accepts points where the certain answer is forced.
-  With python-flint installed (:data:`USE_ARB`), the certain path first runs the same strategy on Arb
+  With python-flint installed (``intervals.HAVE_ARB``), the certain path first runs the same strategy on Arb
   balls (``intervals.ArbBackend``: rigorous, no widening assumption; p + 8 bits rounded up to whole
   limbs, doubling; sympy's exact check at :data:`ARB_EXACT_AT_PRECISION` bits), 10-20 times faster
   than mpmath; a point it leaves undecided (a ball that stays unbounded) goes to the mpmath loop.  On
@@ -102,8 +102,6 @@ def _finish(r, fmt: Format, what: str):
 
 
 # ---- the Arb path ----------------------------------------------------------------------------------
-#: Use python-flint's Arb balls first in the certain path (when python-flint is importable).
-USE_ARB = HAVE_ARB
 #: what the Arb path returns for a point it leaves to the mpmath path
 UNDECIDED = object()
 
@@ -223,8 +221,8 @@ def certain_value(comp, q: Fraction, fmt: Format, what, use_arb=None):
     """RN_F of the compiled expression at q; returns a Fraction or +-inf (overflow).  ``what`` names the
     evaluation in the error: a string, or a function giving it (printing a sympy expression costs as
     much as a certified evaluation, so the many-point callers format it only on failure).  Arb first
-    (``use_arb``, default :data:`USE_ARB`), then mpmath for what Arb leaves undecided."""
-    if USE_ARB if use_arb is None else use_arb:
+    (``use_arb``, default: when python-flint is installed), then mpmath for what Arb leaves undecided."""
+    if HAVE_ARB if use_arb is None else use_arb:
         r = certain_arb(comp, q, fmt)
         if r is not UNDECIDED:
             return r
@@ -458,7 +456,7 @@ def _memo_room(n_new: int):
 
 def certain_float(comp, v: float, fmt: Format, what):
     """RN_F at the float v for a format inside float64: a float (+-inf for an overflow)."""
-    if USE_ARB:
+    if HAVE_ARB:
         k = _arb_key(comp, v, fmt)
         if type(k) is tuple:
             return math.ldexp(k[0], k[1])               # exact: a value of fmt is a float64

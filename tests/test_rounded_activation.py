@@ -307,15 +307,18 @@ def test_a_tie_found_only_by_exact_evaluation_rounds_to_even_on_the_arb_path():
 
 
 @pytest.mark.parametrize("name", ["tanh", "gelu"])
-def test_float64_values_without_arb_equal_the_arb_values(monkeypatch, name):
+def test_float64_values_equal_the_mpmath_paths_values_point_by_point(name):
+    """The table path (float64 enclosures, then Arb where python-flint is installed) against the mpmath
+    loop alone at every point."""
+    F = get_format("float64")
     pts = np.array([-3.5, -1e-300, 0.0, 0.75, 2.0 ** 41, -1e300, 5e-324])
     _ra.clear_memo()
-    with_arb = get_rounded(name, "float64").value_array(pts)
+    values, over = get_rounded(name, F).value_array(pts)
     _ra.clear_memo()
-    monkeypatch.setattr(_ra, "USE_ARB", False)
-    without = get_rounded(name, "float64").value_array(pts)
-    _ra.clear_memo()
-    _assert_equal_tables(with_arb[0], with_arb[1], without[0], without[1])
+    comp = compile_expression(get_activation(name).expr)
+    want = [certain_value(comp, Fraction(float(p)), F, "test", use_arb=False) for p in pts]
+    want_over = np.array([isinstance(w, float) for w in want])
+    _assert_equal_tables(values, over, np.array([float(w) for w in want]), want_over)
 
 
 def test_the_memo_of_certified_values_is_bounded(monkeypatch):
