@@ -21,12 +21,14 @@ from conditions import condition1, condition2, condition3
 
 from .activations import PAPER_ACTIVATIONS, get_activation
 from .errors import CondcheckError
-from .formats import Format, get_format
+from .formats import get_format
 from .paper import depth_bounds, paper_constants, theorem_branch
-from .recheck.schema import SCHEMA, SEMANTICS
-from .rounded_activation import get_rounded, source_note
+#: Conditions 1-3 are checked under finite semantics only: the IEEE-through-Inf option (condcheck.ieee)
+#: applies to networks (``Network.semantics``, ``condcheck verify``), not to these checks.
+from .recheck.schema import SEMANTICS
+from .rounded_activation import get_rounded
 
-__all__ = ["CheckResult", "SCHEMA", "SEMANTICS", "check_activation", "depth_bounds", "paper_constants", "source_note"]
+SCHEMA = "condcheck.check/2"
 
 
 @dataclass
@@ -111,7 +113,7 @@ def check_activation(activation, format, implementation: str = "exact", method: 
     for key, module in (("1", condition1), ("2", condition2), ("3", condition3)):
         if key not in verdicts:
             verdicts[key] = module.check_exhaustive(rounded) if exhaustive else module.check_symbolic(rounded)
-    note = source_note(act, fmt, rounded.implementation)
+    note = rounded.source_note
     if note:
         for v in verdicts.values():
             v.evidence = f"{note}; {v.evidence}" if v.evidence else note

@@ -698,6 +698,19 @@ class RoundedActivation:
         """(sigma~(z) as float64, overflow mask) for an array of values of the format (any shape)."""
         return self._array(z, False)
 
+    @property
+    def source_note(self) -> str:
+        """"" when sigma~ and sigma~' are certified; otherwise how they were obtained (a callable, trusted;
+        torch): the check's ``sigma_source``, which ``condcheck recheck`` asks for in the same words."""
+        if self.implementation == "torch":
+            from .torch_impl import evidence_note
+            return evidence_note(self.activation, self.format)
+        if self.activation.is_callable:
+            how = ("RN_F" if self.implementation == "exact" else "RN_F(RN_float32(.))")
+            return (f"callable, trusted: {how} of the user's mpmath callables, accepted when two precisions "
+                    f"agree away from rounding boundaries (not certified like a sympy expression)")
+        return ""
+
     def derivative_array(self, z):
         """(sigma~'(z) as float64, overflow mask)."""
         return self._array(z, True)
@@ -717,19 +730,6 @@ def _rounded(act: Activation, fmt: Format, impl: str) -> RoundedActivation:
 def get_rounded(activation, fmt, implementation: str = "exact") -> RoundedActivation:
     """The rounded activation (cached per activation, format and implementation)."""
     return _rounded(get_activation(activation), get_format(fmt), get_implementation(implementation))
-
-
-def source_note(act: Activation, fmt: Format, implementation: str) -> str:
-    """"" for certified tables; otherwise how sigma~ and sigma~' were obtained (callable, trusted; torch):
-    the check's ``sigma_source``, which ``condcheck recheck`` asks for in the same words."""
-    if implementation == "torch":
-        from .torch_impl import evidence_note
-        return evidence_note(act, fmt)
-    if act.is_callable:
-        how = ("RN_F" if implementation == "exact" else "RN_F(RN_float32(.))")
-        return (f"callable, trusted: {how} of the user's mpmath callables, accepted when two precisions agree "
-                f"away from rounding boundaries (not certified like a sympy expression)")
-    return ""
 
 
 @lru_cache(maxsize=None)
