@@ -289,3 +289,46 @@ split.
   lra.
 - assert (0 <= 2 / sqrt PI * - RInt gauss c y) by (apply Rmult_le_pos; lra). lra.
 Qed.
+
+(** ** Exact values (the points where sigma or sigma' is a dyadic number) *)
+
+Lemma erf_0 : erf 0 = 0.
+Proof. unfold erf. rewrite RInt_point. unfold zero; simpl. ring. Qed.
+
+Lemma elu_0 : elu 0 = 0.
+Proof. rewrite elu_le0, exp_0 by lra. ring. Qed.
+Lemma delu_0 : delu 0 = 1.
+Proof. rewrite delu_le0, exp_0 by lra. reflexivity. Qed.
+
+Lemma gelu_0 : gelu 0 = 0.
+Proof. unfold gelu. field. Qed.
+Lemma dgelu_0 : dgelu 0 = 1 / 2.
+Proof.
+unfold dgelu. replace (0 / sqrt 2) with 0 by (field; generalize sqrt2_pos; lra).
+rewrite erf_0. field. apply Rgt_not_eq, sqrt_lt_R0. generalize PI_RGT_0. lra.
+Qed.
+
+Lemma swish_0 : swish 0 = 0.
+Proof. unfold swish. rewrite Ropp_0, exp_0. field. Qed.
+Lemma dswish_0 : dswish 0 = 1 / 2.
+Proof. unfold dswish. rewrite Ropp_0, exp_0. field. Qed.
+
+Lemma sigmoid_0 : sigmoid 0 = 1 / 2.
+Proof. unfold sigmoid. rewrite Ropp_0, exp_0. field. Qed.
+Lemma dsigmoid_0 : dsigmoid 0 = 1 / 4.
+Proof. unfold dsigmoid. rewrite Ropp_0, exp_0. field. Qed.
+
+Lemma tanh_0 : tanh 0 = 0.
+Proof. rewrite tanh_exp, Ropp_0, exp_0. field. Qed.
+Lemma dtanh_0 : dtanh 0 = 1.
+Proof. unfold dtanh. rewrite tanh_0. ring. Qed.
+
+(** ** erf beyond a cutoff, from bounds of erf at the cutoff *)
+
+Lemma erf_below_cutoff : forall c lo hi y, y <= c < 0 -> lo <= erf c <= hi ->
+  lo - exp (- (c * c)) / (- c * sqrt PI) <= erf y <= hi.
+Proof. intros c lo hi y Hy Hc. generalize (erf_lower_tail c y Hy). lra. Qed.
+
+Lemma erf_above_cutoff : forall c lo hi y, 0 < c <= y -> lo <= erf c <= hi ->
+  lo <= erf y <= hi + exp (- (c * c)) / (c * sqrt PI).
+Proof. intros c lo hi y Hy Hc. generalize (erf_upper_tail c y Hy). lra. Qed.

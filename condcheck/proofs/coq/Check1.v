@@ -44,54 +44,54 @@ destruct (sfin_sound F A fs Hfs d v E1) as [S1 _]. destruct (dfin_sound F A fd H
 split; congruence.
 Qed.
 
-Definition check1 (zd live b zero pas : dyadic) (kc ke : Z) : bool :=
-  match sfin negOm with
-  | None => false
-  | Some L =>
-    is_value_b F zd && Dleb (neg_half_Omega F) zd && dead_below zd L &&
-    is_value_b F live && Dltb zd live && negb (opt_eqb (sfin live) L) && is_Some (sfin live) &&
-    is_value_b F b && opt_eqb (sfin b) (Dpow2 kc) &&
-    is_value_b F zero && opt_eqb (sfin zero) Dzero &&
-    is_value_b F pas && Dltb zd pas &&
-      match dfin pas with Some v => Deqb (Fabs v) (Dpow2 ke) | None => false end
-  end.
+(** Every clause at the certificate's witness, with the rounded values it states. *)
+Definition check1 (w : witness1) : bool :=
+  let zd := w1_z_d w in let L := w1_L w in
+  opt_eqb (sfin negOm) L &&
+  is_value_b F zd && Dleb (neg_half_Omega F) zd && dead_below zd L &&
+  is_value_b F (w1_live w) && Dltb zd (w1_live w) && opt_eqb (sfin (w1_live w)) (w1_sigma_live w) &&
+  negb (Deqb (w1_sigma_live w) L) &&
+  is_value_b F (w1_constant w) && opt_eqb (sfin (w1_constant w)) (w1_sigma_constant w) &&
+  is_pow2_b F (w1_sigma_constant w) &&
+  is_value_b F (w1_zero w) && opt_eqb (sfin (w1_zero w)) Dzero &&
+  is_value_b F (w1_pass w) && Dltb zd (w1_pass w) && opt_eqb (dfin (w1_pass w)) (w1_dsigma_pass w) &&
+  is_pow2_b F (Fabs (w1_dsigma_pass w)).
 
-Theorem check1_sound : forall zd live b zero pas kc ke,
-  check1 zd live b zero pas kc ke = true -> Condition1 F A.
+Lemma opt_eqb_sfin : forall z v, opt_eqb (sfin z) v = true ->
+  sigma_tilde F A (F2R z) = F2R v /\ no_overflow F (sigma A (F2R z)).
 Proof.
-intros zd live b zero pas kc ke H. unfold check1 in H.
-destruct (sfin negOm) as [L|] eqn:EL; [|discriminate].
-rewrite !andb_true_iff in H.
-destruct H as [[[[[[[[[[[[[H1 H2] H3] H4] H5] H6] H7] H8] H9] H10] H11] H12] H13] H14].
-destruct (sfin_sound F A fs Hfs negOm L EL) as [SL [NL _]].
-rewrite F2R_negOm in SL, NL.
-unfold Condition1. cbv zeta. rewrite SL.
-exists (F2R zd). split; [now apply is_value_b_sound|].
-split; [apply Dleb_iff in H2; now rewrite F2R_neg_half_Omega in H2|].
-split; [split; [exact NL|]; now apply (dead_below_sound zd L)|].
-split.
-{ (* (b) *)
-  exists (F2R live). split; [now apply is_value_b_sound|]. split; [now apply Dltb_iff|].
-  destruct (sfin live) as [v|] eqn:E; [|discriminate].
-  destruct (sfin_sound F A fs Hfs live v E) as [S1 [N1 _]]. split; [exact N1|].
-  rewrite S1. unfold opt_eqb in H6. apply negb_true_iff, Deqb_false_iff in H6. exact H6. }
-split.
-{ (* (c) *)
-  exists (F2R b). split; [now apply is_value_b_sound|].
-  unfold opt_eqb in H9. destruct (sfin b) as [v|] eqn:E; [|discriminate].
-  destruct (sfin_sound F A fs Hfs b v E) as [S1 [N1 _]]. split; [exact N1|].
-  exists kc. rewrite S1. apply Deqb_iff in H9. now rewrite H9, F2R_Dpow2. }
-split.
-{ (* (d) *)
-  exists (F2R zero). split; [now apply is_value_b_sound|].
-  unfold opt_eqb in H11. destruct (sfin zero) as [v|] eqn:E; [|discriminate].
-  destruct (sfin_sound F A fs Hfs zero v E) as [S1 _].
-  rewrite S1. apply Deqb_iff in H11. now rewrite H11, F2R_Dzero. }
-(* (e) *)
-exists (F2R pas). split; [now apply is_value_b_sound|]. split; [now apply Dltb_iff|].
-destruct (dfin pas) as [v|] eqn:E; [|discriminate].
-destruct (dfin_sound F A fd Hfd pas v E) as [S1 [N1 _]]. split; [exact N1|].
-exists ke. rewrite S1. apply Deqb_iff in H14. now rewrite <- F2R_abs, H14, F2R_Dpow2.
+intros z v H. unfold opt_eqb in H. destruct (sfin z) as [u|] eqn:E; [|discriminate].
+apply Deqb_iff in H. destruct (sfin_sound F A fs Hfs z u E) as [S [N _]]. rewrite <- H. auto.
+Qed.
+
+Lemma opt_eqb_dfin : forall z v, opt_eqb (dfin z) v = true ->
+  dsigma_tilde F A (F2R z) = F2R v /\ no_overflow F (dsigma A (F2R z)).
+Proof.
+intros z v H. unfold opt_eqb in H. destruct (dfin z) as [u|] eqn:E; [|discriminate].
+apply Deqb_iff in H. destruct (dfin_sound F A fd Hfd z u E) as [S [N _]]. rewrite <- H. auto.
+Qed.
+
+Theorem check1_sound : forall w, check1 w = true -> Condition1_at F A w.
+Proof.
+intros w H. unfold check1 in H. rewrite !andb_true_iff in H.
+destruct H as [[[[[[[[[[[[[[[[H1 H2] H3] H4] H5] H6] H7] H8] H9] H10] H11] H12] H13] H14] H15] H16] H17].
+destruct (opt_eqb_sfin negOm _ H1) as [SL NL]. rewrite F2R_negOm in SL, NL.
+unfold Condition1_at. cbv zeta.
+split; [now apply is_value_b_sound|].
+split; [apply Dleb_iff in H3; now rewrite F2R_neg_half_Omega in H3|].
+split; [exact NL|]. split; [exact SL|].
+split; [now apply (dead_below_sound _ _ H4)|].
+destruct (opt_eqb_sfin _ _ H7) as [S7 N7].
+split; [now apply is_value_b_sound|]. split; [now apply Dltb_iff|]. split; [exact N7|]. split; [exact S7|].
+split; [apply negb_true_iff, Deqb_false_iff in H8; exact H8|].
+destruct (opt_eqb_sfin _ _ H10) as [S10 N10].
+split; [now apply is_value_b_sound|]. split; [exact N10|]. split; [exact S10|].
+split; [now apply (is_pow2_b_sound F)|].
+destruct (opt_eqb_sfin _ _ H13) as [S13 _].
+split; [now apply is_value_b_sound|]. split; [now rewrite S13, F2R_Dzero|].
+destruct (opt_eqb_dfin _ _ H16) as [S16 N16].
+split; [now apply is_value_b_sound|]. split; [now apply Dltb_iff|]. split; [exact N16|]. split; [exact S16|].
+destruct (is_pow2_b_sound F _ H17) as [k Hk]. exists k. now rewrite <- F2R_abs.
 Qed.
 
 (** ** Refutation from facts at every value of F *)

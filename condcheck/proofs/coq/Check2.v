@@ -57,40 +57,52 @@ Definition Dmaxabs (s0 s1 : dyadic) : dyadic := Dmax (Fabs s0) (Fabs s1).
 Lemma F2R_Dmaxabs : forall s0 s1, F2R (Dmaxabs s0 s1) = Rmax (Rabs (F2R s0)) (Rabs (F2R s1)).
 Proof. intros s0 s1. unfold Dmaxabs. now rewrite F2R_Dmax, !F2R_abs. Qed.
 
-Definition check2 (d0 d1 : dyadic) (eta0 eta1 eta2 k : Z) : bool :=
-  is_value_b F d0 && is_value_b F d1 &&
-  match pair_vals d0 d1 with
-  | None => false
-  | Some (s0, s1, ds0, ds1) =>
-    clause_i s0 s1 &&
-    (1 <=? eta0)%Z && Dleb (Fmult (Dpow2 eta0) (Fabs ds0)) (Fabs ds1) &&
-    Deqb (Fabs ds1) (Dpow2 k) && (- f_M F <=? k)%Z && (k <=? 0)%Z &&
-    (- k <=? eta1)%Z && (eta1 <=? f_emax F)%Z && (k <=? eta2)%Z && (eta2 <=? - f_emin F + f_M F)%Z &&
-    Dleb (Dpow2 (f_emin F + eta2)) (Dmaxabs s0 s1) && Dleb (Dmaxabs s0 s1) (Dpow2 (f_emax F - eta1))
-  end.
+(** Every clause at the certificate's witness, with the rounded values it states. *)
+Definition check2 (w : witness2) : bool :=
+  let s0 := w2_sigma_0 w in let s1 := w2_sigma_1 w in
+  let ds0 := w2_dsigma_0 w in let ds1 := w2_dsigma_1 w in let k := w2_k w in
+  is_value_b F (w2_delta_0 w) && is_value_b F (w2_delta_1 w) &&
+  opt_eqb (sfin (w2_delta_0 w)) s0 && opt_eqb (sfin (w2_delta_1 w)) s1 &&
+  opt_eqb (dfin (w2_delta_0 w)) ds0 && opt_eqb (dfin (w2_delta_1 w)) ds1 &&
+  clause_i s0 s1 &&
+  (1 <=? w2_eta_0 w)%Z && Dleb (Fmult (Dpow2 (w2_eta_0 w)) (Fabs ds0)) (Fabs ds1) &&
+  Deqb (Fabs ds1) (Dpow2 k) && (- f_M F <=? k)%Z && (k <=? 0)%Z &&
+  (- k <=? w2_eta_1 w)%Z && (w2_eta_1 w <=? f_emax F)%Z &&
+  (k <=? w2_eta_2 w)%Z && (w2_eta_2 w <=? - f_emin F + f_M F)%Z &&
+  Dleb (Dpow2 (f_emin F + w2_eta_2 w)) (Dmaxabs s0 s1) && Dleb (Dmaxabs s0 s1) (Dpow2 (f_emax F - w2_eta_1 w)).
 
-Theorem check2_sound : forall d0 d1 eta0 eta1 eta2 k,
-  check2 d0 d1 eta0 eta1 eta2 k = true -> Condition2 F A.
+Lemma opt_eqb_sfin2 : forall z v, opt_eqb (sfin z) v = true ->
+  sigma_tilde F A (F2R z) = F2R v /\ no_overflow F (sigma A (F2R z)).
 Proof.
-intros d0 d1 eta0 eta1 eta2 k H. unfold check2 in H.
-rewrite !andb_true_iff in H. destruct H as [[V0 V1] H].
-destruct (pair_vals d0 d1) as [[[[s0 s1] ds0] ds1]|] eqn:E; [|discriminate].
-destruct (pair_vals_sound _ _ _ _ _ _ E) as [E0 [E1 [E2 E3]]].
-destruct (sfin_sound F A fs Hfs d0 s0 E0) as [S0 [N0 _]].
-destruct (sfin_sound F A fs Hfs d1 s1 E1) as [S1 [N1 _]].
-destruct (dfin_sound F A fd Hfd d0 ds0 E2) as [D0 [M0 _]].
-destruct (dfin_sound F A fd Hfd d1 ds1 E3) as [D1 [M1 _]].
-rewrite !andb_true_iff in H.
-destruct H as [[[[[[[[[[[Hi He0] Hle] Hk] Hk1] Hk2] He1] He1'] He2] He2'] Hiv1] Hiv2].
+intros z v H. unfold opt_eqb in H. destruct (sfin z) as [u|] eqn:E; [|discriminate].
+apply Deqb_iff in H. destruct (sfin_sound F A fs Hfs z u E) as [S [N _]]. rewrite <- H. auto.
+Qed.
+
+Lemma opt_eqb_dfin2 : forall z v, opt_eqb (dfin z) v = true ->
+  dsigma_tilde F A (F2R z) = F2R v /\ no_overflow F (dsigma A (F2R z)).
+Proof.
+intros z v H. unfold opt_eqb in H. destruct (dfin z) as [u|] eqn:E; [|discriminate].
+apply Deqb_iff in H. destruct (dfin_sound F A fd Hfd z u E) as [S [N _]]. rewrite <- H. auto.
+Qed.
+
+Theorem check2_sound : forall w, check2 w = true -> Condition2_at F A w.
+Proof.
+intros w H. unfold check2 in H. rewrite !andb_true_iff in H.
+destruct H as [[[[[[[[[[[[[[[[[V0 V1] E0] E1] E2] E3] Hi] He0] Hle] Hk] Hk1] Hk2] He1] He1'] He2] He2'] Hiv1] Hiv2].
+destruct (opt_eqb_sfin2 _ _ E0) as [S0 N0]. destruct (opt_eqb_sfin2 _ _ E1) as [S1 N1].
+destruct (opt_eqb_dfin2 _ _ E2) as [D0 M0]. destruct (opt_eqb_dfin2 _ _ E3) as [D1 M1].
 apply Z.leb_le in He0, Hk1, Hk2, He1, He1', He2, He2'.
 apply clause_i_iff in Hi. apply Dleb_iff in Hle, Hiv1, Hiv2. apply Deqb_iff in Hk.
 rewrite F2R_mult, !F2R_abs, F2R_Dpow2 in Hle. rewrite F2R_abs, F2R_Dpow2 in Hk.
 rewrite F2R_Dmaxabs, F2R_Dpow2 in Hiv1, Hiv2.
-exists (F2R d0), (F2R d1), eta0, eta1, eta2, k. cbv zeta.
-rewrite S0, S1, D0, D1.
-repeat split; try (now apply is_value_b_sound); try assumption; try lia; try apply Hi.
-- rewrite Hk. now apply bpow_le.
-- rewrite Hk. apply (bpow_le radix2 k 0). lia.
+unfold Condition2_at. cbv zeta.
+split; [now apply is_value_b_sound|]. split; [now apply is_value_b_sound|].
+do 8 (split; [assumption|]).
+split; [exact Hi|].
+split; [split; [exact He0|]; split; [exact Hle|]; split; [exact Hk|]; rewrite Hk; split|].
+- now apply bpow_le.
+- apply (bpow_le radix2 (w2_k w) 0). lia.
+- split; [split; split; lia|]. split; assumption.
 Qed.
 
 (** ** Refutation from facts at every value of F *)

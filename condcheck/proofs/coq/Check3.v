@@ -104,40 +104,80 @@ Definition route_b (zeta x : dyadic) : bool :=
   is_Some (sfin x) && usable_b x &&
   bounded_b (Fopp (s_of zeta x)) && bounded_b Dzero && bounded_b (s_of zeta x).
 
-Definition check3a (zeta : dyadic) : bool := is_value_b F zeta && route_a zeta.
-Definition check3b (zeta x : dyadic) : bool := is_value_b F zeta && is_value_b F x && route_b zeta x.
+Definition bounded_with_b (t v : dyadic) : bool := opt_eqb (sfin t) v && Dleb (Fabs v) T.
 
-Theorem check3a_sound : forall zeta, check3a zeta = true -> Condition3 F A.
+Lemma bounded_with_b_sound : forall t v, bounded_with_b t v = true -> bounded_with F A (F2R t) (F2R v).
 Proof.
-intros zeta H. unfold check3a, route_a in H. rewrite !andb_true_iff in H.
-destruct H as [Hz [[[[Hu Hpos] B1] B2] B3]].
-left. destruct (usable_b_sound Dzero Hu) as [N U]. rewrite F2R_Dzero in N, U.
-split; [exact N|]. split; [exact U|].
-exists (F2R zeta). split; [now apply is_value_b_sound|].
-split; [apply Dltb_iff in Hpos; now rewrite F2R_Dzero in Hpos|].
-apply bounded_b_sound in B1, B2, B3. rewrite F2R_opp in B1. rewrite F2R_Dzero in B2. auto.
+intros t v H. unfold bounded_with_b, opt_eqb in H. rewrite andb_true_iff in H. destruct H as [H1 H2].
+destruct (sfin t) as [u|] eqn:E; [|discriminate]. apply Deqb_iff in H1.
+destruct (sfin_sound F A fs Hfs t u E) as [S [N _]].
+split; [exact N|]. split; [now rewrite S, H1|].
+apply Dleb_iff in H2. unfold T in H2. now rewrite F2R_abs, F2R_Dpow2 in H2.
 Qed.
 
 Lemma F2R_s_of : forall zeta x, F2R (s_of zeta x) = RN F (F2R zeta + Rabs (F2R x)).
 Proof. intros zeta x. unfold s_of. rewrite rnd_d_correct by exact Hwf. now rewrite F2R_plus, F2R_abs. Qed.
 
-Theorem check3b_sound : forall zeta x, check3b zeta x = true -> Condition3 F A.
+Definition usable_with_b (z v : dyadic) : bool := opt_eqb (dfin z) v && Dleb thr (Fabs v).
+
+Lemma usable_with_b_sound : forall z v, usable_with_b z v = true ->
+  no_overflow F (dsigma A (F2R z)) /\ dsigma_tilde F A (F2R z) = F2R v /\
+  bpow radix2 (- f_M F) <= Rabs (F2R v).
 Proof.
-intros zeta x H. unfold check3b, route_b in H. rewrite !andb_true_iff in H.
-destruct H as [[Hz Hx] [[[[[[[[Hpos Hle] He] Hs] Hsx] Hu] B1] B2] B3]].
-right. exists (F2R zeta), (F2R x).
-assert (Vx := is_value_b_sound F Hwf x Hx).
+intros z v H. unfold usable_with_b, opt_eqb in H. rewrite andb_true_iff in H. destruct H as [H1 H2].
+destruct (dfin z) as [u|] eqn:E; [|discriminate]. apply Deqb_iff in H1.
+destruct (dfin_sound F A fd Hfd z u E) as [S [N _]].
+split; [exact N|]. split; [now rewrite S, H1|].
+apply Dleb_iff in H2. unfold thr in H2. now rewrite F2R_abs, F2R_Dpow2 in H2.
+Qed.
+
+(** Route (a) at the certificate's witness, with the values it states. *)
+Definition check3a (w : witness3) : bool :=
+  let zeta := w3_zeta w in
+  Deqb (w3_s w) zeta && usable_with_b Dzero (w3_dsigma_at w) &&
+  is_value_b F zeta && Dltb Dzero zeta &&
+  bounded_with_b (Fopp zeta) (w3_sigma_minus_s w) && bounded_with_b Dzero (w3_sigma_0 w) &&
+  bounded_with_b zeta (w3_sigma_s w).
+
+(** Route (b) at the certificate's witness, with the values it states. *)
+Definition check3b (w : witness3) : bool :=
+  let zeta := w3_zeta w in let x := w3_x w in let s := w3_s w in
+  is_value_b F zeta && is_value_b F x && Dltb Dzero zeta && Dleb zeta (Fabs x) && even_b F x &&
+  Deqb (s_of zeta x) s && fin_b F s && is_Some (sfin x) && usable_with_b x (w3_dsigma_at w) &&
+  bounded_with_b (Fopp s) (w3_sigma_minus_s w) && bounded_with_b Dzero (w3_sigma_0 w) &&
+  bounded_with_b s (w3_sigma_s w).
+
+Theorem check3a_sound : forall w, check3a w = true -> Condition3a_at F A w.
+Proof.
+intros w H. unfold check3a in H. rewrite !andb_true_iff in H.
+destruct H as [[[[[[Hs Hu] Hz] Hpos] B1] B2] B3].
+unfold Condition3a_at. cbv zeta.
+split; [now apply Deqb_iff|].
+destruct (usable_with_b_sound _ _ Hu) as [N [D U]]. rewrite F2R_Dzero in N, D.
+split; [exact N|]. split; [exact D|]. split; [exact U|].
+split; [now apply is_value_b_sound|].
+split; [apply Dltb_iff in Hpos; now rewrite F2R_Dzero in Hpos|].
+apply bounded_with_b_sound in B1, B2, B3. rewrite F2R_opp in B1. rewrite F2R_Dzero in B2. auto.
+Qed.
+
+Theorem check3b_sound : forall w, check3b w = true -> Condition3b_at F A w.
+Proof.
+intros w H. unfold check3b in H. rewrite !andb_true_iff in H.
+destruct H as [[[[[[[[[[[Hz Hx] Hpos] Hle] He] Hs] Hfin] Hsx] Hu] B1] B2] B3].
+unfold Condition3b_at. cbv zeta.
+assert (Vx := is_value_b_sound F Hwf _ Hx).
+apply Deqb_iff in Hs. rewrite F2R_s_of in Hs.
 split; [now apply is_value_b_sound|]. split; [exact Vx|].
 split; [apply Dltb_iff in Hpos; now rewrite F2R_Dzero in Hpos|].
 split; [apply Dleb_iff in Hle; now rewrite F2R_abs in Hle|].
-split; [apply (even_b_iff F Hwf x (proj1 Vx)); exact He|].
-split; [apply fin_b_iff in Hs; unfold no_overflow; now rewrite <- F2R_s_of|].
+split; [apply (even_b_iff F Hwf _ (proj1 Vx)); exact He|].
+split; [apply fin_b_iff in Hfin; unfold no_overflow; now rewrite Hs|].
+split; [exact Hs|].
 split.
-{ unfold is_Some in Hsx. destruct (sfin x) as [v|] eqn:E; [|discriminate].
-  now destruct (sfin_sound F A fs Hfs x v E) as [_ [N _]]. }
-destruct (usable_b_sound x Hu) as [N U]. split; [exact N|]. split; [exact U|].
-cbv zeta. rewrite <- F2R_s_of.
-apply bounded_b_sound in B1, B2, B3. rewrite F2R_opp in B1. rewrite F2R_Dzero in B2. auto.
+{ unfold is_Some in Hsx. destruct (sfin (w3_x w)) as [v|] eqn:E; [|discriminate].
+  now destruct (sfin_sound F A fs Hfs _ v E) as [_ [N _]]. }
+destruct (usable_with_b_sound _ _ Hu) as [N [D U]]. split; [exact N|]. split; [exact D|]. split; [exact U|].
+apply bounded_with_b_sound in B1, B2, B3. rewrite F2R_opp in B1. rewrite F2R_Dzero in B2. auto.
 Qed.
 
 (** ** Refutation from facts at every value of F *)

@@ -130,5 +130,59 @@ Qed.
 
 End Proving.
 
+(** ** Exact values at dyadic points (see Activations: the points where sigma or sigma' is dyadic) *)
+
+Lemma pos_by_computation : forall z, Dltb Dzero z = true -> 0 < F2R z.
+Proof. intros z H. apply Dltb_iff in H. now rewrite F2R_Dzero in H. Qed.
+Lemma nonpos_by_computation : forall z, Dleb z Dzero = true -> F2R z <= 0.
+Proof. intros z H. apply Dleb_iff in H. now rewrite F2R_Dzero in H. Qed.
+
+Lemma F2R_one : F2R (Float radix2 1 0) = 1.
+Proof. unfold F2R. cbn [Fnum Fexp]. rewrite Rmult_1_l. reflexivity. Qed.
+Lemma F2R_half : F2R (Float radix2 1 (-1)) = 1 / 2.
+Proof.
+unfold F2R. cbn [Fnum Fexp]. change (-1)%Z with (- (1))%Z. rewrite (bpow_opp radix2 1), bpow_1.
+change (IZR radix2) with 2. field.
+Qed.
+Lemma F2R_quarter : F2R (Float radix2 1 (-2)) = 1 / 4.
+Proof.
+unfold F2R. cbn [Fnum Fexp]. change (-2)%Z with (- (1 + 1))%Z. rewrite (bpow_opp radix2 (1 + 1)).
+rewrite bpow_plus, bpow_1. change (IZR radix2) with 2. field.
+Qed.
+
+Lemma relu_pos_exact : forall z, Dltb Dzero z = true -> relu (F2R z) = F2R z.
+Proof. intros z H. apply relu_gt0, pos_by_computation, H. Qed.
+Lemma relu_nonpos_exact : forall z, Dleb z Dzero = true -> relu (F2R z) = F2R Dzero.
+Proof. intros z H. rewrite F2R_Dzero. apply relu_le0, nonpos_by_computation, H. Qed.
+Lemma drelu_pos_exact : forall z, Dltb Dzero z = true -> drelu (F2R z) = F2R (Float radix2 1 0).
+Proof. intros z H. rewrite F2R_one. apply drelu_gt0, pos_by_computation, H. Qed.
+Lemma drelu_nonpos_exact : forall z, Dleb z Dzero = true -> drelu (F2R z) = F2R Dzero.
+Proof. intros z H. rewrite F2R_Dzero. apply drelu_le0, nonpos_by_computation, H. Qed.
+Lemma elu_pos_exact : forall z, Dltb Dzero z = true -> elu (F2R z) = F2R z.
+Proof. intros z H. apply elu_gt0, pos_by_computation, H. Qed.
+Lemma delu_pos_exact : forall z, Dltb Dzero z = true -> delu (F2R z) = F2R (Float radix2 1 0).
+Proof. intros z H. rewrite F2R_one. apply delu_gt0, pos_by_computation, H. Qed.
+
+Lemma elu_0_exact : elu (F2R Dzero) = F2R Dzero.
+Proof. rewrite F2R_Dzero. apply elu_0. Qed.
+Lemma delu_0_exact : delu (F2R Dzero) = F2R (Float radix2 1 0).
+Proof. rewrite F2R_Dzero, F2R_one. apply delu_0. Qed.
+Lemma gelu_0_exact : gelu (F2R Dzero) = F2R Dzero.
+Proof. rewrite F2R_Dzero. apply gelu_0. Qed.
+Lemma dgelu_0_exact : dgelu (F2R Dzero) = F2R (Float radix2 1 (-1)).
+Proof. rewrite F2R_Dzero, F2R_half. apply dgelu_0. Qed.
+Lemma swish_0_exact : swish (F2R Dzero) = F2R Dzero.
+Proof. rewrite F2R_Dzero. apply swish_0. Qed.
+Lemma dswish_0_exact : dswish (F2R Dzero) = F2R (Float radix2 1 (-1)).
+Proof. rewrite F2R_Dzero, F2R_half. apply dswish_0. Qed.
+Lemma sigmoid_0_exact : sigmoid (F2R Dzero) = F2R (Float radix2 1 (-1)).
+Proof. rewrite F2R_Dzero, F2R_half. apply sigmoid_0. Qed.
+Lemma dsigmoid_0_exact : dsigmoid (F2R Dzero) = F2R (Float radix2 1 (-2)).
+Proof. rewrite F2R_Dzero, F2R_quarter. apply dsigmoid_0. Qed.
+Lemma tanh_0_exact : tanh (F2R Dzero) = F2R Dzero.
+Proof. rewrite F2R_Dzero. apply tanh_0. Qed.
+Lemma dtanh_0_exact : dtanh (F2R Dzero) = F2R (Float radix2 1 0).
+Proof. rewrite F2R_Dzero, F2R_one. apply dtanh_0. Qed.
+
 (** Tactic support for generated proofs: a dyadic as a real that [interval] reads. *)
 Ltac dyadic_to_R := unfold F2R in *; cbn [Fnum Fexp] in *.

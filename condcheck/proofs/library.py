@@ -1,0 +1,46 @@
+"""condcheck's Coq library, shipped as package data (``condcheck/proofs/coq/*.v``).
+
+Every development gets its own copy under ``lib/`` (logical name ``Condcheck``), so that the directory
+is self-contained: checking it needs Coq, Flocq, Interval and Coquelicot only.  :data:`FILES` lists the
+library in dependency order; :func:`digest` is a hash of its text (reports cite the library checked).
+"""
+from __future__ import annotations
+
+import hashlib
+from importlib import resources
+from pathlib import Path
+
+#: the library, in dependency order
+FILES = ("Format.v", "Dyadic.v", "Activations.v", "Rounded.v", "Decide.v",
+         "Condition1.v", "Condition2.v", "Condition3.v", "Check1.v", "Check2.v", "Check3.v")
+
+
+def source(name: str) -> str:
+    return resources.files("condcheck.proofs").joinpath("coq", name).read_text()
+
+
+def copy_into(out: Path) -> list[str]:
+    """Copy the library into ``out/lib``; returns the paths relative to ``out``."""
+    lib = Path(out) / "lib"
+    lib.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name in FILES:
+        (lib / name).write_text(source(name))
+        paths.append(f"lib/{name}")
+    return paths
+
+
+def coq_project(library_files: list[str], generated: list[str]) -> str:
+    """The ``_CoqProject`` of a development: the library as ``Condcheck``, the rest as ``Cert``."""
+    # "-Q . Cert" first: the later "-Q lib Condcheck" takes lib/ out of Cert (Coq warns that it does)
+    return "\n".join(["-Q . Cert", "-Q lib Condcheck", "-arg -w -arg -ambiguous-paths",
+                      "-arg -w -arg -overriding-logical-loadpath", "",
+                      *library_files, *generated, ""])
+
+
+def digest() -> str:
+    """SHA-256 of the library's text, in order."""
+    h = hashlib.sha256()
+    for name in FILES:
+        h.update(name.encode() + b"\0" + source(name).encode() + b"\0")
+    return h.hexdigest()
