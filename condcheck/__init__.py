@@ -18,3 +18,11 @@ __all__ = ["PAPER_ACTIVATIONS", "Claim", "CondcheckError", "Format", "Layer", "N
            "check_activation", "get_activation", "get_format", "get_rounded", "list_activations",
            "load_network", "register_activation", "round_fraction", "save_network", "verify"]
 __version__ = "0.1.0"
+
+
+def __getattr__(name):
+    # condcheck.prove / prove_certificate / prove_network: Coq developments (condcheck/proofs/), imported lazily
+    if name in ("prove", "prove_certificate", "prove_network"):
+        from . import proofs
+        return getattr(proofs, name)
+    raise AttributeError(f"module 'condcheck' has no attribute {name!r}")

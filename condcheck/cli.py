@@ -570,5 +570,8 @@ def report(activation, format, implementation, all_, network, out, pdf, no_figur
         sys.exit(1)
 
 
+from .proofs.cli import prove_cmd  # noqa: E402  (condcheck prove: Coq developments, condcheck/proofs/)
+main.add_command(prove_cmd)
+
 if __name__ == "__main__":
     main()

@@ -48,10 +48,20 @@ def format_definition(fmt: Format) -> str:
             f"Lemma {name}_wf : wf_format {name} = true.\nProof. vm_compute. reflexivity. Qed.\n")
 
 
-def _check_format(fmt: Format) -> None:
+def check_format(fmt: Format) -> None:
+    """Formats the proofs cover: at most :data:`MAX_BITS` bits (a one-line error otherwise)."""
     if fmt.bits > MAX_BITS:
         raise CondcheckError(f"format {fmt.name} has {fmt.bits} bits; Coq proofs cover formats of at most "
                              f"{MAX_BITS} bits (every value is enumerated inside Coq)")
+
+
+def check_supported(claims: Claims) -> None:
+    """Refuse, with a one-line error, what the proofs do not cover (before any long work)."""
+    check_format(claims.format)
+    recipe_for(claims.activation)
+    if claims.implementation != "exact":
+        raise CondcheckError(f"Coq proofs cover the correctly rounded ('exact') implementation, not "
+                             f"{claims.implementation!r}")
 
 
 def plan(claims: Claims) -> tuple[set, set]:
@@ -143,21 +153,33 @@ def facts_file(chunks: dict, fmt_coq: str, record: str) -> str:
     return "\n".join(out)
 
 
+def statement_parts(claims: Claims) -> list[str]:
+    """The conjuncts of ``certificate_holds``: each condition (or its negation), and the witness claims."""
+    F, A = coq_name(claims.format), recipe_for(claims.activation).record
+    out = []
+    for k in ("1", "2", "3"):
+        if claims.holds[k]:
+            w = claims.witnesses[k]
+            at = f"Condition3{w.route}_at" if k == "3" else f"Condition{k}_at"
+            out.append(f"(Condition{k} {F} {A} /\\ {at} {F} {A} witness_{k})")
+        else:
+            out.append(f"~ Condition{k} {F} {A}")
+    return out
+
+
 def main_file(claims: Claims, fmt_coq: str, record: str) -> str:
     F, A = fmt_coq, record
     args = f"{F} {F}_wf {A} sigma_facts dsigma_facts sigma_facts_ok dsigma_facts_ok"
-    statement, asserts, parts = [], [], []
+    statement, asserts, parts = statement_parts(claims), [], []
     for k in ("1", "2", "3"):
         if claims.holds[k]:
             w = claims.witnesses[k]
             at = f"Condition3{w.route}_at" if k == "3" else f"Condition{k}_at"
             check = f"check3{w.route}_sound" if k == "3" else f"check{k}_sound"
-            statement.append(f"(Condition{k} {F} {A} /\\ {at} {F} {A} witness_{k})")
             asserts.append(f"assert (H{k} : {at} {F} {A} witness_{k})\n"
                            f"  by (apply ({check} {args}); vm_compute; reflexivity).")
             parts.append(f"split; [exact ({at}_holds _ _ _ H{k}) | exact H{k}]")
         else:
-            statement.append(f"~ Condition{k} {F} {A}")
             asserts.append(f"assert (H{k} : ~ Condition{k} {F} {A})\n"
                            f"  by (apply (refute{k}_sound {args}); vm_compute; reflexivity).")
             parts.append(f"exact H{k}")
@@ -178,17 +200,14 @@ def main_file(claims: Claims, fmt_coq: str, record: str) -> str:
 def write_development(claims: Claims, out, *, progress=None) -> dict:
     """Write the development proving ``claims`` into directory ``out``; returns a summary."""
     fmt = claims.format
-    _check_format(fmt)
-    if claims.implementation != "exact":
-        raise CondcheckError(f"Coq proofs cover the correctly rounded ('exact') implementation, not "
-                             f"{claims.implementation!r}")
+    check_supported(claims)
     recipe = recipe_for(claims.activation)
     out = Path(out)
     S, D = plan(claims)
     maker = FactMaker(claims.activation, fmt, coq_name(fmt), f"{coq_name(fmt)}_wf")
     facts = {"s": [maker.point(False, q) for q in sorted(S)], "d": [maker.point(True, q) for q in sorted(D)]}
     out.mkdir(parents=True, exist_ok=True)
-    files = library.copy_into(out)
+    files = library.copy_into(out, with_erf=maker.uses_erf_bounds)
     chunks = {"s": [], "d": []}
     for key in ("s", "d"):
         lst = facts[key]
@@ -202,4 +221,4 @@ def write_development(claims: Claims, out, *, progress=None) -> dict:
     (out / "Main.v").write_text(main_file(claims, coq_name(fmt), recipe.record))
     (out / "_CoqProject").write_text(library.coq_project(files, generated))
     return {"directory": str(out), "facts_sigma": len(facts["s"]), "facts_dsigma": len(facts["d"]),
-            "files": files + generated}
+            "files": files + generated, "statement": " /\\ ".join(statement_parts(claims))}

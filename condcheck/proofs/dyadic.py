@@ -66,8 +66,9 @@ def _inner(mid: Fraction, y: Fraction) -> Fraction:
     gap = abs(y - mid)
     k = 2 - math.floor(math.log2(gap))          # 2^-k <= gap / 4
     t = (mid + y) / 2
-    scaled = t * 2 ** k
-    r = Fraction(math.floor(scaled) if y > mid else math.ceil(scaled), 2 ** k)
+    unit = Fraction(2) ** k
+    scaled = t * unit
+    r = Fraction(math.floor(scaled) if y > mid else math.ceil(scaled)) / unit
     assert min(mid, y) < r < max(mid, y) or r == y
     return r
 

@@ -26,11 +26,16 @@ from condcheck.formats import Format
 from condcheck.rounded_activation import get_rounded
 from condcheck.rounding import round_fraction
 
-from .dyadic import bracket, precision_for, real_text, term
+from .dyadic import bracket, parts, precision_for, real_text, term
 from .recipes import recipe_for
 
 #: facts per generated file
 CHUNK = 40
+#: GELU at |z| >= GELU_CUTOFF * sqrt 2 is bounded from erf(+-GELU_CUTOFF) (lib/ErfBounds.v)
+GELU_CUTOFF = 5
+SQRT2 = 2 ** 0.5
+#: ErfBounds.v: 1 - erf 5 lies in [15e-13, 16e-13]
+ERF5_GAP = (mpmath.mpf(15) / 10 ** 13, mpmath.mpf(16) / 10 ** 13)
 #: bits at which sigma(z) is evaluated to choose the bounds (Coq re-proves them; nothing depends on it)
 EVAL_PRECISION = 256
 
@@ -106,16 +111,78 @@ class FactMaker:
         y = self.real_value(derivative, z)
         lo, hi, margin = bracket(y, v, self.fmt)
         prec = precision_for(margin, max(1.0, abs(float(z)), abs(float(y))))
-        text = (head.format(lemma="fact_point_by_bounds", args=f"{term(lo)} {term(hi)}") + "\n"
-                + "dyadic_to_R. " + r.bounds_tactic(derivative, z, prec).strip())
+        tactic = None
+        if r.name == "gelu" and abs(z) >= GELU_CUTOFF * SQRT2:
+            tactic = self._gelu_beyond_cutoff(derivative, z, lo, hi)
+        if tactic is None:
+            tactic = r.bounds_tactic(derivative, z, prec).strip()
+        text = head.format(lemma="fact_point_by_bounds", args=f"{term(lo)} {term(hi)}") + "\ndyadic_to_R. " + tactic
         return Fact(name, derivative, z, z, v, text)
 
+    @property
+    def uses_erf_bounds(self) -> bool:
+        return any("erf_m5_bounds" in f.proof or "erf_5_bounds" in f.proof for f in self._made.values())
 
-HEADER = """From Coq Require Import ZArith Reals List.
+    def _gelu_beyond_cutoff(self, derivative: bool, z: Fraction, lo: Fraction, hi: Fraction):
+        """GELU or GELU' at |z| >= 5 sqrt 2: erf(z / sqrt 2) bounded from erf(+-5) (ErfBounds.v) and the
+        Gaussian tail (Activations.erf_below_cutoff / erf_above_cutoff); for GELU', x phi(x) bounded on
+        its own first (``interval`` runs out of memory on exp(-x^2/2) next to an unknown erf at x = 57344).
+        None when those bounds are too wide for [lo, hi] (the direct integral is used then)."""
+        c = GELU_CUTOFF
+        with mpmath.workprec(EVAL_PRECISION):
+            tail = mpmath.exp(-c * c) / (c * mpmath.sqrt(mpmath.pi))
+            zz = mpmath.mpf(z.numerator) / z.denominator
+            if z < 0:
+                e_lo, e_hi = -1 + ERF5_GAP[0] - tail, -1 + ERF5_GAP[1]
+            else:
+                e_lo, e_hi = 1 - ERF5_GAP[1], 1 - ERF5_GAP[0] + tail
+            g = zz * mpmath.exp(-zz * zz / 2) / mpmath.sqrt(2 * mpmath.pi)
+            ends = [(1 + e) / 2 + g for e in (e_lo, e_hi)] if derivative else [zz / 2 * (1 + e) for e in (e_lo, e_hi)]
+            room = min(min(ends) - _mpq(lo), _mpq(hi) - max(ends))
+            if room <= 0:
+                return None
+            prec = precision_for(Fraction(float(room)), max(1.0, abs(float(z))))
+            slack = room / 4
+            g_lo, g_hi = _dyadic_below(g - slack), _dyadic_above(g + slack)
+        m, e = parts(z)
+        x = f"(IZR ({m}) * bpow radix2 ({e}))"
+        if z < 0:
+            lemma = (f"erf_below_cutoff (-5) (- 1 + 15 / 10000000000000) (- 1 + 16 / 10000000000000) ({x} / sqrt 2) "
+                     f"ltac:(split; [interval | lra]) erf_m5_bounds")
+        else:
+            lemma = (f"erf_above_cutoff 5 (1 - 16 / 10000000000000) (1 - 15 / 10000000000000) ({x} / sqrt 2) "
+                     f"ltac:(split; [lra | interval]) erf_5_bounds")
+        lines = [f"assert (He := {lemma})."]
+        if derivative:
+            lines.append(f"assert (Hg : F2R {term(g_lo)} <= x_phi {x} <= F2R {term(g_hi)})\n"
+                         f"  by (unfold x_phi; dyadic_to_R; interval with (i_prec {prec})).")
+            lines.append(f"dyadic_to_R. unfold dgelu. interval with (i_prec {prec}).")
+        else:
+            lines.append(f"unfold gelu. interval with (i_prec {prec}).")
+        return "\n".join(lines)
+
+
+def _mpq(q: Fraction) -> mpmath.mpf:
+    return mpmath.mpf(q.numerator) / q.denominator
+
+
+def _dyadic_below(y: mpmath.mpf) -> Fraction:
+    """A dyadic <= y with about 40 significant bits (0 for y = 0)."""
+    if y == 0:
+        return Fraction(0)
+    e = int(mpmath.floor(mpmath.log(abs(y), 2))) - 40
+    return Fraction(int(mpmath.floor(y / mpmath.mpf(2) ** e))) * Fraction(2) ** e
+
+
+def _dyadic_above(y: mpmath.mpf) -> Fraction:
+    return -_dyadic_below(-y)
+
+
+HEADER = """From Coq Require Import ZArith Reals List Lra.
 From Flocq Require Import Core.
 From Coquelicot Require Import Coquelicot.
 From Interval Require Import Tactic.
-From Condcheck Require Import Format Dyadic Activations Rounded.
+From Condcheck Require Import Format Dyadic Activations Rounded.{erf}
 From Cert Require Import Data.
 Import ListNotations.
 Open Scope R_scope.
@@ -125,7 +192,9 @@ Open Scope R_scope.
 def chunk_file(facts: list[Fact], chunk: str, fmt_coq: str, record: str) -> str:
     """A file of fact lemmas, the list ``<chunk>`` of their facts and ``<chunk>_ok``."""
     fn = "dsigma" if facts and facts[0].derivative else "sigma"
-    out = [HEADER]
+    erf = "\nFrom Condcheck Require Import ErfBounds." if any("erf_" in f.proof and "_bounds" in f.proof
+                                                            for f in facts) else ""
+    out = [HEADER.format(erf=erf)]
     for f in facts:
         out.append(f"Lemma {f.name} : fact_holds {fmt_coq} ({fn} {record}) {f.coq_fact()}.\nProof.\n{f.proof}\nQed.\n")
     out.append(f"Definition {chunk} : list fact := [\n  " + ";\n  ".join(f.coq_fact() for f in facts) + "].\n")

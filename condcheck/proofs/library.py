@@ -10,21 +10,27 @@ import hashlib
 from importlib import resources
 from pathlib import Path
 
-#: the library, in dependency order
+#: the library, in dependency order: what a certificate's development uses
 FILES = ("Format.v", "Dyadic.v", "Activations.v", "Rounded.v", "Decide.v",
          "Condition1.v", "Condition2.v", "Condition3.v", "Check1.v", "Check2.v", "Check3.v")
+#: what a network's development uses
+NETWORK_FILES = ("Format.v", "Dyadic.v", "Activations.v", "Rounded.v", "Network.v")
+#: bounds of erf at the cutoffs, for GELU's facts beyond them
+ERF_FILES = ("ErfBounds.v",)
+ALL_FILES = FILES + ("Network.v",) + ERF_FILES
 
 
 def source(name: str) -> str:
     return resources.files("condcheck.proofs").joinpath("coq", name).read_text()
 
 
-def copy_into(out: Path) -> list[str]:
-    """Copy the library into ``out/lib``; returns the paths relative to ``out``."""
+def copy_into(out: Path, with_network: bool = False, with_erf: bool = False) -> list[str]:
+    """Copy the library (the part a certificate's or, ``with_network``, a network's development uses, and
+    ``with_erf`` the erf cutoffs) into ``out/lib``; returns the paths relative to ``out``."""
     lib = Path(out) / "lib"
     lib.mkdir(parents=True, exist_ok=True)
     paths = []
-    for name in FILES:
+    for name in (NETWORK_FILES if with_network else FILES) + (ERF_FILES if with_erf else ()):
         (lib / name).write_text(source(name))
         paths.append(f"lib/{name}")
     return paths
@@ -41,6 +47,6 @@ def coq_project(library_files: list[str], generated: list[str]) -> str:
 def digest() -> str:
     """SHA-256 of the library's text, in order."""
     h = hashlib.sha256()
-    for name in FILES:
+    for name in ALL_FILES:
         h.update(name.encode() + b"\0" + source(name).encode() + b"\0")
     return h.hexdigest()

@@ -169,7 +169,9 @@ Definition gauss (t : R) : R := exp (- (t * t)).
 Definition erf (x : R) : R := 2 / sqrt PI * RInt gauss 0 x.
 
 Definition gelu (x : R) : R := x / 2 * (1 + erf (x / sqrt 2)).
-Definition dgelu (x : R) : R := (1 + erf (x / sqrt 2)) / 2 + x * exp (- (x * x) / 2) / sqrt (2 * PI).
+(** x phi(x), with phi the standard normal density *)
+Definition x_phi (x : R) : R := x * exp (- (x * x) / 2) / sqrt (2 * PI).
+Definition dgelu (x : R) : R := (1 + erf (x / sqrt 2)) / 2 + x_phi x.
 Definition GELU := Activation gelu dgelu.
 
 Lemma gauss_continuous : forall t, continuous gauss t.
@@ -194,7 +196,7 @@ Proof. apply sqrt_lt_R0. apply PI_RGT_0. Qed.
 
 Lemma gelu_derive : forall x, is_derive gelu x (dgelu x).
 Proof.
-intros x. unfold gelu, dgelu.
+intros x. unfold gelu, dgelu, x_phi.
 assert (H2 := sqrt2_pos). assert (Hp := sqrtPI_pos).
 assert (He : forall y, ex_derive erf y) by (intros y; eexists; apply erf_derive).
 auto_derive; [apply He|].
@@ -304,7 +306,7 @@ Lemma gelu_0 : gelu 0 = 0.
 Proof. unfold gelu. field. Qed.
 Lemma dgelu_0 : dgelu 0 = 1 / 2.
 Proof.
-unfold dgelu. replace (0 / sqrt 2) with 0 by (field; generalize sqrt2_pos; lra).
+unfold dgelu, x_phi. replace (0 / sqrt 2) with 0 by (field; generalize sqrt2_pos; lra).
 rewrite erf_0. field. apply Rgt_not_eq, sqrt_lt_R0. generalize PI_RGT_0. lra.
 Qed.
 
@@ -322,6 +324,11 @@ Lemma tanh_0 : tanh 0 = 0.
 Proof. rewrite tanh_exp, Ropp_0, exp_0. field. Qed.
 Lemma dtanh_0 : dtanh 0 = 1.
 Proof. unfold dtanh. rewrite tanh_0. ring. Qed.
+
+Lemma erf_opp : forall x, erf (- x) = - erf x.
+Proof.
+intros x. unfold erf. rewrite <- Ropp_0 at 1. rewrite RInt_gauss_opp. ring.
+Qed.
 
 (** ** erf beyond a cutoff, from bounds of erf at the cutoff *)
 

@@ -1,0 +1,207 @@
+"""condcheck prove: Coq developments of certificates (condcheck/proofs/).
+
+Tests that run Coq are skipped, with the reason, when coqc is not on PATH.  The default suite compiles a
+representative set (the three negations of sigmoid on float4_e2m1fn, every clause of ReLU on
+float6_e2m3fn, a float8 pair, a false certificate, an admitted lemma); tests/test_proofs_slow.py proves
+every paper activation on every format of at most 8 bits (-m slow).
+"""
+import json
+import shutil
+import subprocess
+import sys
+from fractions import Fraction
+from pathlib import Path
+
+import mpmath
+import pytest
+import sympy
+from hypothesis import given, settings, strategies as st
+
+from condcheck.activations import get_activation, x as X
+from condcheck.check import check_activation
+from condcheck.errors import CondcheckError
+from condcheck.formats import get_format
+from condcheck.proofs import coqrun
+from condcheck.proofs.api import precheck, prove, prove_certificate
+from condcheck.proofs.certificate import read_claims
+from condcheck.proofs.development import plan, write_development
+from condcheck.proofs.dyadic import bracket, parts, term
+from condcheck.proofs.recipes import RECIPES, ZERO_VALUES
+from condcheck.rounding import round_fraction
+
+needs_coq = pytest.mark.skipif(not coqrun.coq_available(), reason="coqc / coq_makefile not on PATH")
+
+
+def _cert(act, fmt):
+    return check_activation(act, fmt).to_certificate()
+
+
+# ---- without Coq ------------------------------------------------------------------------------------------
+def test_the_exact_values_at_zero_are_sympys_values_of_condchecks_expressions():
+    for (name, derivative), value in ZERO_VALUES.items():
+        act = get_activation(name)
+        expr = act.derivative if derivative else act.expr
+        assert sympy.nsimplify(expr.subs(X, 0)) == sympy.Rational(value.numerator, value.denominator)
+
+
+def test_the_exact_values_on_linear_branches_are_sympys_values():
+    for name in ("relu", "elu"):
+        act = get_activation(name)
+        for z in (Fraction(3, 4), Fraction(-5, 2), Fraction(0)):
+            for derivative in (False, True):
+                exact = RECIPES[name].exact(derivative, z)
+                if exact is None:
+                    continue
+                expr = act.derivative if derivative else act.expr
+                assert sympy.Rational(exact[0].numerator, exact[0].denominator) == expr.subs(X, sympy.Rational(z.numerator, z.denominator))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(["float4_e2m1fn", "float6_e3m2fn", "float8_e4m3", "float8_e5m2"]),
+       st.floats(min_value=-300, max_value=300, allow_nan=False))
+def test_a_bracket_holds_the_value_and_both_ends_round_to_it(fmt_name, y):
+    fmt = get_format(fmt_name)
+    yq = Fraction(y)
+    try:
+        v = round_fraction(yq, fmt)
+    except CondcheckError:
+        return
+    lo, hi, margin = bracket(mpmath.mpf(y), v, fmt)
+    assert lo <= yq <= hi and margin >= 0
+    assert round_fraction(lo, fmt) == v and round_fraction(hi, fmt) == v
+
+
+def test_a_dyadic_term_has_an_odd_significand():
+    assert parts(Fraction(240)) == (15, 4)
+    assert term(Fraction(-3, 8)) == "(Float radix2 (-3) (-3))"
+    assert term(0) == "Dzero"
+
+
+def test_the_claims_of_a_certificate_are_its_witness_values():
+    c = read_claims(_cert("gelu", "float8_e4m3"))
+    w1 = c.witnesses["1"]
+    assert (w1.z_dead, w1.L, w1.sigma_live) == (Fraction(-4), Fraction(0), Fraction(-1, 512))
+    assert c.witnesses["2"].eta_0_unbounded and c.witnesses["2"].eta_0 == 1
+    assert c.witnesses["3"].route == "a"
+
+
+def test_a_failing_condition_needs_facts_at_every_value():
+    c = read_claims(_cert("sigmoid", "float4_e2m1fn"))
+    S, D = plan(c)
+    assert S == D == set(get_format("float4_e2m1fn").fractions())
+
+
+def test_the_theorem_states_the_negation_of_each_failing_condition(tmp_path):
+    c = read_claims(_cert("swish", "float6_e2m3fn"))
+    write_development(c, tmp_path)
+    main = (tmp_path / "Main.v").read_text()
+    assert "~ Condition1 float6_e2m3fn SWISH" in main
+    assert "(Condition2 float6_e2m3fn SWISH /\\ Condition2_at float6_e2m3fn SWISH witness_2)" in main
+    assert "Admitted" not in "".join(p.read_text() for p in tmp_path.rglob("*.v"))
+
+
+def test_a_changed_witness_value_is_found_by_the_precheck():
+    cert = _cert("relu", "float4_e2m1fn")
+    cert["conditions"]["1"]["witness"]["sigma(live)"]["fraction"] = "3"
+    cert["conditions"]["1"]["witness"]["sigma(live)"]["hex"] = "0x1.8p+1"
+    problems = precheck(cert, read_claims(cert))
+    assert any("sigma~(live)" in p for p in problems)
+
+
+def test_prove_refuses_a_false_certificate_before_writing(tmp_path):
+    cert = _cert("sigmoid", "float4_e2m1fn")
+    cert["conditions"]["2"]["holds"] = True
+    cert["conditions"]["2"]["witness"] = _cert("relu", "float4_e2m1fn")["conditions"]["2"]["witness"]
+    cert["holds"] = False
+    with pytest.raises(CondcheckError, match="is false, no proof written"):
+        prove_certificate(cert, tmp_path / "dev", run=False)
+    assert not (tmp_path / "dev").exists()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["relu", "float32"], "at most 8 bits"),
+    (["mish", "float8_e4m3"], "no Coq definition"),
+    (["relu"], "give ACTIVATION and FORMAT"),
+    (["relu", "float8_e4m3", "--certificate", "c.json"], "exactly one of"),
+])
+def test_prove_gives_a_one_line_error_for_bad_input(tmp_path, args, message):
+    out = subprocess.run([sys.executable, "-m", "condcheck", "prove", *args, "--out", str(tmp_path / "d")],
+                         capture_output=True, text=True)
+    assert out.returncode == 2
+    assert message in out.stderr and len(out.stderr.strip().splitlines()) == 1
+
+
+def test_print_assumptions_output_is_read_as_axiom_names():
+    text = ("Axioms:\nClassicalDedekindReals.sig_not_dec : forall P : Prop, {~ ~ P} + {~ P}\n"
+            "Uint63.add_spec\n  : forall x y : int, x = y\ns_3 : fact_holds F g f\n")
+    assert coqrun.parse_assumptions(text) == ["ClassicalDedekindReals.sig_not_dec", "Uint63.add_spec", "s_3"]
+    assert coqrun.parse_assumptions("Closed under the global context\n") == []
+
+
+# ---- with Coq -------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def sigmoid_float4(tmp_path_factory):
+    return prove("sigmoid", "float4_e2m1fn", tmp_path_factory.mktemp("sig4") / "dev", quiet=True)
+
+
+@pytest.fixture(scope="module")
+def relu_float6(tmp_path_factory):
+    return prove("relu", "float6_e2m3fn", tmp_path_factory.mktemp("relu6") / "dev", quiet=True)
+
+
+@needs_coq
+def test_coq_accepts_the_negations_for_sigmoid_on_float4_e2m1fn(sigmoid_float4):
+    assert sigmoid_float4.ok, sigmoid_float4.coq.get("log")
+    assert sigmoid_float4.statement.count("~ Condition") == 3
+
+
+@needs_coq
+def test_coq_accepts_every_clause_of_relu_on_float6_e2m3fn(relu_float6):
+    assert relu_float6.ok, relu_float6.coq.get("log")
+    assert "Condition3b_at" in relu_float6.statement
+
+
+@needs_coq
+def test_print_assumptions_shows_only_standard_axioms(sigmoid_float4, relu_float6):
+    for r in (sigmoid_float4, relu_float6):
+        names = r.coq["assumptions"]
+        assert names and all(n.split(".")[0] in coqrun.STANDARD_AXIOMS for n in names)
+        assert not any(n.startswith(("Cert.", "Condcheck.")) for n in names)
+
+
+@needs_coq
+def test_an_admitted_fact_makes_the_development_not_ok(relu_float6, tmp_path):
+    d = tmp_path / "dev"
+    shutil.copytree(relu_float6.directory, d)
+    f = d / "Facts_s_0.v"
+    text = f.read_text()
+    f.write_text(text.replace("Qed.", "Admitted.", 1))
+    r = coqrun.check_development(d, quiet=True)
+    assert not r.ok
+    assert r.unexpected_assumptions == ["s_0"] or any(a.endswith("s_0") for a in r.unexpected_assumptions)
+
+
+@needs_coq
+def test_coq_rejects_a_false_certificate_written_without_the_precheck(tmp_path):
+    cert = _cert("relu", "float4_e2m1fn")
+    w = cert["conditions"]["1"]["witness"]
+    w["sigma(live)"] = dict(w["sigma(live)"], fraction="3", hex="0x1.8p+1")
+    r = prove_certificate(cert, tmp_path / "dev", precheck_first=False, quiet=True)
+    assert r.ok is False
+    assert "Main.vo" not in r.coq["files"]
+
+
+@needs_coq
+def test_coq_accepts_elu_on_float8_e4m3(tmp_path):
+    r = prove("elu", "float8_e4m3", tmp_path / "dev", quiet=True)
+    assert r.ok, r.coq.get("log")
+
+
+@needs_coq
+def test_the_cli_reports_the_kernel_check_and_the_assumptions(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "condcheck", "prove", "relu", "float4_e2m1fn", "--out",
+                          str(tmp_path / "d"), "--json", "-q"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    d = json.loads(out.stdout)
+    assert d["coq"]["ok"] and d["coq"]["versions"]["coq"]
+    assert (Path(d["directory"]) / "Main.v").exists()
