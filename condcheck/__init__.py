@@ -16,13 +16,18 @@ from .verify import verify
 
 __all__ = ["PAPER_ACTIVATIONS", "Claim", "CondcheckError", "Format", "Layer", "Network", "all_formats",
            "check_activation", "get_activation", "get_format", "get_rounded", "list_activations",
-           "load_network", "register_activation", "round_fraction", "save_network", "verify"]
+           "load_network", "register_activation", "round_fraction", "save_network", "verify", "write_report"]
 __version__ = "0.1.0"
 
 
 def __getattr__(name):
-    # condcheck.prove / prove_certificate / prove_network: Coq developments (condcheck/proofs/), imported lazily
+    # write_report lives in the reports package, which sits above condcheck: re-exported on first use
+    # (PEP 562), so importing condcheck never loads reports, matplotlib or the templates.
+    if name == "write_report":
+        import importlib
+        return importlib.import_module("reports").write_report
+    # prove / prove_certificate / prove_network: Coq developments (condcheck/proofs/), imported lazily
     if name in ("prove", "prove_certificate", "prove_network"):
         from . import proofs
         return getattr(proofs, name)
-    raise AttributeError(f"module 'condcheck' has no attribute {name!r}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

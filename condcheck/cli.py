@@ -503,8 +503,8 @@ def _counter(label: str):
               help="Every built-in activation x the 14 matrix formats, plus catalog.tex and macros.tex.")
 @click.option("--network", "network", type=click.Path(dir_okay=False),
               help="A construction report for a network file (SPEC 6) instead of a condition report.")
-@click.option("--out", default="reports/generated", show_default=True, type=click.Path(file_okay=False),
-              help="Folder for the .tex, .json and figure files.")
+@click.option("--out", default="condcheck-reports", show_default=True, type=click.Path(file_okay=False),
+              help="Folder for the .tex, .json and figure files (created; relative to the current directory).")
 @click.option("--pdf", is_flag=True, help="Also run pdflatex on every .tex written.")
 @click.option("--no-figures", is_flag=True, help="Leave out the sigma~ / sigma~' figure (faster).")
 @click.option("--figure-format", type=click.Choice(["png", "pdf"]), default="png", show_default=True)
@@ -514,9 +514,9 @@ def report(activation, format, implementation, all_, network, out, pdf, no_figur
 
     \b
     Examples:
-      condcheck report gelu float8_e4m3 --out reports/generated --pdf
-      condcheck report --all --out reports/generated
-      condcheck report --network net.json --out reports/generated
+      condcheck report gelu float8_e4m3 --pdf
+      condcheck report --all --out paper/reports
+      condcheck report --network net.json
     A condition report holds each condition's statement, verdict, witnesses (hex, fraction, bits),
     evidence, the theorem branch, M_sigma, H_sigma, depth bounds and a figure; the certificate is
     written beside it as JSON. Exit status 0 when the files were written (whatever the verdicts; they
@@ -525,7 +525,7 @@ def report(activation, format, implementation, all_, network, out, pdf, no_figur
     """
     import time
 
-    from . import report as rp
+    from reports import condition_report as rp
 
     modes = sum([bool(activation or format), all_, bool(network)])
     if modes != 1 or (activation and not format):
@@ -534,7 +534,7 @@ def report(activation, format, implementation, all_, network, out, pdf, no_figur
     say = (lambda msg: None) if as_json else click.echo
     t0 = time.perf_counter()
     if network:
-        from .network_report import write_network_report
+        from reports.network_report import write_network_report
         rep = write_network_report(network, out=out, progress=_progress("verifying"))
         written = [rep.tex]
         say(f"{rep.tex}: {rep.summary}")

@@ -43,7 +43,7 @@ import mpmath.libmp as L
 
 from condcheck.errors import CondcheckError, FormatOverflowError
 from condcheck.formats import Format, num_text
-from condcheck.intervals import MpBackend, compile_expression
+from condcheck.intervals import MpBackend, compile_expression, decided_by_sign
 from condcheck.rounding import round_fraction
 
 from ._search import safe_eval, value_at, value_index
@@ -63,8 +63,7 @@ class IntervalMpBackend(MpBackend):
         if lo == hi and X[0] is not None:
             return super().sign_decide(d, rel, X, exact)
         c_lo, c_hi = L.mpf_cmp(lo, _F0), L.mpf_cmp(hi, _F0)
-        from condcheck.intervals import _rel_decided
-        yes, no = _rel_decided(rel, c_lo, c_hi)
+        yes, no = decided_by_sign(rel, c_lo, c_hi)
         return True if yes else (False if no else None)
 
     def logical(self, op, parts):

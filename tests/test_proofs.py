@@ -205,3 +205,45 @@ def test_the_cli_reports_the_kernel_check_and_the_assumptions(tmp_path):
     d = json.loads(out.stdout)
     assert d["coq"]["ok"] and d["coq"]["versions"]["coq"]
     assert (Path(d["directory"]) / "Main.v").exists()
+
+
+# ---- networks -------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def small_network(tmp_path_factory):
+    """A Theorem 5 network for ReLU on float8_e4m3 at 4 sampled points (196 nonzero parameters)."""
+    path = tmp_path_factory.mktemp("net") / "net.json"
+    out = subprocess.run([sys.executable, "-m", "condcheck", "construct", "theorem5", "relu", "float8_e4m3",
+                          "--domain", "sample:4:0", "--dim", "1", "--targets", "random:0", "--out", str(path)],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    return path
+
+
+def test_a_network_development_states_its_claim_and_facts_at_its_pre_activations(small_network, tmp_path):
+    from condcheck.proofs.network_proof import prove_network
+    r = prove_network(small_network, tmp_path / "dev", run=False)
+    assert r.statement == "claim_holds float8_e4m3 RELU net claim"
+    data = (tmp_path / "dev" / "Data.v").read_text()
+    assert data.count("Case [") == 4
+    assert 0 < r.facts["sigma"] == r.facts["dsigma"] <= get_format("float8_e4m3").count_finite()
+
+
+@needs_coq
+def test_coq_accepts_the_claim_of_a_small_theorem5_network(small_network, tmp_path):
+    from condcheck.proofs.network_proof import prove_network
+    r = prove_network(small_network, tmp_path / "dev", quiet=True)
+    assert r.ok, r.coq.get("log")
+    assert all(n.split(".")[0] in coqrun.STANDARD_AXIOMS for n in r.coq["assumptions"])
+
+
+@needs_coq
+def test_coq_rejects_a_network_claim_with_one_value_changed(small_network, tmp_path):
+    from condcheck.proofs.network_proof import prove_network
+    d = json.loads(small_network.read_text())
+    v = float.fromhex(d["claim"]["values"][0])
+    d["claim"]["values"][0] = (v + 1.0 if abs(v) < 100 else v / 2).hex()
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(d))
+    r = prove_network(bad, tmp_path / "dev", quiet=True)
+    assert r.ok is False
+    assert "Main.vo" not in r.coq["files"]

@@ -16,13 +16,13 @@ import pytest
 from click.testing import CliRunner
 
 from conditions import condition1, condition2, condition3
-from condcheck import report as rp
 from condcheck.activations import BUILTIN_ACTIVATIONS
 from condcheck.cli import main
-from condcheck.latex import escape, macro_name, mangle, number_word
 from condcheck.matrix import MATRIX_FORMATS
 from condcheck.netfile import Claim, save_network
 from condcheck.network import Layer, Network
+from reports import condition_report as rp
+from reports.latex import escape, macro_name, mangle, number_word
 
 HAVE_TEX = shutil.which("pdflatex") is not None and shutil.which("pdftotext") is not None
 needs_tex = pytest.mark.skipif(not HAVE_TEX, reason="pdflatex or pdftotext is not installed "
@@ -297,7 +297,7 @@ def test_a_report_of_a_theorem5_construction_counts_what_verify_counts(tmp_path)
     net, claim = construct_theorem5("relu", "float6_e3m2fn", X, [1.0, -2.0, 0.5], [1.0, 0.5, 0.0],
                                     [[2.0], [-1.0], [0.0]])
     save_network(tmp_path / "t5.json", net, claim)
-    from condcheck.network_report import write_network_report
+    from reports.network_report import write_network_report
     rep = write_network_report(tmp_path / "t5.json", out=tmp_path)
     assert rep.verified and rep.facts["widths"] == net.widths and rep.facts["depth"] == net.depth
     pdf = rp.compile_pdf(rep.tex)

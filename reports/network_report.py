@@ -11,10 +11,12 @@ from pathlib import Path
 
 import numpy as np
 
-from . import __version__
+from condcheck import __version__
+from condcheck.netfile import SCHEMA, load_network
+from condcheck.verify import verify
+
+from . import DEFAULT_OUT
 from .latex import Macros, escape, macro_name, render, tt
-from .netfile import SCHEMA, load_network
-from .verify import verify
 
 SAMPLE_POINTS = 10
 
@@ -42,7 +44,7 @@ def _summary(arr: np.ndarray) -> str:
             f"(hex {tt(_hex(a.max()))})")
 
 
-def write_network_report(path, out="reports/generated", method: str = "fast", progress=None) -> NetworkReport:
+def write_network_report(path, out=DEFAULT_OUT, method: str = "fast", progress=None) -> NetworkReport:
     """Load, verify and describe a network file; writes ``<stem>-network.tex`` and its macros file."""
     path = Path(path)
     net, claim = load_network(path)

@@ -8,27 +8,26 @@ statements come from ``conditions.conditionN.STATEMENT``, the text each checker 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from condcheck import __version__
+from condcheck.check import SCHEMA, CheckResult, check_activation
+from condcheck.errors import CondcheckError
+from condcheck.formats import get_format
+from condcheck.rounded_activation import get_rounded
 from conditions import condition1, condition2, condition3
 
-from . import __version__
-from .check import SCHEMA, CheckResult, check_activation
-from .errors import CondcheckError
-from .formats import get_format
+from . import DEFAULT_OUT
 from .latex import Macros, escape, macro_name, render, tt
-from .rounded_activation import get_rounded
 
 STATEMENTS = {"1": condition1.STATEMENT, "2": condition2.STATEMENT, "3": condition3.STATEMENT}
 TITLES = {"1": "inputs can be distinguished and gated", "2": "gradient suppression without overflow",
           "3": "a first-layer gradient source"}
 VERDICT_WORD = {True: "holds", False: "fails", None: "undecided"}
-DEFAULT_OUT = os.path.join("reports", "generated")
 
 
 class ReportError(CondcheckError):
@@ -232,7 +231,7 @@ def write_report(activation, format, implementation: str = "exact", out=DEFAULT_
 # ---- catalog and --all ------------------------------------------------------------------------------
 def catalog_tex(results: dict, activations, formats, implementation: str = "exact") -> str:
     """One page: activations x formats, each cell the verdict marks linking the report's PDF."""
-    from .matrix import cell
+    from condcheck.matrix import cell
     header = " & ".join(["activation"] + [f"\\rotatebox{{90}}{{{tt(f)}}}" for f in formats])
     rows = []
     for a in activations:
@@ -254,8 +253,8 @@ def catalog_tex(results: dict, activations, formats, implementation: str = "exac
 def write_all(out=DEFAULT_OUT, activations=None, formats=None, figures: bool = True, image_format: str = "png",
               progress=None) -> dict:
     """Every built-in activation x the matrix formats: reports, catalog.tex and macros.tex."""
-    from .activations import BUILTIN_ACTIVATIONS
-    from .matrix import MATRIX_FORMATS
+    from condcheck.activations import BUILTIN_ACTIVATIONS
+    from condcheck.matrix import MATRIX_FORMATS
     activations = tuple(activations or BUILTIN_ACTIVATIONS)
     formats = tuple(formats or MATRIX_FORMATS)
     t0 = time.perf_counter()

@@ -8,9 +8,9 @@ are derived from (activation, format, quantity) by one deterministic mangler, so
 from __future__ import annotations
 
 import re
-from pathlib import Path
+from importlib import resources
 
-from .errors import CondcheckError
+from condcheck.errors import CondcheckError
 
 _ESCAPES = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
             "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
@@ -113,19 +113,25 @@ class Macros:
 
 
 # ---- templates --------------------------------------------------------------------------------------
-TEMPLATE_DIR = Path(__file__).resolve().parent.parent / "reports" / "templates"
+#: The templates are package data of ``reports`` (``reports/templates/*.tex``), read through
+#: importlib.resources so they are found wherever the package is installed (a wheel, a zip).
+TEMPLATES = "templates"
 _FIELD = re.compile(r"<<([a-z_]+)>>")
+
+
+def template_text(template: str) -> str:
+    """The text of one template of ``reports/templates``, read as package data."""
+    try:
+        return resources.files(__package__).joinpath(TEMPLATES).joinpath(template).read_text(encoding="utf-8")
+    except OSError as e:
+        raise CondcheckError(f"report template {TEMPLATES}/{template} is missing from the installed reports "
+                             f"package ({e.strerror or e}); reinstall condcheck") from None
 
 
 def render(template: str, **fields) -> str:
     """Fill ``<<name>>`` fields of a template in reports/templates; every field must be given and used
     (a typo would otherwise leave a placeholder in a paper)."""
-    path = TEMPLATE_DIR / template
-    try:
-        text = path.read_text()
-    except OSError as e:
-        raise CondcheckError(f"report template {path} is missing ({e.strerror}); reports need the "
-                             f"reports/templates folder of the condcheck source tree") from None
+    text = template_text(template)
     wanted = set(_FIELD.findall(text))
     if wanted != set(fields):
         raise AssertionError(f"internal: template {template} fields {sorted(wanted)} != given {sorted(fields)}")

@@ -14,8 +14,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from .errors import CondcheckError
-from .rounding import round_array
+from condcheck.errors import CondcheckError
+from condcheck.rounding import round_array
 
 #: (condition, witness key, label) of the witness points drawn, in legend order.
 WITNESS_POINTS = (("1", "z_dead", r"C1 $z_d$"), ("1", "live", "C1 live"), ("1", "constant", "C1 constant"),
