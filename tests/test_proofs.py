@@ -141,44 +141,48 @@ def test_print_assumptions_output_is_read_as_axiom_names():
 # ---- with Coq -------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def sigmoid_float4(tmp_path_factory):
-    return prove("sigmoid", "float4_e2m1fn", tmp_path_factory.mktemp("sig4") / "dev", quiet=True)
+    """condcheck prove sigmoid float4_e2m1fn (every condition fails), run from the command line."""
+    d = tmp_path_factory.mktemp("sig4") / "dev"
+    return subprocess.run([sys.executable, "-m", "condcheck", "prove", "sigmoid", "float4_e2m1fn", "--out", str(d),
+                           "--json", "-q"], capture_output=True, text=True)
 
 
 @pytest.fixture(scope="module")
-def relu_float6(tmp_path_factory):
-    return prove("relu", "float6_e2m3fn", tmp_path_factory.mktemp("relu6") / "dev", quiet=True)
+def relu_float8(tmp_path_factory):
+    return prove("relu", "float8_e4m3", tmp_path_factory.mktemp("relu8") / "dev", quiet=True)
 
 
 @needs_coq
 def test_coq_accepts_the_negations_for_sigmoid_on_float4_e2m1fn(sigmoid_float4):
-    assert sigmoid_float4.ok, sigmoid_float4.coq.get("log")
-    assert sigmoid_float4.statement.count("~ Condition") == 3
+    assert sigmoid_float4.returncode == 0, sigmoid_float4.stderr
+    d = json.loads(sigmoid_float4.stdout)
+    assert d["coq"]["ok"] and d["statement"].count("~ Condition") == 3
+    assert d["coq"]["versions"]["coq"] and d["coq"]["versions"]["flocq"]
+    assert (Path(d["directory"]) / "Main.v").exists()
 
 
 @needs_coq
-def test_coq_accepts_every_clause_of_relu_on_float6_e2m3fn(relu_float6):
-    assert relu_float6.ok, relu_float6.coq.get("log")
-    assert "Condition3b_at" in relu_float6.statement
+def test_coq_accepts_every_clause_of_relu_on_float8_e4m3(relu_float8):
+    assert relu_float8.ok, relu_float8.coq.get("log")
+    assert "Condition3b_at" in relu_float8.statement
 
 
 @needs_coq
-def test_print_assumptions_shows_only_standard_axioms(sigmoid_float4, relu_float6):
-    for r in (sigmoid_float4, relu_float6):
-        names = r.coq["assumptions"]
+def test_print_assumptions_shows_only_standard_axioms(sigmoid_float4, relu_float8):
+    for names in (json.loads(sigmoid_float4.stdout)["coq"]["assumptions"], relu_float8.coq["assumptions"]):
         assert names and all(n.split(".")[0] in coqrun.STANDARD_AXIOMS for n in names)
         assert not any(n.startswith(("Cert.", "Condcheck.")) for n in names)
 
 
 @needs_coq
-def test_an_admitted_fact_makes_the_development_not_ok(relu_float6, tmp_path):
+def test_an_admitted_fact_makes_the_development_not_ok(relu_float8, tmp_path):
     d = tmp_path / "dev"
-    shutil.copytree(relu_float6.directory, d)
+    shutil.copytree(relu_float8.directory, d)
     f = d / "Facts_s_0.v"
-    text = f.read_text()
-    f.write_text(text.replace("Qed.", "Admitted.", 1))
+    f.write_text(f.read_text().replace("Qed.", "Admitted.", 1))
     r = coqrun.check_development(d, quiet=True)
     assert not r.ok
-    assert r.unexpected_assumptions == ["s_0"] or any(a.endswith("s_0") for a in r.unexpected_assumptions)
+    assert [a.split(".")[-1] for a in r.unexpected_assumptions] == ["s_0"]
 
 
 @needs_coq
@@ -188,23 +192,7 @@ def test_coq_rejects_a_false_certificate_written_without_the_precheck(tmp_path):
     w["sigma(live)"] = dict(w["sigma(live)"], fraction="3", hex="0x1.8p+1")
     r = prove_certificate(cert, tmp_path / "dev", precheck_first=False, quiet=True)
     assert r.ok is False
-    assert "Main.vo" not in r.coq["files"]
-
-
-@needs_coq
-def test_coq_accepts_elu_on_float8_e4m3(tmp_path):
-    r = prove("elu", "float8_e4m3", tmp_path / "dev", quiet=True)
-    assert r.ok, r.coq.get("log")
-
-
-@needs_coq
-def test_the_cli_reports_the_kernel_check_and_the_assumptions(tmp_path):
-    out = subprocess.run([sys.executable, "-m", "condcheck", "prove", "relu", "float4_e2m1fn", "--out",
-                          str(tmp_path / "d"), "--json", "-q"], capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr
-    d = json.loads(out.stdout)
-    assert d["coq"]["ok"] and d["coq"]["versions"]["coq"]
-    assert (Path(d["directory"]) / "Main.v").exists()
+    assert r.coq["files"]["Facts.vo"]["built"] and not r.coq["files"]["Main.vo"]["built"]
 
 
 # ---- networks -------------------------------------------------------------------------------------------
@@ -223,27 +211,36 @@ def test_a_network_development_states_its_claim_and_facts_at_its_pre_activations
     from condcheck.proofs.network_proof import prove_network
     r = prove_network(small_network, tmp_path / "dev", run=False)
     assert r.statement == "claim_holds float8_e4m3 RELU net claim"
-    data = (tmp_path / "dev" / "Data.v").read_text()
+    data = (tmp_path / "dev" / "Claim.v").read_text()
     assert data.count("Case [") == 4
     assert 0 < r.facts["sigma"] == r.facts["dsigma"] <= get_format("float8_e4m3").count_finite()
 
 
-@needs_coq
-def test_coq_accepts_the_claim_of_a_small_theorem5_network(small_network, tmp_path):
+@pytest.fixture(scope="module")
+def small_network_proof(small_network, tmp_path_factory):
     from condcheck.proofs.network_proof import prove_network
-    r = prove_network(small_network, tmp_path / "dev", quiet=True)
+    return prove_network(small_network, tmp_path_factory.mktemp("netdev") / "dev", quiet=True)
+
+
+@needs_coq
+def test_coq_accepts_the_claim_of_a_small_theorem5_network(small_network_proof):
+    r = small_network_proof
     assert r.ok, r.coq.get("log")
     assert all(n.split(".")[0] in coqrun.STANDARD_AXIOMS for n in r.coq["assumptions"])
 
 
 @needs_coq
-def test_coq_rejects_a_network_claim_with_one_value_changed(small_network, tmp_path):
-    from condcheck.proofs.network_proof import prove_network
-    d = json.loads(small_network.read_text())
-    v = float.fromhex(d["claim"]["values"][0])
-    d["claim"]["values"][0] = (v + 1.0 if abs(v) < 100 else v / 2).hex()
-    bad = tmp_path / "bad.json"
-    bad.write_text(json.dumps(d))
-    r = prove_network(bad, tmp_path / "dev", quiet=True)
-    assert r.ok is False
-    assert "Main.vo" not in r.coq["files"]
+def test_coq_rejects_a_network_claim_with_one_value_changed(small_network_proof, tmp_path):
+    d = tmp_path / "dev"
+    shutil.copytree(small_network_proof.directory, d)
+    for p in [*d.glob("Claim.vo*"), *d.glob("Main.vo*")]:
+        p.unlink()
+    claim = d / "Claim.v"
+    text = claim.read_text()
+    i = text.index("Case [")
+    j = text.index("] ", i) + 2                       # after the point: the claimed value's term
+    k = text.index(" [", j)
+    claim.write_text(text[:j] + "(Float radix2 (12345) (0))" + text[k:])
+    r = coqrun.check_development(d, quiet=True)
+    assert not r.ok
+    assert r.files["Claim.vo"]["built"] and not r.files["Main.vo"]["built"]

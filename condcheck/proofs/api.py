@@ -101,7 +101,7 @@ def precheck(cert: dict, claims: Claims) -> list[str]:
     return problems
 
 
-def _prepare_out(out) -> Path:
+def prepare_out(out) -> Path:
     if out is None:
         raise CondcheckError("--out DIR is required: the directory to write the Coq development into")
     d = Path(out)
@@ -124,7 +124,7 @@ def prove_certificate(certificate: Union[dict, str, os.PathLike], out, *, preche
     cert = certificate if isinstance(certificate, dict) else load_certificate(certificate)
     claims = read_claims(cert)
     check_supported(claims)
-    d = _prepare_out(out)
+    d = prepare_out(out)
     if precheck_first:
         problems = precheck(cert, claims)
         if problems:
@@ -152,13 +152,13 @@ def _write_and_run(claims: Claims, d: Path, *, run: bool, jobs, quiet) -> ProofR
 def prove(activation: str, format: str, out, *, run: bool = True, jobs: Optional[int] = None,
           quiet: bool = False) -> ProofResult:
     """Check ``activation`` on ``format`` (condcheck check), then prove its certificate in Coq."""
-    from condcheck.check import check_activation
     from condcheck.formats import get_format
     from .development import check_format, check_supported
     from .recipes import recipe_for
     check_format(get_format(format))
     recipe_for(str(activation))
-    d = _prepare_out(out)
+    d = prepare_out(out)
+    from condcheck.check import check_activation
     claims = read_claims(check_activation(activation, format).to_certificate())
     check_supported(claims)
     return _write_and_run(claims, d, run=run, jobs=jobs, quiet=quiet)

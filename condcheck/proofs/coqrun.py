@@ -40,7 +40,7 @@ class CoqResult:
     seconds: float                 # wall clock of make
     cpu_seconds: float             # user + sys of every Coq process
     peak_memory_mb: float          # largest resident set of one Coq process
-    files: dict = field(default_factory=dict)          # "X.vo" -> {"real", "user", "mem_mb"}
+    files: dict = field(default_factory=dict)          # "X.vo" -> {"real", "user", "mem_mb", "built"}
     assumptions: list = field(default_factory=list)
     unexpected_assumptions: list = field(default_factory=list)
     log: str = ""
@@ -150,6 +150,8 @@ def check_development(directory, *, jobs: Optional[int] = None, quiet: bool = Fa
     rc = proc.wait()
     if bar is not None:
         bar.close()
+    for name, f in files.items():                      # `time` reports a file whose compilation failed too
+        f["built"] = (d / name).exists()
     seconds = time.perf_counter() - t0
     ok = rc == 0
     assumptions, unexpected = [], []

@@ -17,7 +17,6 @@ the library's refuters decide it by computation).
 """
 from __future__ import annotations
 
-import os
 from fractions import Fraction
 from pathlib import Path
 
@@ -28,7 +27,7 @@ from condcheck.formats import Format
 from . import library
 from .certificate import Claims, Witness1, Witness2, Witness3
 from .dyadic import real_text, term
-from .facts import CHUNK, FactMaker, chunk_file
+from .facts import FactMaker, write_facts
 from .recipes import recipe_for
 
 #: formats whose every value is enumerated inside Coq
@@ -138,21 +137,6 @@ def data_file(claims: Claims) -> str:
         format_definition(claims.format), *_witness_terms(claims)])
 
 
-def facts_file(chunks: dict, fmt_coq: str, record: str) -> str:
-    """Facts.v: ``sigma_facts``, ``dsigma_facts`` and their proofs, from the chunk files."""
-    files = " ".join(chunks["s"] + chunks["d"])
-    out = ["From Coq Require Import List.", "From Condcheck Require Import Format Activations Rounded.",
-           f"From Cert Require Import Data {files}." if files else "From Cert Require Import Data.",
-           "Import ListNotations.", ""]
-    for key, fn, lst in (("s", "sigma", "sigma_facts"), ("d", "dsigma", "dsigma_facts")):
-        names = [f"{c.lower()}" for c in chunks[key]]
-        out.append(f"Definition {lst} : list fact := " + " ++ ".join(names + ["[]"]) + ".")
-        body = "".join(f"apply Forall_app; split; [exact {n}_ok|].\n" for n in names)
-        out.append(f"Lemma {lst}_ok : Forall (fact_holds {fmt_coq} ({fn} {record})) {lst}.\n"
-                   f"Proof.\nunfold {lst}.\n{body}constructor.\nQed.\n")
-    return "\n".join(out)
-
-
 def statement_parts(claims: Claims) -> list[str]:
     """The conjuncts of ``certificate_holds``: each condition (or its negation), and the witness claims."""
     F, A = coq_name(claims.format), recipe_for(claims.activation).record
@@ -208,16 +192,8 @@ def write_development(claims: Claims, out, *, progress=None) -> dict:
     facts = {"s": [maker.point(False, q) for q in sorted(S)], "d": [maker.point(True, q) for q in sorted(D)]}
     out.mkdir(parents=True, exist_ok=True)
     files = library.copy_into(out, with_erf=maker.uses_erf_bounds)
-    chunks = {"s": [], "d": []}
-    for key in ("s", "d"):
-        lst = facts[key]
-        for i in range(0, len(lst), CHUNK):
-            name = f"Facts_{key}_{i // CHUNK}"
-            chunks[key].append(name)
-            (out / f"{name}.v").write_text(chunk_file(lst[i:i + CHUNK], name.lower(), coq_name(fmt), recipe.record))
-    generated = ["Data.v"] + [f"{c}.v" for c in chunks["s"] + chunks["d"]] + ["Facts.v", "Main.v"]
+    generated = ["Data.v"] + write_facts(out, facts, coq_name(fmt), recipe.record) + ["Main.v"]
     (out / "Data.v").write_text(data_file(claims))
-    (out / "Facts.v").write_text(facts_file(chunks, coq_name(fmt), recipe.record))
     (out / "Main.v").write_text(main_file(claims, coq_name(fmt), recipe.record))
     (out / "_CoqProject").write_text(library.coq_project(files, generated))
     return {"directory": str(out), "facts_sigma": len(facts["s"]), "facts_dsigma": len(facts["d"]),

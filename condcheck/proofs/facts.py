@@ -30,7 +30,7 @@ from .dyadic import bracket, parts, precision_for, real_text, term
 from .recipes import recipe_for
 
 #: facts per generated file
-CHUNK = 40
+CHUNK = 60
 #: GELU at |z| >= GELU_CUTOFF * sqrt 2 is bounded from erf(+-GELU_CUTOFF) (lib/ErfBounds.v)
 GELU_CUTOFF = 5
 SQRT2 = 2 ** 0.5
@@ -202,3 +202,32 @@ def chunk_file(facts: list[Fact], chunk: str, fmt_coq: str, record: str) -> str:
     out.append(f"Lemma {chunk}_ok : List.Forall (fact_holds {fmt_coq} ({fn} {record})) {chunk}.\nProof.\nunfold {chunk}.\n"
                f"{body}constructor.\nQed.\n")
     return "\n".join(out)
+
+
+def facts_file(chunks: dict, fmt_coq: str, record: str) -> str:
+    """Facts.v: ``sigma_facts``, ``dsigma_facts`` and their proofs, from the chunk files."""
+    files = " ".join(chunks["s"] + chunks["d"])
+    out = ["From Coq Require Import List.", "From Condcheck Require Import Format Activations Rounded.",
+           f"From Cert Require Import Data {files}." if files else "From Cert Require Import Data.",
+           "Import ListNotations.", ""]
+    for key, fn, lst in (("s", "sigma", "sigma_facts"), ("d", "dsigma", "dsigma_facts")):
+        names = [f"{c.lower()}" for c in chunks[key]]
+        out.append(f"Definition {lst} : list fact := " + " ++ ".join(names + ["[]"]) + ".")
+        body = "".join(f"apply Forall_app; split; [exact {n}_ok|].\n" for n in names)
+        out.append(f"Lemma {lst}_ok : Forall (fact_holds {fmt_coq} ({fn} {record})) {lst}.\n"
+                   f"Proof.\nunfold {lst}.\n{body}constructor.\nQed.\n")
+    return "\n".join(out)
+
+
+def write_facts(out, facts: dict, fmt_coq: str, record: str) -> list[str]:
+    """Write the chunk files of ``facts`` ({"s": [...], "d": [...]}) and Facts.v into ``out``; returns
+    the files written, in dependency order."""
+    chunks = {"s": [], "d": []}
+    for key in ("s", "d"):
+        lst = facts[key]
+        for i in range(0, len(lst), CHUNK):
+            name = f"Facts_{key}_{i // CHUNK}"
+            chunks[key].append(name)
+            (out / f"{name}.v").write_text(chunk_file(lst[i:i + CHUNK], name.lower(), fmt_coq, record))
+    (out / "Facts.v").write_text(facts_file(chunks, fmt_coq, record))
+    return [f"{c}.v" for c in chunks["s"] + chunks["d"]] + ["Facts.v"]

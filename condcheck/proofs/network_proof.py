@@ -18,10 +18,10 @@ import numpy as np
 from condcheck.errors import CondcheckError
 
 from . import library
-from .api import ProofResult, _prepare_out
+from .api import ProofResult, prepare_out
 from .development import check_format, coq_name, format_definition
 from .dyadic import term
-from .facts import CHUNK, FactMaker, chunk_file
+from .facts import FactMaker, write_facts
 from .recipes import recipe_for
 
 
@@ -77,7 +77,7 @@ def _layer_term(layer) -> str:
         start, end = w.indptr[i], w.indptr[i + 1]
         cols = w.indices[start:end]
         order = np.argsort(cols, kind="stable")
-        entries = [f"({int(cols[k])}%nat, {term(Fraction(float(w.data[start + k])))})" for k in order
+        entries = [f"({int(cols[k]) + 1}%positive, {term(Fraction(float(w.data[start + k])))})" for k in order
                    if w.data[start + k] != 0]
         rows.append("[" + "; ".join(entries) + "]")
     bias = "[" + "; ".join(term(Fraction(float(b))) for b in layer.bias) + "]"
@@ -91,7 +91,13 @@ def _case_term(x, value, grads) -> str:
     return f"Case {xs} {term(Fraction(float(value)))} [{gs}]"
 
 
-def data_file(net, claim) -> str:
+def data_file(fmt) -> str:
+    return "\n".join(["From Coq Require Import ZArith Reals.", "From Flocq Require Import Core.",
+                      "From Condcheck Require Import Format.", "Open Scope R_scope.", "", format_definition(fmt)])
+
+
+def claim_file(net, claim) -> str:
+    """Claim.v: the network and its claim, as data (apart from Data.v, which the facts depend on)."""
     fmt = net.format
     layers = ";\n  ".join(_layer_term(L) for L in net.layers)
     cases = []
@@ -106,8 +112,7 @@ def data_file(net, claim) -> str:
         f"widths {[net.input_dim] + [L.weight.shape[0] for L in net.layers]}, "
         f"{sum(int((L.weight != 0).sum()) for L in net.layers)} nonzero weights; its claim at {len(cases)} points. *)",
         "From Coq Require Import ZArith Reals List.", "From Flocq Require Import Core.",
-        "From Condcheck Require Import Format Dyadic Activations Network.", "Import ListNotations.",
-        "Open Scope R_scope.", "", format_definition(fmt),
+        "From Condcheck Require Import Format Dyadic Network.", "Import ListNotations.", "",
         "Definition net : network := [\n  " + layers + "].\n",
         "Definition claim : list case := [\n  " + ";\n  ".join(cases) + "].\n"])
 
@@ -119,7 +124,7 @@ def main_file(net, claim, fmt_coq: str, record: str) -> str:
         f"order, with no overflow (condcheck's finite semantics). *)",
         "From Coq Require Import ZArith Reals List.", "From Flocq Require Import Core.",
         "From Condcheck Require Import Format Dyadic Activations Rounded Network.",
-        "From Cert Require Import Data Facts.", "",
+        "From Cert Require Import Data Facts Claim.", "",
         f"Theorem certificate_holds : claim_holds {fmt_coq} {record} net claim.",
         "Proof.",
         f"apply (check_claim_sound {fmt_coq} {fmt_coq}_wf {record} sigma_facts dsigma_facts sigma_facts_ok "
@@ -128,7 +133,6 @@ def main_file(net, claim, fmt_coq: str, record: str) -> str:
 
 
 def write_network_development(net, claim, out) -> dict:
-    from .development import facts_file
     fmt = net.format
     check_format(fmt)
     recipe = recipe_for(net.activation)
@@ -147,16 +151,9 @@ def write_network_development(net, claim, out) -> dict:
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     files = library.copy_into(out, with_network=True, with_erf=maker.uses_erf_bounds)
-    chunks = {"s": [], "d": []}
-    for key in ("s", "d"):
-        lst = facts[key]
-        for i in range(0, len(lst), CHUNK):
-            name = f"Facts_{key}_{i // CHUNK}"
-            chunks[key].append(name)
-            (out / f"{name}.v").write_text(chunk_file(lst[i:i + CHUNK], name.lower(), coq_name(fmt), recipe.record))
-    generated = ["Data.v"] + [f"{c}.v" for c in chunks["s"] + chunks["d"]] + ["Facts.v", "Main.v"]
-    (out / "Data.v").write_text(data_file(net, claim))
-    (out / "Facts.v").write_text(facts_file(chunks, coq_name(fmt), recipe.record))
+    generated = ["Data.v"] + write_facts(out, facts, coq_name(fmt), recipe.record) + ["Claim.v", "Main.v"]
+    (out / "Data.v").write_text(data_file(fmt))
+    (out / "Claim.v").write_text(claim_file(net, claim))
     (out / "Main.v").write_text(main_file(net, claim, coq_name(fmt), recipe.record))
     (out / "_CoqProject").write_text(library.coq_project(files, generated))
     return {"facts_sigma": len(facts["s"]), "facts_dsigma": len(facts["d"]),
@@ -169,7 +166,7 @@ def prove_network(network, out, *, run: bool = True, jobs: Optional[int] = None,
     net, claim = _load(network)
     check_format(net.format)
     recipe_for(net.activation)
-    d = _prepare_out(out)
+    d = prepare_out(out)
     summary = write_network_development(net, claim, d)
     result = ProofResult(str(d), net.activation, net.format.name, summary["statement"],
                          {"sigma": summary["facts_sigma"], "dsigma": summary["facts_dsigma"]}, development_hash(d))

@@ -2,7 +2,9 @@
 
     A network is a list of layers T_1, ..., T_L; the activation sigma~ follows every layer but the
     last, and the output is a scalar.  A layer lists, row by row, its nonzero weights
-    (column, weight) by increasing column, and its biases.  Over R, with every operation rounded
+    (column, weight) by increasing column, and its biases; rows and columns are numbered from 1 by
+    binary positive numbers (read in O(log n) by a computation), input j of a layer being the
+    [Pos.to_nat j - 1]-th element of its input list.  Over R, with every operation rounded
     by RN and [None] for an overflow (condcheck's finite semantics: Inf or NaN anywhere fails):
     - forward, coordinate i: z_i = (((A_i1 (x) v_1) (+) (A_i2 (x) v_2)) (+) ...) (+) b_i, products
       first, summed left to right, bias last (a zero weight is left out: s (+) (0 (x) v) = s for a
@@ -25,7 +27,7 @@ Open Scope R_scope.
 
 Record layer := Layer {
   l_inputs : nat;                          (** number of inputs (columns) *)
-  l_rows : list (list (nat * dyadic));     (** row i: its nonzero weights (column, A_ij) by increasing column *)
+  l_rows : list (list (positive * dyadic)); (** row i: its nonzero weights (column, A_ij) by increasing column *)
   l_bias : list dyadic }.                  (** b_i *)
 
 Definition network := list layer.
@@ -47,14 +49,21 @@ Fixpoint omap2 {T U V} (f : T -> U -> option V) (l1 : list T) (l2 : list U) : op
   end.
 
 (** Column j of a layer: (i, A_ij) for its nonzero weights, by increasing row i. *)
-Fixpoint column_from (i : nat) (rows : list (list (nat * dyadic))) (j : nat) : list (nat * dyadic) :=
+Fixpoint column_from (i : positive) (rows : list (list (positive * dyadic))) (j : positive) : list (positive * dyadic) :=
   match rows with
   | [] => []
-  | row :: rows' => map (fun e => (i, snd e)) (filter (fun e => Nat.eqb (fst e) j) row) ++ column_from (S i) rows' j
+  | row :: rows' => map (fun e => (i, snd e)) (filter (fun e => Pos.eqb (fst e) j) row) ++ column_from (Pos.succ i) rows' j
   end.
 
-Definition columns (L : layer) : list (list (nat * dyadic)) :=
-  map (column_from 0 (l_rows L)) (seq 0 (l_inputs L)).
+(** p, p + 1, ..., p + n - 1 *)
+Fixpoint pos_seq (p : positive) (n : nat) : list positive :=
+  match n with O => [] | S n' => p :: pos_seq (Pos.succ p) n' end.
+
+Definition columns (L : layer) : list (list (positive * dyadic)) :=
+  map (column_from 1 (l_rows L)) (pos_seq 1 (l_inputs L)).
+
+(** The element of a list at a positive index, counted from 1 *)
+Definition at_pos (v : list R) (j : positive) : R := nth (Pos.to_nat j - 1) v 0.
 
 (** ** The semantics over R *)
 
@@ -69,20 +78,20 @@ Definition act_value (z : R) : option R := rn (sigma A z).
 Definition act_deriv (z : R) : option R := rn (dsigma A z).
 
 (** acc (+) (A_ij (x) v_j) (+) ... over the nonzero weights of a row *)
-Fixpoint row_sum (acc : R) (row : list (nat * dyadic)) (v : list R) : option R :=
+Fixpoint row_sum (acc : R) (row : list (positive * dyadic)) (v : list R) : option R :=
   match row with
   | [] => Some acc
-  | (j, w) :: row' => obind (rn (F2R w * nth j v 0)) (fun p => obind (rn (acc + p)) (fun a => row_sum a row' v))
+  | (j, w) :: row' => obind (rn (F2R w * at_pos v j)) (fun p => obind (rn (acc + p)) (fun a => row_sum a row' v))
   end.
 
 Definition affine (L : layer) (v : list R) : option (list R) :=
   omap (fun rb => obind (row_sum 0 (fst rb) v) (fun s => rn (s + F2R (snd rb)))) (combine (l_rows L) (l_bias L)).
 
 (** acc (+) (u_i (x) A_ij) (+) ... over the nonzero weights of a column *)
-Fixpoint col_sum (acc : R) (col : list (nat * dyadic)) (u : list R) : option R :=
+Fixpoint col_sum (acc : R) (col : list (positive * dyadic)) (u : list R) : option R :=
   match col with
   | [] => Some acc
-  | (i, w) :: col' => obind (rn (nth i u 0 * F2R w)) (fun p => obind (rn (acc + p)) (fun a => col_sum a col' u))
+  | (i, w) :: col' => obind (rn (at_pos u i * F2R w)) (fun p => obind (rn (acc + p)) (fun a => col_sum a col' u))
   end.
 
 Definition affine_back (L : layer) (u : list R) : option (list R) :=
@@ -150,7 +159,7 @@ rewrite Rabs_R0. apply Rlt_le, wf_Omega_pos, Hwf.
 Qed.
 
 (** A row with an explicit zero weight sums to what the row without it sums to. *)
-Lemma row_sum_zero_entry : forall F acc j w row v, wf_format F = true -> in_format F acc ->
+Lemma row_sum_zero_entry : forall F acc (j : positive) w row v, wf_format F = true -> in_format F acc ->
   F2R w = 0 -> row_sum F acc ((j, w) :: row) v = row_sum F acc row v.
 Proof.
 intros F acc j w row v Hwf Hacc Hw. simpl. rewrite Hw, Rmult_0_l, rn_zero by exact Hwf. simpl.
@@ -216,34 +225,33 @@ Qed.
 
 (** Vectors, for access by index in O(log n). *)
 Definition vec := PositiveMap.t dyadic.
-Definition key (j : nat) : positive := Pos.of_succ_nat j.
+Fixpoint vec_of_aux (j : positive) (l : list dyadic) (m : vec) : vec :=
+  match l with [] => m | x :: l' => vec_of_aux (Pos.succ j) l' (PositiveMap.add j x m) end.
 
-Fixpoint vec_of_aux (j : nat) (l : list dyadic) (m : vec) : vec :=
-  match l with [] => m | x :: l' => vec_of_aux (S j) l' (PositiveMap.add (key j) x m) end.
-
-Definition vec_of (l : list dyadic) : vec := vec_of_aux 0 l (PositiveMap.empty _).
+Definition vec_of (l : list dyadic) : vec := vec_of_aux 1 l (PositiveMap.empty _).
 
 Lemma vec_of_aux_find : forall l k m j x,
-  PositiveMap.find (key j) (vec_of_aux k l m) = Some x ->
-  (k <= j /\ nth_error l (j - k) = Some x)%nat \/ (PositiveMap.find (key j) m = Some x /\ (j < k \/ length l <= j - k)%nat).
+  PositiveMap.find j (vec_of_aux k l m) = Some x ->
+  (Pos.to_nat k <= Pos.to_nat j /\ nth_error l (Pos.to_nat j - Pos.to_nat k) = Some x)%nat \/
+  PositiveMap.find j m = Some x.
 Proof.
 induction l as [|y l IH]; simpl; intros k m j x H.
-- right. split; [exact H|]. lia.
-- destruct (IH _ _ _ _ H) as [[H1 H2]|[H1 H2]].
-  + left. split; [lia|]. replace (j - k)%nat with (S (j - S k)) by lia. exact H2.
-  + destruct (Nat.eq_dec j k) as [->|Hne].
+- right. exact H.
+- destruct (IH _ _ _ _ H) as [[H1 H2]|H1].
+  + left. rewrite Pos2Nat.inj_succ in H1, H2. split; [lia|].
+    replace (Pos.to_nat j - Pos.to_nat k)%nat with (S (Pos.to_nat j - S (Pos.to_nat k))) by lia. exact H2.
+  + destruct (Pos.eq_dec j k) as [->|Hne].
     * rewrite PositiveMap.gss in H1. injection H1 as <-. left. split; [lia|].
       now rewrite Nat.sub_diag.
-    * rewrite PositiveMap.gso in H1 by (intros He; apply Hne; now apply SuccNat2Pos.inj).
-      right. split; [exact H1|]. lia.
+    * rewrite PositiveMap.gso in H1 by exact Hne. right. exact H1.
 Qed.
 
-Lemma vec_of_find : forall l j x, PositiveMap.find (key j) (vec_of l) = Some x ->
-  nth j (map F2R l) 0 = F2R x.
+Lemma vec_of_find : forall l j x, PositiveMap.find j (vec_of l) = Some x ->
+  at_pos (map F2R l) j = F2R x.
 Proof.
 intros l j x H. unfold vec_of in H.
-destruct (vec_of_aux_find l 0 _ j x H) as [[_ H2]|[H1 _]].
-- rewrite Nat.sub_0_r in H2. rewrite <- F2R_Dzero, map_nth. f_equal.
+destruct (vec_of_aux_find l 1 _ j x H) as [[_ H2]|H1].
+- unfold at_pos. change (Pos.to_nat 1) with 1%nat in H2. rewrite <- F2R_Dzero, map_nth. f_equal.
   now apply nth_error_nth.
 - rewrite PositiveMap.gempty in H1. discriminate.
 Qed.
@@ -259,38 +267,38 @@ Definition act_value_d (z : dyadic) : option dyadic :=
 Definition act_deriv_d (z : dyadic) : option dyadic :=
   match flookup dT z with Some (Fin v) => Some v | _ => None end.
 
-Fixpoint row_sum_d (acc : dyadic) (row : list (nat * dyadic)) (v : vec) : option dyadic :=
+Fixpoint row_sum_d (acc : dyadic) (row : list (positive * dyadic)) (v : vec) : option dyadic :=
   match row with
   | [] => Some acc
-  | (j, w) :: row' => obind (PositiveMap.find (key j) v) (fun x =>
+  | (j, w) :: row' => obind (PositiveMap.find j v) (fun x =>
       obind (rn_d (Fmult w x)) (fun p => obind (rn_d (Fplus acc p)) (fun a => row_sum_d a row' v)))
   end.
 
 Definition affine_d (L : layer) (v : vec) : option (list dyadic) :=
   omap (fun rb => obind (row_sum_d Dzero (fst rb) v) (fun s => rn_d (Fplus s (snd rb)))) (combine (l_rows L) (l_bias L)).
 
-Fixpoint col_sum_d (acc : dyadic) (col : list (nat * dyadic)) (u : vec) : option dyadic :=
+Fixpoint col_sum_d (acc : dyadic) (col : list (positive * dyadic)) (u : vec) : option dyadic :=
   match col with
   | [] => Some acc
-  | (i, w) :: col' => obind (PositiveMap.find (key i) u) (fun x =>
+  | (i, w) :: col' => obind (PositiveMap.find i u) (fun x =>
       obind (rn_d (Fmult x w)) (fun p => obind (rn_d (Fplus acc p)) (fun a => col_sum_d a col' u)))
   end.
 
-Definition affine_back_d (cols : list (list (nat * dyadic))) (u : vec) : option (list dyadic) :=
+Definition affine_back_d (cols : list (list (positive * dyadic))) (u : vec) : option (list dyadic) :=
   omap (fun col => col_sum_d Dzero col u) cols.
 
 (** A layer with its columns, computed once per network. *)
-Definition prepare (net : network) : list (layer * list (list (nat * dyadic))) :=
+Definition prepare (net : network) : list (layer * list (list (positive * dyadic))) :=
   map (fun L => (L, columns L)) net.
 
-Fixpoint forward_d (P : list (layer * list (list (nat * dyadic)))) (v : list dyadic) : option (list dyadic) :=
+Fixpoint forward_d (P : list (layer * list (list (positive * dyadic)))) (v : list dyadic) : option (list dyadic) :=
   match P with
   | [] => Some v
   | [(L, _)] => affine_d L (vec_of v)
   | (L, _) :: P' => obind (affine_d L (vec_of v)) (fun z => obind (omap act_value_d z) (fun a => forward_d P' a))
   end.
 
-Fixpoint backward_d (P : list (layer * list (list (nat * dyadic)))) (v u : list dyadic) : option (list dyadic) :=
+Fixpoint backward_d (P : list (layer * list (list (positive * dyadic)))) (v u : list dyadic) : option (list dyadic) :=
   match P with
   | [] => Some u
   | [(L, cols)] => affine_back_d cols (vec_of u)
@@ -308,7 +316,7 @@ Fixpoint list_eqb (l1 l2 : list dyadic) : bool :=
   | _, _ => false
   end.
 
-Definition check_case (P : list (layer * list (list (nat * dyadic)))) (c : case) : bool :=
+Definition check_case (P : list (layer * list (list (positive * dyadic)))) (c : case) : bool :=
   match forward_d P (case_x c) with Some [y] => Deqb y (case_value c) | _ => false end &&
   forallb (fun yg => match backward_d P (case_x c) [fst yg] with
                      | Some g => list_eqb g (snd yg) | None => false end) (case_grads c).
@@ -372,7 +380,7 @@ Lemma row_sum_d_sound : forall row acc l s, row_sum_d F acc row (vec_of l) = Som
 Proof.
 induction row as [|[j w] row IH]; simpl; intros acc l s H.
 - now injection H as <-.
-- destruct (PositiveMap.find (key j) (vec_of l)) as [x|] eqn:Ex; [|discriminate]. simpl in H.
+- destruct (PositiveMap.find j (vec_of l)) as [x|] eqn:Ex; [|discriminate]. simpl in H.
   destruct (rn_d F (Fmult w x)) as [p|] eqn:Ep; [|discriminate]. simpl in H.
   destruct (rn_d F (Fplus acc p)) as [a|] eqn:Ea; [|discriminate]. simpl in H.
   rewrite (vec_of_find l j x Ex), <- F2R_mult, (rn_d_sound _ _ Ep). simpl.
@@ -397,7 +405,7 @@ Lemma col_sum_d_sound : forall col acc l s, col_sum_d F acc col (vec_of l) = Som
 Proof.
 induction col as [|[i w] col IH]; simpl; intros acc l s H.
 - now injection H as <-.
-- destruct (PositiveMap.find (key i) (vec_of l)) as [x|] eqn:Ex; [|discriminate]. simpl in H.
+- destruct (PositiveMap.find i (vec_of l)) as [x|] eqn:Ex; [|discriminate]. simpl in H.
   destruct (rn_d F (Fmult x w)) as [p|] eqn:Ep; [|discriminate]. simpl in H.
   destruct (rn_d F (Fplus acc p)) as [a|] eqn:Ea; [|discriminate]. simpl in H.
   rewrite (vec_of_find l i x Ex), <- F2R_mult, (rn_d_sound _ _ Ep). simpl.
