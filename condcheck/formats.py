@@ -36,7 +36,9 @@ ML_DTYPES_FORMATS = (
 NUMPY_FORMATS = ("float16", "float32", "float64")
 REFUSED_FORMATS = {"float8_e8m0fnu": "it has no zero (every value is a power of two), so affine maps "
                                      "and AD can not be expressed in it"}
-_CUSTOM = re.compile(r"^b(\d+)_(\d+)$")
+_CUSTOM = re.compile(r"^b([0-9]+)_([0-9]+)$")
+#: the widest exponent field of a custom format (binary128 has 15; 2^(2^23) is already a megabyte)
+MAX_CUSTOM_E = 24
 # Largest formats enumerated as whole arrays.
 MAX_ENUMERATION_BITS = 24
 
@@ -122,7 +124,7 @@ class Format:
         a = abs(q)
         if a > self.max:
             return False
-        e = _floor_log2(a)
+        e = floor_log2(a)
         s = self.ulp_exponent(e)
         scaled = a / Fraction(2) ** s
         return scaled.denominator == 1
@@ -151,7 +153,7 @@ class Format:
         if q == 0:
             return 1, 0, self.e_min
         a = abs(q)
-        e = max(_floor_log2(a), self.e_min)
+        e = max(floor_log2(a), self.e_min)
         m = a / Fraction(2) ** (e - self.M)
         return sign, int(m), e
 
@@ -166,7 +168,7 @@ class Format:
             return -self.next_down(-q)
         if q >= self.max:
             raise NotInFormatError(f"{num_text(q)} is the largest finite value of {self.name}; it has no successor")
-        e = _floor_log2(q) if q > 0 else self.e_min
+        e = floor_log2(q) if q > 0 else self.e_min
         return q + Fraction(2) ** self.ulp_exponent(e)
 
     def next_down(self, value) -> Fraction:
@@ -174,7 +176,7 @@ class Format:
         q = self.check(value)
         if q <= 0:
             return -self.next_up(-q)
-        e = _floor_log2(q)
+        e = floor_log2(q)
         step_e = e - 1 if (q == Fraction(2) ** e and e > self.e_min) else e
         return q - Fraction(2) ** self.ulp_exponent(step_e)
 
@@ -277,7 +279,7 @@ def to_fraction(value) -> Fraction:
     return Fraction(x)
 
 
-def _floor_log2(a: Fraction) -> int:
+def floor_log2(a: Fraction) -> int:
     """floor(log2(a)) for a > 0, exactly."""
     n, d = a.numerator, a.denominator
     e = n.bit_length() - d.bit_length()
@@ -325,10 +327,21 @@ def _uint_dtype(itemsize: int):
     return {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[itemsize]
 
 
+def _neighbours(fmt: Format, q: Fraction) -> tuple[Fraction | None, Fraction | None]:
+    """The values of fmt just below and just above the nonzero rational q, which is not one of them
+    (None beyond the range): the grid points around |q| at the spacing of its binade."""
+    a = abs(q)
+    if a > fmt.max:
+        lo, hi = fmt.max, None
+    else:
+        quantum = Fraction(2) ** fmt.ulp_exponent(floor_log2(a))
+        lo = (a // quantum) * quantum
+        hi = lo + quantum
+    return (lo, hi) if q > 0 else (None if hi is None else -hi, -lo)
+
+
 def _nearest_text(fmt: Format, q: Fraction) -> str:
-    from .rounding import round_down_up
-    lo, hi = round_down_up(q, fmt)
-    return " and ".join(num_text(v) for v in (lo, hi) if v is not None) or "none"
+    return " and ".join(num_text(v) for v in _neighbours(fmt, q) if v is not None) or "none"
 
 
 @lru_cache(maxsize=None)
@@ -337,7 +350,7 @@ def _values_float64_cached(fmt: Format) -> np.ndarray:
         raise CondcheckError(f"{fmt.name} has {fmt.count_finite():,} finite values; enumerating it as an "
                              f"array is limited to formats of at most {MAX_ENUMERATION_BITS} bits")
     if not fmt.fits_float64:
-        raise CondcheckError(f"{fmt.name}: its values do not all fit float64; use fractions()")
+        raise CondcheckError(f"{fmt.name}: its values do not all fit float64, so they cannot be listed as float64 numbers")
     M = fmt.M
     pos = [np.arange(1, 2 ** M, dtype=np.float64) * 2.0 ** (fmt.e_min - M)]
     sig = np.arange(2 ** M, 2 ** (M + 1), dtype=np.float64)
@@ -396,9 +409,9 @@ def _derive_from_encodings(name: str, dtype) -> Format:
     pos = np.unique(finite[finite > 0])
     M = int(fi.nmant)
     omega_min = Fraction(float(pos[0]))
-    e_min = _floor_log2(omega_min) + M          # smallest subnormal is 2**(e_min - M)
+    e_min = floor_log2(omega_min) + M          # smallest subnormal is 2**(e_min - M)
     top = Fraction(float(pos[-1]))
-    e_max = _floor_log2(top)
+    e_max = floor_log2(top)
     E = int(fi.nexp)
     fmt = Format(name=name, bits=bits, M=M, E=E, e_min=e_min, e_max=e_max, max=top,
                  has_inf=bool(np.isinf(decoded).any()), has_nan=bool(np.isnan(decoded).any()),
@@ -440,6 +453,10 @@ def get_format(name) -> Format:
     m = _CUSTOM.match(key)
     if m:
         M, E = int(m.group(1)), int(m.group(2))
+        if f"b{M}_{E}" != key:
+            raise CondcheckError(f"custom format {key!r}: write it b{M}_{E} (no leading zeros)")
+        if E > MAX_CUSTOM_E:
+            raise CondcheckError(f"custom format {key!r} has E = {E} exponent bits; at most {MAX_CUSTOM_E} are supported")
         if (M, E) == (52, 11):
             return _builtin("float64")
         if (M, E) == (23, 8):

@@ -1,4 +1,5 @@
-"""The ``"torch"`` implementation: sigma~ and sigma~' as PyTorch CPU computes them (an observed table).
+"""The ``"torch"`` implementation: sigma~ and sigma~' as PyTorch CPU computes them (an observed table up
+to 16 bits; :func:`torch_points` at given points of float32).
 
 For a format of at most 16 bits, every finite value z of the format is fed to PyTorch at once:
 
@@ -21,6 +22,7 @@ clearly when it is missing.
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
 from functools import lru_cache
 
 import numpy as np
@@ -179,6 +181,58 @@ def _compute(act: Activation, fmt: Format):
     return s, so, d, do, info
 
 
+@contextmanager
+def _one_thread(torch):
+    """One intra-op thread: torch splits a tensor between threads at points that need not be multiples of
+    the vector width, and a split's scalar tail can round differently (:func:`scalar_path_differences`)."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(n)
+
+
+def torch_points(activation, fmt, pts: np.ndarray):
+    """(sigma, sigma overflow, sigma', sigma' overflow) at float64 points of a format of more than 16 bits
+    (float32, or one whose values are all float32 numbers): torch's float32 op and autograd (upstream 1),
+    on one intra-op thread, the tensor padded to a multiple of :data:`PAD` so that every element goes
+    through the vectorized loop; rounded to the format exactly unless it is float32.  Inf or NaN counts as
+    overflow (+-inf in the arrays).  No table: the chunked exhaustive checks call this chunk by chunk."""
+    torch = require_torch()
+    act, F = get_activation(activation), get_format(fmt)
+    if F.bits <= 16:
+        raise CondcheckError(f"the torch implementation of {F.name} is its observed table (torch_table_arrays)")
+    _, fn = torch_op(act)
+    pts = np.asarray(pts, dtype=np.float64)
+    p32 = pts.astype(np.float32)
+    if not np.array_equal(p32.astype(np.float64), pts):
+        raise CondcheckError(f"the torch implementation computes in float32; these values of {F.name} are not all "
+                             f"float32 numbers")
+    with _one_thread(torch):
+        y, g = _run(fn, torch.from_numpy(p32))
+    out = []
+    for a in (_to_f64(y), _to_f64(g)):
+        if F.name == "float32":
+            over = ~np.isfinite(a)
+            a = np.where(over, np.where(np.isnan(a), np.inf, a), a)
+        else:
+            a, over = round_array(np.where(np.isnan(a), np.inf, a), F)
+        out += [a, over]
+    return tuple(out)
+
+
+def points_info(activation, fmt) -> dict:
+    """How :func:`torch_points` computes (torch version, op, CPU capability, mode)."""
+    torch = require_torch()
+    act, F = get_activation(activation), get_format(fmt)
+    desc, _ = torch_op(act)
+    cap = torch.backends.cpu.get_cpu_capability() if hasattr(torch.backends, "cpu") else "unknown"
+    mode = ("native float32" if F.name == "float32" else "through float32, rounded to the format by condcheck (RN_F)")
+    return {"torch": torch.__version__, "op": desc, "derivative": "torch.autograd.grad with upstream 1",
+            "mode": f"{mode}; one intra-op thread, every element through the vectorized loop (CPU capability {cap})"}
+
+
 def torch_table_arrays(activation, fmt):
     """(sigma, sigma overflow, sigma', sigma' overflow) on ``fmt.values()`` (float64, +-inf on overflow)."""
     s, so, d, do, _ = _compute(get_activation(activation), get_format(fmt))
@@ -191,61 +245,8 @@ def table_info(activation, fmt) -> dict:
 
 
 def evidence_note(activation, fmt) -> str:
+    if get_format(fmt).bits > 16:
+        i = points_info(activation, fmt)
+        return f"torch {i['torch']} CPU: sigma~ = {i['op']}, sigma~' = {i['derivative']}, {i['mode']}"
     i = table_info(activation, fmt)
     return f"torch {i['torch']} observed table: sigma~ = {i['op']}, sigma~' = {i['derivative']}, {i['mode']}"
-
-
-# ---- comparison with the correctly rounded implementation --------------------------------------------
-COMPARISON_FORMATS = ("bfloat16", "float16", "float8_e4m3", "float8_e5m2")
-
-
-def compare_with_exact(activations=("relu", "elu", "gelu", "swish", "sigmoid", "tanh"), formats=COMPARISON_FORMATS):
-    """Per (activation, format): how many finite values have torch's sigma~ (and sigma~') different from
-    the correctly rounded one, the largest difference in units of the format's last place at that
-    value, the first differing input, and both verdicts with the conditions whose witness differs."""
-    from .check import check_activation
-    from .rounded_activation import get_rounded
-
-    rows = []
-    for a in activations:
-        for f in formats:
-            fmt = get_format(f)
-            te = get_rounded(a, fmt, "exact").table()
-            tt = get_rounded(a, fmt, "torch").table()
-            row = {"activation": get_activation(a).name, "format": fmt.name, "values": int(te.points.size),
-                   "mode": "native" if table_info(a, fmt)["mode"].startswith("native") else "float32"}
-            for key, ev, tv in (("sigma", te.sigma, tt.sigma), ("dsigma", te.dsigma, tt.dsigma)):
-                diff = ev != tv
-                row[f"{key}_differs"] = int(diff.sum())
-                row[f"{key}_first"] = float(te.points[diff][0]) if diff.any() else None
-                both = diff & np.isfinite(ev) & np.isfinite(tv)
-                row[f"{key}_max_ulps"] = float(np.max(np.abs(ev[both] - tv[both]) / _ulp(np.abs(ev[both]), fmt))) \
-                    if both.any() else 0.0
-            re, rt = check_activation(a, fmt, "exact"), check_activation(a, fmt, "torch")
-            row["verdict_exact"] = _marks(re)
-            row["verdict_torch"] = _marks(rt)
-            row["witness_differs"] = [k for k in "123" if re.conditions[k]["witness"] != rt.conditions[k]["witness"]]
-            rows.append(row)
-    return rows
-
-
-def _ulp(a: np.ndarray, fmt: Format) -> np.ndarray:
-    _, e = np.frexp(np.maximum(a, float(fmt.smallest_normal)))
-    return np.ldexp(1.0, e - 1 - fmt.M)
-
-
-def _marks(res) -> str:
-    m = "".join({True: "h", False: "F", None: "?"}[res.conditions[k]["holds"]] for k in "123")
-    return f"{m} {({True: 'holds', False: 'fails', None: 'undecided'})[res.holds]}"
-
-
-def comparison_markdown(rows) -> str:
-    head = ("| activation | format | torch mode | sigma~ differs | max ulps | first z | sigma~' differs | max ulps | "
-            "first z | exact | torch | witnesses differ |")
-    out = [head, "|" + "---|" * 12]
-    for r in rows:
-        out.append(f"| {r['activation']} | {r['format']} | {r['mode']} | {r['sigma_differs']} / {r['values']} | "
-                   f"{r['sigma_max_ulps']:g} | {r['sigma_first']} | {r['dsigma_differs']} / {r['values']} | "
-                   f"{r['dsigma_max_ulps']:g} | {r['dsigma_first']} | {r['verdict_exact']} | {r['verdict_torch']} | "
-                   f"{', '.join('C' + k for k in r['witness_differs']) or '-'} |")
-    return "\n".join(out)

@@ -1,4 +1,4 @@
-"""The transfer of a gradient branch from both ends (``_Ctx._join_reach``, ``_Ctx._last_join``): when every
+"""The transfer of a gradient branch from both ends (``Context._join_reach``, ``Context._last_join``): when every
 greedy chain fails on an enumerated format with many values, the values that an absorbed output weight and
 the last layer's T' reach from h* bound the gain the last layer can carry; the first layers (preimage sets
 from g*) are aimed at what is left, and the last layer's weight may be found by joining both ends.
@@ -13,6 +13,7 @@ import condcheck.theorem5 as t5
 from condcheck.formats import get_format
 from condcheck.targets import box_sample, random_targets
 from condcheck.verify import verify
+from condcheck.constructors.witnesses import require_conditions
 
 Y, G = -2.0 ** -24, 777.5
 GATE, D3 = 0.4921875, 0.25                     # the gate's forward value and T' at the point
@@ -24,8 +25,8 @@ def _ctx():
     """A context for sigmoid on float16 (one point: the transfer reads only the states and the format)."""
     F = get_format("float16")
     kit = t5.Kit("sigmoid", F, "exact")
-    st = t5.find_states(kit, t5.states._require_conditions(kit, F, "exact"))
-    return t5.context._Ctx(kit, st, F, np.array([[0.0287017822265625]]), [], [], lambda zi: [])
+    st = t5.find_states(kit, require_conditions(kit.act, F, "exact", 5))
+    return t5.context.Context(kit, st, F, np.array([[0.0287017822265625]]), [], [], lambda zi: [])
 
 
 def _backward(ctx, post, A):

@@ -89,8 +89,9 @@ def precheck(cert: dict, claims: Claims) -> list[str]:
             problems.append(f"Condition 3 s is {s}, not {w3.s}")
     try:
         re = recheck_certificate(cert)
-        for k, v in re["conditions"].items():
-            problems += [f"Condition {k}: {p}" for p in v.get("problems", [])]
+        if not re["ok"]:
+            p = re["problem"] or {}
+            problems.append(f"recheck: {p.get('statement')}: {p.get('problem')}")
     except CondcheckError as e:
         problems.append(f"recheck: {e}")
     own = check_activation(claims.activation, fmt, claims.implementation)

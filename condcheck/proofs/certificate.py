@@ -1,10 +1,11 @@
 """What a condition certificate claims, read once (the one place that knows the certificate's layout).
 
-A certificate (``condcheck check ACT FMT --json``, schema ``condcheck.check/1``; SPEC 6) is a list of
-statements: per condition, a verdict and, where it holds, a witness with the rounded values it claims.
+A certificate (``condcheck check ACT FMT --json``, schema ``condcheck.check/2``, every field documented
+in :mod:`condcheck.recheck.schema`) is a list of statements: per condition, a verdict and, where it
+holds, a witness with the rounded values it claims (each an exact value record whose ``hex`` is read).
 :func:`read_claims` turns it into a :class:`Claims` record of exact values (Fractions), which the Coq
 generator states and proves.  Everything the generator needs from a certificate goes through this
-module, so that a new schema version (``condcheck.check/2``) is one change here.
+module, so that a new schema version is one change here.
 """
 from __future__ import annotations
 
@@ -14,10 +15,9 @@ from fractions import Fraction
 from typing import Optional
 
 from condcheck.errors import CondcheckError
-from condcheck.formats import Format, get_format, to_fraction
-
-#: certificate schemas this reader understands
-SCHEMAS = ("condcheck.check/1", "condcheck.check/2")
+from condcheck.formats import Format, get_format
+from condcheck.hexfloat import parse_exact
+from condcheck.recheck.schema import SCHEMA
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,7 @@ class Witness2:
     sigma_1: Fraction
     dsigma_0: Fraction
     dsigma_1: Fraction
-    eta_0: int                  # 1 when the certificate says "unbounded" (sigma~'(delta_0) = 0)
+    eta_0: int                  # 1 when the certificate says "unbounded" (sigma~'(delta_0) = 0, eta_0 null)
     eta_0_unbounded: bool
     eta_1: int
     eta_2: int
@@ -90,15 +90,12 @@ def load_certificate(path) -> dict:
 
 
 def _value(w: dict, key: str, what: str) -> Fraction:
+    """An exact value record {"hex", "fraction", "bits"} of the witness, by its ``hex`` (recheck, run by
+    the precheck, also holds the other two to the same value)."""
     v = w.get(key)
-    if isinstance(v, dict):
-        v = v.get("hex", v.get("fraction"))
-    if v is None:
-        raise CondcheckError(f"certificate: {what} has no value {key!r}")
-    try:
-        return to_fraction(v)
-    except (ValueError, TypeError):
-        raise CondcheckError(f"certificate: {what} value {key!r} = {v!r} is not a number") from None
+    if not isinstance(v, dict) or "hex" not in v:
+        raise CondcheckError(f"certificate: {what} {key!r} is not an exact value record {{hex, fraction, bits}}")
+    return parse_exact(v["hex"], f"certificate: {what} {key!r}")
 
 
 def _int(w: dict, key: str, what: str) -> int:
@@ -142,8 +139,9 @@ def read_claims(cert: dict) -> Claims:
     if not isinstance(cert, dict):
         raise CondcheckError("a certificate is a JSON object (as `condcheck check ACT FMT --json` writes)")
     schema = cert.get("schema")
-    if schema not in SCHEMAS:
-        raise CondcheckError(f"not a condition certificate: schema {schema!r}, expected one of {', '.join(SCHEMAS)}")
+    if schema != SCHEMA:
+        raise CondcheckError(f"not a condition certificate: schema {schema!r}, expected {SCHEMA!r} "
+                             f"(write one with condcheck check ACT FMT --json)")
     act, fmt_name = cert.get("activation"), cert.get("format")
     if not isinstance(act, str) or not isinstance(fmt_name, str):
         raise CondcheckError("certificate: 'activation' and 'format' must be names")

@@ -34,17 +34,19 @@ def _load(network):
 
 def pre_activations(net, points: np.ndarray) -> set:
     """Every pre-activation value of a hidden layer at the given inputs (exact, as Fractions)."""
+    from condcheck.interpreters import get_interpreter
     from condcheck.ops import working_dtype
     from condcheck.rounded_activation import get_rounded
     fmt = net.format
     dt = working_dtype(fmt)
     rounded = get_rounded(net.activation, fmt, net.implementation)
     v = np.asarray(points, dtype=np.float64).astype(dt)
+    dense = get_interpreter("dense")
     out = set()
     for l, layer in enumerate(net.layers, 1):
         if l == len(net.layers):
             break
-        z = layer.forward_sums(v, fmt)
+        z = dense.forward_sums(layer, v, fmt)
         if not np.isfinite(z).all():
             raise CondcheckError(f"the network overflows in layer {l} at a point of its claim; its claim is false")
         out.update(Fraction(float(q)) for q in np.unique(z))

@@ -7,18 +7,19 @@ import os
 
 import numpy as np
 
+from ..constructors.kit import Kit
+from ..constructors.witnesses import require_conditions
 from ..errors import CondcheckError
 from ..formats import get_format
 from . import tuning
-from .assemble import _assemble, _Constants
+from .assemble import assemble_network, Constants
 from .chunks import gc_frozen, gc_paused, point_chunks, resolve_jobs, run_rounds
-from .context import _Ctx
+from .context import Context
 from .errors import ConditionFailure, ConstructionError, ValueGainOverflow
-from .gates import _gate_push_need
-from .kit import Kit
-from .search import _gradient_branches
-from .sliced import _SlicedCtx
-from .states import _require_conditions, find_states
+from .gates import gate_push_need
+from .search import search_gradient_branches
+from .sliced import SlicedContext
+from .states import find_states
 from .step_rounds import agree_steps, all_keys, chunk_keys, gating_keys, step_rounds
 
 
@@ -29,7 +30,7 @@ def construct_theorem5(activation, fmt, points, values, upstream, gradients, imp
     ``progress(done, total)`` is called once per point and coordinate for the gradient branches, then once
     per point for the values (total N d + N; with worker processes, in steps every 0.2 s).
     ``gating``: "points" (each point's gates read the gating steps), "slices" (d >= 2: AND gates of
-    slice neurons, ``_SlicedCtx``) or "auto" (slices for d >= 2 beyond EXACT_GATE_POINTS points, where
+    slice neurons, ``SlicedContext``) or "auto" (slices for d >= 2 beyond EXACT_GATE_POINTS points, where
     per-point gates would cost N x N rounded sums to build and to verify).
 
     On formats outside both branches of the paper's theorems (E < 4) the construction is an attempt:
@@ -38,7 +39,7 @@ def construct_theorem5(activation, fmt, points, values, upstream, gradients, imp
     ``jobs``: the worker processes for the per-point searches (default ``tuning.JOBS``, else the
     environment variable CONDCHECK_JOBS, else the usable CPUs; 1 runs everything in this process).  The
     network does not depend on it (``chunks``)."""
-    from ..check import theorem_branch
+    from ..paper import theorem_branch
 
     args = (activation, fmt, points, values, upstream, gradients, implementation, verify_result, max_post,
             progress, gating, jobs)
@@ -65,7 +66,7 @@ def construct_theorem5(activation, fmt, points, values, upstream, gradients, imp
 def _construct_theorem5(activation, fmt, points, values, upstream, gradients, implementation, verify_result,
                         max_post, progress, gating, jobs, wide_boosts=False):
     from ..netfile import Claim
-    from ..targets import validate
+    from ..targets import as_points, validate
     from ..verify import VerifyResult
 
     if gating not in ("auto", "points", "slices"):
@@ -74,12 +75,10 @@ def _construct_theorem5(activation, fmt, points, values, upstream, gradients, im
     jobs = resolve_jobs(jobs)
     kit = Kit(activation, F, implementation)
     kit.wide_boosts = wide_boosts
-    X = np.asarray(points, float)
-    if X.ndim == 1:
-        X = X.reshape(-1, 1)
+    X = as_points(points)
     X, fv, hv, gv = validate(F, kit.act.name, X, values, upstream, gradients)
     N, d = X.shape
-    st = find_states(kit, _require_conditions(kit, F, implementation))
+    st = find_states(kit, require_conditions(kit.act, F, implementation, 5))
 
     # constants: constant neurons whose values are positive powers of two
     cz, ct = st.constants
@@ -90,7 +89,7 @@ def _construct_theorem5(activation, fmt, points, values, upstream, gradients, im
     # ---- steps ------------------------------------------------------------------------------------------
     coord_vals = [np.unique(X[:, j]) for j in range(d)]
     coord_idx = [np.searchsorted(coord_vals[j], X[:, j]) for j in range(d)]
-    push_need = _gate_push_need(st)
+    push_need = gate_push_need(st)
     keys = all_keys(coord_vals)
     step_of = {key: i for i, key in enumerate(keys)}
 
@@ -101,13 +100,13 @@ def _construct_theorem5(activation, fmt, points, values, upstream, gradients, im
     if gating == "auto":
         gating = "slices" if d >= 2 and N > tuning.EXACT_GATE_POINTS else "points"
     sliced = gating == "slices" and d >= 2 and N > 1
-    small_format = _Ctx.is_small_format(F)
+    small_format = Context.is_small_format(F)
     ctx = None
     if sliced:
         # sliced gating reads every step (its slices' AND gates span every coordinate): built here
         step_map, val_map = run_rounds([keys], lambda k, report: build_steps(k), agree_steps)[0]
         steps = [step_map[key] for key in keys]
-        ctx = _SlicedCtx(kit, st, F, X, steps, [val_map[key] for key in keys], coord_vals, coord_idx, step_of)
+        ctx = SlicedContext(kit, st, F, X, steps, [val_map[key] for key in keys], coord_vals, coord_idx, step_of)
         step_map = val_map = None
 
     process_ctx = {}
@@ -119,13 +118,13 @@ def _construct_theorem5(activation, fmt, points, values, upstream, gradients, im
         indexed = [(step_of[key], s, val_map[key][coord_idx[key[0]]]) for key, s in step_map.items()]
         c = process_ctx.get(os.getpid())
         if c is None:
-            c = process_ctx[os.getpid()] = _Ctx(kit, st, F, X, [None] * len(keys), [None] * len(keys),
+            c = process_ctx[os.getpid()] = Context(kit, st, F, X, [None] * len(keys), [None] * len(keys),
                                                 lambda zi: [step_of[key] for key in gating_keys(coord_vals, coord_idx, zi)])
         c.add_steps(indexed)
         return c
 
     h_max = float(np.max(np.abs(hv))) if N else 0.0
-    consts = _Constants(F, cz, ct)
+    consts = Constants(F, cz, ct)
     C = consts.absorber(h_max, kit.dT)
     # the number of layers after the gates: each extra pass layer lets a gradient branch carry a larger
     # ratio g*/h* (its forward value at z is re-centred once more); every branch gets the same depth
@@ -158,11 +157,11 @@ def _construct_theorem5(activation, fmt, points, values, upstream, gradients, im
             val_map = None
         grad_part, n_cur = [], 1
         if shortest:
-            c.depth_hint, c.depth_last = {1: 0}, 1        # (``_Ctx.depth_hint``)
+            c.depth_hint, c.depth_last = {1: 0}, 1        # (``Context.depth_hint``)
         for zi, j in chunk.pairs():
             report()
             if gv[zi, j] != 0:
-                brs = _gradient_branches(c, zi, j, float(hv[zi]), float(gv[zi, j]), h_max, C, max_post,
+                brs = search_gradient_branches(c, zi, j, float(hv[zi]), float(gv[zi, j]), h_max, C, max_post,
                                          1 if shortest else n_cur)
                 n_cur = max(n_cur, len(brs[0].post))
                 grad_part += brs
@@ -187,7 +186,7 @@ def _construct_theorem5(activation, fmt, points, values, upstream, gradients, im
             if fv[zi] != 0:
                 values_part += c.value_branches(zi, fv[zi], h_max, n_final, float(hv[zi]))
         # sliced gating: the indicators this chunk built (assembly reads them; a worker's are its own)
-        indicators = getattr(c, "_indicators", None)
+        indicators = getattr(c, "indicators", None)
         c = None             # its per-point arrays (steps x points) and caches are not needed to verify
         net = (yield {"branches": (grad_part, values_part, indicators, step_map)})["network"]
         grad_part = values_part = indicators = None
@@ -211,7 +210,7 @@ def _construct_theorem5(activation, fmt, points, values, upstream, gradients, im
             steps = ctx.steps
             for p in parts:
                 for key, gate in p[2].items():
-                    ctx._indicators.setdefault(key, gate)
+                    ctx.indicators.setdefault(key, gate)
         else:
             built = {}
             for p in parts:
@@ -219,7 +218,7 @@ def _construct_theorem5(activation, fmt, points, values, upstream, gradients, im
                     built.setdefault(key, s)       # (a step two chunks read: the same from each)
             steps = [built[key] for key in keys]
         with gc_paused():       # (sigmoid on a 64 x 64 float8_e4m3 grid: 0.41-0.52 s with collections, 0.19 s without)
-            net = _assemble(kit, st, F, d, steps, values_part, grad_part, consts, C, activation, implementation,
+            net = assemble_network(kit, st, F, d, steps, values_part, grad_part, consts, C, activation, implementation,
                             ctx if sliced else None)
         ctx = None           # its per-point arrays (steps x points) and caches are not needed to verify
         process_ctx.clear()
@@ -242,7 +241,7 @@ def _construct_theorem5(activation, fmt, points, values, upstream, gradients, im
 
 
 def _tables_verify(net, n_points) -> bool:
-    """Whether the construction verifies its network on the RN index tables (``index_interpreter``):
+    """Whether the construction verifies its network on the RN index tables (``interpreters.tables``):
     small networks on 8-bit formats (the d = 1 float8 boxes), where that costs less (half of a d = 1
     box: 0.1 s, against 0.2 s by rounding) than loading the compiled kernels of the sparse one (0.4-0.6
     CPU s)."""

@@ -1,6 +1,6 @@
 """Layer 4: gates.  A point's value gate and gradient gates read the boosted gating steps (or,
 sliced, the slice neurons) and are live exactly at the point; here their weights, biases and
-the exact checks on every domain point (``_Gates``, a part of ``_Ctx``).
+the exact checks on every domain point (``Gates``, a part of ``Context``).
 """
 from __future__ import annotations
 
@@ -10,16 +10,17 @@ import math
 import numpy as np
 
 from .. import kernels
+from ..constructors.kit import in_format, Kit, near_grid, near_values
 from ..formats import Format
 from ..ops import add_array, mul_array
 from . import tuning
 from .errors import ConstructionError
-from .kit import _codes16, _first_reached, _in, _lg, _near, _near_grid, Kit
 from .records import Gate
+from .sets import codes16, first_reached, log2_abs
 from .states import States
 
 
-def _gate_push_need(st: States) -> float:
+def gate_push_need(st: States) -> float:
     """The least push a gradient gate needs from a gating step that is on: from the dead tail z_d up to
     its smallest strong state (|T'| within a factor 4 of the largest; every gradient gate target is one)."""
     live = (st.z > st.z_dead) & (st.dt != 0)
@@ -29,7 +30,7 @@ def _gate_push_need(st: States) -> float:
     return float(st.z[live][d * 4 >= d.max()].min()) - st.z_dead
 
 
-def _gate_reach(F: Format, st: States, on_t) -> float:
+def gate_reach(F: Format, st: States, on_t) -> float:
     """The largest push beta |T - L| a gate can take from a boosted step with on values on_t at its
     nearest on point: a power-of-two weight beta must keep beta T finite at every on value.
 
@@ -46,11 +47,11 @@ def _gate_reach(F: Format, st: States, on_t) -> float:
     lo = float(np.min(np.abs(on_t - st.L)))
     if top == 0:
         return math.inf
-    beta = math.ldexp(1.0, min(math.floor(_lg(float(F.max_float)) - _lg(top)), F.e_max))   # a value of F
+    beta = math.ldexp(1.0, min(math.floor(log2_abs(float(F.max_float)) - log2_abs(top)), F.e_max))   # a value of F
     return beta * lo
 
 
-def _live_pass(st: States):
+def live_pass(st: States):
     """Pass states (T' a nonzero power of two, not dead): the largest |T'| first, up to 1 (a pass should
     not shrink the backward value: every suffix of the chain must keep it a finite value), then the
     smallest |T| (a small forward value is cheap to re-centre and keeps the next product finite)."""
@@ -61,15 +62,15 @@ def _live_pass(st: States):
     return z[o], t[o], dt[o]
 
 
-def _solve_affine(kit: Kit, x_at: float, target: float):
+def solve_affine(kit: Kit, x_at: float, target: float):
     """c with RN(x_at + c) == target, or None."""
     c = kit.add(target, -x_at)
     c = float(c)
     return c if float(kit.add(x_at, c)) == target else None
 
 
-class _Gates:
-    """The gate searches of ``_Ctx``: value and gradient gates, live at their point, dead elsewhere."""
+class Gates:
+    """The gate searches of ``Context``: value and gradient gates, live at their point, dead elsewhere."""
 
     def _betas(self, gating, shift_exp):
         out = []
@@ -93,7 +94,7 @@ class _Gates:
 
             def is_value(sg, k):
                 if (sg, k) not in ok:
-                    ok[(sg, k)] = _in(F, sg * math.ldexp(1.0, k))
+                    ok[(sg, k)] = in_format(F, sg * math.ldexp(1.0, k))
                 return ok[(sg, k)]
             shifts = [e for e in range(-F.M - 2, F.e_max + 1)
                       if all(is_value(sg, e - x) for sg, x in zip(signs, exps))]
@@ -101,7 +102,7 @@ class _Gates:
             cache[key] = (shifts, B.reshape(len(shifts), len(gating)))
         return cache[key]
 
-    def _gate_row(self, zi, gating, betas, extra, gamma):
+    def gate_row(self, zi, gating, betas, extra, gamma):
         terms = [(b, self.U_X[i]) for b, i in zip(betas, gating)]
         if extra is not None:
             terms.append(extra)
@@ -134,22 +135,22 @@ class _Gates:
                 base = self._betas(gating, e)
                 for offs in itertools.product((0, 1, -1), repeat=len(gating)):
                     row = [math.ldexp(b, o) for b, o in zip(base, offs)]
-                    if any(offs) and all(_in(F, b) for b in row):
+                    if any(offs) and all(in_format(F, b) for b in row):
                         rows.append(row)
                 if None not in top:
                     # the powers of two where they fit, else the largest weight
                     row = [b if abs(b) <= abs(t) else t for b, t in zip(base, top)]
-                    if all(_in(F, b) for b in row):
+                    if all(in_format(F, b) for b in row):
                         rows.append(row)
             cache[key] = np.array(rows, float).reshape(len(rows), len(gating))
         return cache[key]
 
-    def _gate(self, zi, extra, targets, small_first=False):
+    def find_gate(self, zi, extra, targets, small_first=False):
         """(betas, gamma, pre on X) with pre[zi] one of targets (earliest preferred), others dead.
 
         For each size of the gating weights (all sizes at once, as rows of 2-D arrays) the candidate
         biases gamma are tried: every value of the format (small formats), else the values near
-        target - sum (``_near``; the exact test decides).  The sum is monotone in gamma and in each
+        target - sum (``near_values``; the exact test decides).  The sum is monotone in gamma and in each
         term, so the largest sum over the other points decides deadness: computed on every point for
         small domains, else bounded (see ``_gate_sums``).  ``small_first``: take the smallest weights
         that reach any target (a gradient gate's weights multiply its backward value, which must stay
@@ -174,7 +175,7 @@ class _Gates:
         raise err
 
     def _gate_with(self, zi, gating, B, extra, targets, small_first):
-        """``_gate`` for the gating weight rows B: (betas, gamma, pre) or None."""
+        """``find_gate`` for the gating weight rows B: (betas, gamma, pre) or None."""
         st, F = self.st, self.F
         tv, order, tv_sorted = self._sorted_targets(targets)
         if not len(tv):
@@ -192,8 +193,8 @@ class _Gates:
             # per row, the 64 best-ranked targets not finer than the sum's spacing (RN(at_z + gamma)
             # cannot land on a value much finer than at_z's ulp unless gamma cancels it exactly)
             fine = np.exp2(np.floor(np.log2(np.where(at_z == 0, 1.0, np.abs(at_z)))) - F.M)
-            want = _first_reached(tv, np.where(at_z == 0, -np.inf, fine), min(64, len(tv)))
-            Gb = _near_grid(F, want - at_z[:, None], 2).reshape(len(B), -1)
+            want = first_reached(tv, np.where(at_z == 0, -np.inf, fine), min(64, len(tv)))
+            Gb = near_grid(F, want - at_z[:, None], 2).reshape(len(B), -1)
             bad |= np.isnan(Gb).all(axis=1)
             Gb = np.where(np.isnan(Gb), 0.0, Gb)
         shape = Gb.shape
@@ -213,7 +214,7 @@ class _Gates:
             si = int(np.nonzero(best_s <= len(tv))[0][0]) if small_first else int(np.argmin(best_s))
             gi = int(np.argmin(ranks[si]))
             betas, gamma = [float(b) for b in B[si]], float(Gb[si, gi])
-            pre = self._gate_row(zi, gating, betas, extra, gamma)
+            pre = self.gate_row(zi, gating, betas, extra, gamma)
             if (tv == pre[zi]).any() and st.dead(np.delete(pre, zi)).all():      # (isin would sort tv)
                 return betas, gamma, pre
         return None
@@ -224,7 +225,7 @@ class _Gates:
         tv_sorted[k] == v[i]).  bfloat16 and float16 look the value up by its 16-bit encoding (a
         table over every encoding, made once per fixed target list; -0 and +0 share a rank)."""
         none = len(tv) + 1
-        code = _codes16(self.F)
+        code = codes16(self.F)
         if code is not None:
             fixed = self._fixed_targets(targets)
             tables = self.__dict__.setdefault("_fixed_codes", {})
@@ -245,7 +246,7 @@ class _Gates:
         states nearest 1 first): what is derived from those is kept, keyed by the list's id."""
         if targets is self.gate_targets or targets is getattr(self, "_near_one_targets", None):
             return True
-        # sliced gating and its slices: the sliced context's fixed lists too (``_SlicedCtx.fixed_lists``)
+        # sliced gating and its slices: the sliced context's fixed lists too (``SlicedContext.fixed_lists``)
         lists = self.fixed_lists
         return lists is not None and lists.get(id(targets), (None,))[0] is targets
 
@@ -264,8 +265,8 @@ class _Gates:
         return r
 
     def point_gate(self, zi, extra, targets, small_first=False) -> Gate:
-        """``_gate`` as a Gate record (what the value and gradient branches read)."""
-        betas, gamma, pre = self._gate(zi, extra, targets, small_first)
+        """``find_gate`` as a Gate record (what the value and gradient branches read)."""
+        betas, gamma, pre = self.find_gate(zi, extra, targets, small_first)
         return Gate(sorted(self.gating(zi)), betas, gamma, float(pre[zi]), max((abs(b) for b in betas), default=1.0))
 
     def _gate_sums(self, zi, gating, B, extra):
@@ -293,7 +294,7 @@ class _Gates:
             allx = np.where(bad[:, None], 0.0, allx)
             others = np.delete(allx, zi, axis=1) if n > 1 else np.full((R, 1), -F.max_float)
             return allx[:, zi], others.max(axis=1), others.min(axis=1), bad
-        # (gating is not empty here: _gate refuses a point without gating steps on a domain of 2 or more)
+        # (gating is not empty here: find_gate refuses a point without gating steps on a domain of 2 or more)
         acc_z, over_z, bad_g, pats = self._gate_base(zi, gating, B)
         bad = over_z | bad_g
         if extra is None:
@@ -384,7 +385,7 @@ class _Gates:
         return r
 
     def _gate_indexed(self, zi, gating, B, extra, targets, tv, small_first):
-        """``_gate`` on every point (small domains) of a tabulated format, in index space: the same
+        """``find_gate`` on every point (small domains) of a tabulated format, in index space: the same
         left-to-right products and sums, bias grid and target ranks as lookups, so the same gate (or the
         same error); None when an input is not a value of the format (the caller rounds instead).
 
@@ -392,7 +393,7 @@ class _Gates:
         extremes; an overflow index propagates through sums, so a row is bad exactly where a product or
         a sum overflows; a target's rank is the first position holding its value, as the stable sorted
         search finds.  The gate's row ends with a bias of the grid (never -0), so its zeros are +0 as
-        the rounded row's are.  tests/test_op_tables.py compares every call with the rounded ``_gate``."""
+        the rounded row's are.  tests/test_op_tables.py compares every call with the rounded ``find_gate``."""
         tb, kit, F, st = self.tables, self.kit, self.F, self.st
         over, n = tb.over, len(self.X)
         acc = self._gating_sums_indexed(gating, B)
@@ -512,7 +513,7 @@ class _Gates:
         With choices: a list of up to two such pairs, the preferred one and the smallest |a|.
         Maps onto a zero of T ("zero") are cached: every value branch asks for the same few."""
         if isinstance(off_ok, str):
-            r = self._cached(("map_two", v_off, v_on, off_ok, on_target, choices),
+            r = self.cached(("map_two", v_off, v_on, off_ok, on_target, choices),
                              lambda: self._map_two_search(v_off, v_on, off_ok, on_target, choices))
             return list(r) if choices else r
         return self._map_two_search(v_off, v_on, off_ok, on_target, choices)
@@ -581,7 +582,7 @@ class _Gates:
             A = self.nonzero_values
         else:   # the short weights, and those near (q - z0) / (v_on - v_off) for states q with T(q) = target
             q = self.st.z[self.st.t == on_target][:64]
-            A = np.union1d(self.block_weights, _near(F, (q[:, None] - zs[None, :]) / (v_on - v_off), 2))
+            A = np.union1d(self.block_weights, near_values(F, (q[:, None] - zs[None, :]) / (v_on - v_off), 2))
         A = A[np.argsort(np.abs(A), kind="stable")]     # smallest |a| first: smaller backward products
         r_off, o1 = mul_array(A, np.full_like(A, v_off), F)
         r_on, o2 = mul_array(A, np.full_like(A, v_on), F)

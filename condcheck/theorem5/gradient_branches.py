@@ -1,6 +1,6 @@
 """Gradient branches: source, pass, gate, blockers.  The backward chain of a branch
 must equal g*_j(z) exactly at its point and be stopped everywhere else
-(``_GradientBranches``, a part of ``_Ctx``).
+(``GradientBranches``, a part of ``Context``).
 """
 from __future__ import annotations
 
@@ -8,12 +8,13 @@ import math
 
 import numpy as np
 
+from ..constructors.kit import in_format, near_values
 from ..ops import add_array, mul_array
 from . import tuning
 from .errors import ConstructionError
-from .gates import _solve_affine
-from .kit import _in, _lg, _near, _rn_products
-from .records import _Branch
+from .gates import solve_affine
+from .records import Branch
+from .sets import log2_abs, rn_products
 
 
 def _scale_pairs():
@@ -26,8 +27,8 @@ def _scale_pairs():
 _SCALE_PAIRS = _scale_pairs()
 
 
-class _GradientBranches:
-    """The gradient-branch searches of ``_Ctx``: pass, gate, blockers, relays, padding."""
+class GradientBranches:
+    """The gradient-branch searches of ``Context``: pass, gate, blockers, relays, padding."""
 
     def _reach(self, base: float):
         """(c, q): the bias c with q = RN(base + c) the best-ranked pass state (``pass_z`` order), or None.
@@ -48,7 +49,7 @@ class _GradientBranches:
         if self.small_format:
             G = F.values()
         else:
-            G = _near(F, self.pass_z[:256] - base, 2)
+            G = near_values(F, self.pass_z[:256] - base, 2)
         ib = self.kit.index(base) if self.small_format and self.tables is not None else None
         if ib is not None:
             # RN(base + G) for every value G: a row of the sum table (NaN where it overflows; a zero sum
@@ -111,7 +112,7 @@ class _GradientBranches:
                     continue
                 post, A, ends = r
                 post = list(post)           # pad_gradient appends to it; r may be shared (cached)
-                br = _Branch(zi, gate, post, A, coord=j, w_g=w_g, b_g=b_g, a2=a2, c2=c2, a2b=a2b, c3=c3,
+                br = Branch(zi, gate, post, A, coord=j, w_g=w_g, b_g=b_g, a2=a2, c2=c2, a2b=a2b, c3=c3,
                              a3=a3, slice_gate=slice_gate, relays=relays)
                 br.ends, br.y, br.g, br.near_one = ends, y, g, self.near_one
                 return br
@@ -131,7 +132,7 @@ class _GradientBranches:
         one failed: "relay" (no relay of the pass reaches a pass state) or "reach" (``_reaches``: no value
         reaches g through those factors, so every gate's transfer would fail at once)."""
         kit, F = self.kit, self.F
-        xs, vi = self._coord_values(j), self._coord_index(zi, j)    # the source row's inputs, z's index
+        xs, vi = self.coord_values(j), self._coord_index(zi, j)    # the source row's inputs, z's index
         xz = float(xs[vi])
         # source weights: a backward value must stay a finite value of the format all the way, so near
         # the input the suffix products |w_g|, |T'(s0) w_g| must reach |g| / Omega; small |w_g| first
@@ -139,10 +140,10 @@ class _GradientBranches:
         def source_weights():           # a function of coordinate j's values only (sorted per g below)
             xmax = float(np.max(np.abs(xs)))
             powers = [math.ldexp(sg, k) for k in (0, -1, 1, -2, 2, -3, 3) for sg in (1.0, -1.0)]
-            return [w for w in powers if _in(F, w) and abs(w) * xmax <= F.max_float]
+            return [w for w in powers if in_format(F, w) and abs(w) * xmax <= F.max_float]
         # the order is a function of (j, |g|): kept (a new list each time, as the sort made one)
-        powers = list(self._cached(("source_order", j, abs(g)), lambda: sorted(
-            self._cached(("source_weights", j), source_weights),
+        powers = list(self.cached(("source_order", j, abs(g)), lambda: sorted(
+            self.cached(("source_weights", j), source_weights),
             key=lambda w: (abs(w) / 2 < abs(g) / float(F.max_float), abs(math.log2(abs(w)))))))
         def source(w_g):
             try:
@@ -224,7 +225,7 @@ class _GradientBranches:
             # end on the same values with the same upstream and output weight), so they are kept by them
             # (signs too: -0 == 0 as a key); a failure keeps what was appended before it, as the loop did
             sgn = tuple(math.copysign(1.0, v) for v in (br.y, ow, v_on, v_off, gain))
-            added, ow2, ok = self._cached(("pad", br.y, ow, v_on, v_off, gain, need, h_max, quarter) + sgn,
+            added, ow2, ok = self.cached(("pad", br.y, ow, v_on, v_off, gain, need, h_max, quarter) + sgn,
                                           lambda: self._pad_search(br.y, ow, v_on, v_off, gain, need, h_max, quarter))
             br.post.extend(added)
             if not ok:
@@ -248,11 +249,11 @@ class _GradientBranches:
             # the product normal, and the exact check decides
             # the relays that fit the on and off values (a function of them only: kept for the branches
             # that end on the same values), in the order tried
-            relays = self._cached(("pad_relays", v_on, v_off, math.copysign(1.0, v_on), math.copysign(1.0, v_off)),
+            relays = self.cached(("pad_relays", v_on, v_off, math.copysign(1.0, v_on), math.copysign(1.0, v_off)),
                                   lambda: self._pad_relays(v_on, v_off))
             for m, rel in relays:
                 ow2 = math.ldexp(ow, -m)
-                if not _in(F, ow2):
+                if not in_format(F, ow2):
                     continue
                 try:
                     yw = kit.mul(y, ow2)
@@ -279,7 +280,7 @@ class _GradientBranches:
                     break
             if not done:
                 sgn = tuple(math.copysign(1.0, v) for v in (y, ow, v_on, v_off))
-                relay = self._cached(("odd_relay", y, ow, v_on, v_off, gain, h_max, quarter) + sgn,
+                relay = self.cached(("odd_relay", y, ow, v_on, v_off, gain, h_max, quarter) + sgn,
                                      lambda: self._odd_relay(y, ow, t1, v_on, v_off, gain, h_max, quarter))
                 if relay is None:
                     return post, None, False
@@ -297,10 +298,10 @@ class _GradientBranches:
             rel = []
             for q, d in zip(self.pass_z, self.pass_d):
                 a = math.ldexp(1.0, m) / float(d)
-                if not _in(F, a):
+                if not in_format(F, a):
                     continue
                 try:
-                    c = _solve_affine(kit, float(kit.mul(a, v_on)), float(q))
+                    c = solve_affine(kit, float(kit.mul(a, v_on)), float(q))
                     if c is None:
                         continue
                     off = float(kit.add(kit.mul(a, v_off), c))
@@ -326,7 +327,7 @@ class _GradientBranches:
         sg = 1.0 if ow > 0 else -1.0
         e0 = math.frexp(abs(ow))[1]
         weights = sorted({sg * math.ldexp(k, e) for k in range(1, 16) for e in range(e0 - 8, e0 + 4)
-                          if _in(F, math.ldexp(k, e))}, key=lambda w: (abs(_lg(abs(w)) - _lg(abs(ow))), abs(w)))
+                          if in_format(F, math.ldexp(k, e))}, key=lambda w: (abs(log2_abs(abs(w)) - log2_abs(abs(ow))), abs(w)))
         for q, d in zip(self.pass_z, self.pass_d):
             t_on = float(kit.T(q))
             for ow2 in weights:
@@ -338,12 +339,12 @@ class _GradientBranches:
                     continue
                 if b == 0:
                     continue
-                for a in _near(F, t1 / b, 2):
+                for a in near_values(F, t1 / b, 2):
                     a = float(a)
                     try:
                         if a == 0 or float(kit.mul(b, a)) != t1:
                             continue
-                        c = _solve_affine(kit, float(kit.mul(a, v_on)), float(q))
+                        c = solve_affine(kit, float(kit.mul(a, v_on)), float(q))
                         if c is None:
                             continue
                         off = float(kit.add(kit.mul(a, v_off), c))
@@ -433,11 +434,11 @@ class _GradientBranches:
         about 1/2 (the two passes and the gate).  a2 < 0 keeps P2 = T(a2 S + c2) small on the whole domain
         (S >= min T), so the gate needs only a small push.
         """
-        return self._cached(("scales", g, w_g, d1, bmax, tries), lambda: self._scales_search(g, w_g, d1, bmax, tries))
+        return self.cached(("scales", g, w_g, d1, bmax, tries), lambda: self._scales_search(g, w_g, d1, bmax, tries))
 
     def _scales_search(self, g, w_g, d1, bmax, tries):
         F = self.F
-        want = (_lg(4 * bmax) + _lg(g) - _lg(F.max_float) - _lg(w_g) - _lg(d1) + 3) if g and d1 else 0.0
+        want = (log2_abs(4 * bmax) + log2_abs(g) - log2_abs(F.max_float) - log2_abs(w_g) - log2_abs(d1) + 3) if g and d1 else 0.0
         floor = abs(g) / float(F.max_float)           # every suffix product of the backward chain reaches this
         base = abs(w_g * d1)
         # every (k2, k3) in -12..12, sorted by (unsafe, |k2 + k3 - want|, |k2 - k3|, k2, k3): the same
@@ -447,7 +448,7 @@ class _GradientBranches:
         order = np.lexsort((k3, k2, spread, np.abs((k2 + k3) - want), unsafe))
         ok = self.__dict__.get("_scale_ok")
         if ok is None:       # which powers of two are values, once
-            ok = self._scale_ok = {(sg, k): _in(F, math.ldexp(sg, k)) for k in range(-12, 13) for sg in (-1.0, 1.0)}
+            ok = self._scale_ok = {(sg, k): in_format(F, math.ldexp(sg, k)) for k in range(-12, 13) for sg in (-1.0, 1.0)}
         out = []
         for p in order.tolist():
             e2, e3 = int(k2[p]), int(k3[p])
@@ -468,7 +469,7 @@ class _GradientBranches:
             for f in factors:
                 i = tb.mul(i, tb.index_of(float(f)))
             return tb.value(i)
-        return _rn_products(F, t, factors)
+        return rn_products(F, t, factors)
 
     def _blockers(self, v_on, share=None, weights=None):
         """``_blockers_search`` with the given weights (uncached), else once per on value (branches share
@@ -478,7 +479,7 @@ class _GradientBranches:
             return self._blockers_search(v_on, weights)
         weights = None if share is None else self._weights_for(share)
         if weights is None:
-            return self._cached(("blockers", v_on), lambda: self._blockers_search(v_on))
+            return self.cached(("blockers", v_on), lambda: self._blockers_search(v_on))
         m = np.abs(weights)
         key = ("blockers", v_on, len(m)) + ((float(m.min()), float(m.max())) if len(m) else ())
         # a window of a large format's weights against every target state keeps about 36 MB per on value

@@ -19,13 +19,14 @@ import math
 
 import numpy as np
 
+from ..constructors.kit import is_neg_zero
 from ..op_tables import op_tables
+from ..separators import separator_chooser
 from . import tuning
-from .boosts import _boost, _lifted_boost, _padded_split, _reboosts, _sharpened_split, _step_split
+from .boosts import boost, lifted_boost, padded_split, reboosts, sharpened_split, step_split
 from .errors import ConstructionError
-from .gates import _gate_reach
-from .kit import _neg_zero
-from .steps import Step, _chain_index_maps, _separator_chooser
+from .gates import gate_reach
+from .steps import Step, chain_index_maps
 
 
 def all_keys(coord_vals) -> list:
@@ -58,12 +59,12 @@ def step_rounds(kit, st, coord_vals, keys, push_need):
     """Build the steps of ``keys`` (a generator of rounds, ``chunks.run_rounds``; combine the reports with
     ``agree_steps``).  Returns ({key: Step}, {key: the step's values T on coordinate key[0]'s values}).
 
-    The separators are chosen per coordinate for the range of gaps the keys span (``_separator_chooser``:
+    The separators are chosen per coordinate for the range of gaps the keys span (``separator_chooser``:
     the same choice as over every gap)."""
     choosers = {}
     for j in sorted({key[0] for key in keys}):
         gaps = [key[1] for key in keys if key[0] == j]
-        choosers[j] = _separator_chooser(kit, coord_vals[j], st, gaps=(min(gaps), max(gaps)))
+        choosers[j] = separator_chooser(kit, coord_vals[j], st, gaps=(min(gaps), max(gaps)))
     built = _first_builds(kit, st, coord_vals, choosers, keys, push_need)
     # every step spans the same layers: a step with fewer sharpening layers than the deepest is boosted
     # again after its boost (each boost keeps L dead and its on values on one side of L, so the step
@@ -78,11 +79,11 @@ def step_rounds(kit, st, coord_vals, keys, push_need):
     while True:
         padded, failure = {}, None
         for key, (s, pre, on) in built.items():
-            extra = _reboosts(kit, st, pre, on, depth - len(s.sharpen) - len(s.lift))
+            extra = reboosts(kit, st, pre, on, depth - len(s.sharpen) - len(s.lift))
             if extra is not None:
                 padded[key] = (None, extra)
                 continue
-            r = _padded_split(kit, st, kit.T_row([(s.w, coord_vals[s.coord])], s.b), on,
+            r = padded_split(kit, st, kit.T_row([(s.w, coord_vals[s.coord])], s.b), on,
                               len(s.sharpen), depth, push_need)
             if isinstance(r, str):
                 failure = (f"step at coordinate {s.coord + 1} gap {s.gap}: neither boosts nor sharpening "
@@ -141,18 +142,18 @@ def _first_build(kit, st, vals, choose, key, push_need):
             f"<= {float(vals[gap - 1])!r} from >= {float(vals[gap])!r} monotonically")
     w, b, s0, kappa0 = ch
     n = kit.T_row([(w, vals)], b)
-    best, why = _step_split(kit, st, n, s0, kappa0, push_need)
+    best, why = step_split(kit, st, n, s0, kappa0, push_need)
     sharpen = ()
     if best is None and op_tables(F) is not None:
         # only where the separator does not split: sharpening layers first
         on_side = np.arange(len(vals)) >= gap if up else np.arange(len(vals)) < gap
-        layers, n2, best2 = _sharpened_split(kit, st, n, on_side, push_need)
+        layers, n2, best2 = sharpened_split(kit, st, n, on_side, push_need)
         if layers is not None:
             sharpen, n, best = tuple(layers), n2, best2
     if best is None:
         raise ConstructionError(f"step at coordinate {j + 1} gap {gap}: {why}")
     _, s, kappa, on, (pre, k0, K), ba, bc = best
-    lift = _lifted_boost(kit, st, pre, on, 2 * push_need) if best[0] < 2 * push_need else None
+    lift = lifted_boost(kit, st, pre, on, 2 * push_need) if best[0] < 2 * push_need else None
     lift = lift if lift is not None and lift[2] > best[0] else None
     if lift is not None:
         (ba, bc), lift = lift[0], (lift[1],)
@@ -183,16 +184,16 @@ def _first_builds_indexed(kit, st, vals, choose, keys, push_need) -> dict:
     """``_first_build`` of the keys (one coordinate, values vals) on the index tables, as rows of one
     array per operation, for the keys whose build takes its common path: the separator (w, b) with its
     split (s, kappa) at scale 1, a quantizer chain, a boost whose gate reach is at least push_need (so
-    ``_step_split`` stops at scale 1), no sharpening, and no -0 among the scalars (an index has no
+    ``step_split`` stops at scale 1), no sharpening, and no -0 among the scalars (an index has no
     sign of zero; with these, no value the build returns is -0 on the exact path either).  Keys off that
     path are left out (the caller builds them one by one).  Each row follows ``_first_build`` and
-    ``_quantize`` step by step: the same sums and products in the same order, an overflow anywhere
+    ``quantize`` step by step: the same sums and products in the same order, an overflow anywhere
     sends the key to the one-by-one path (which raises or tries the next scale, as before)."""
     tb, F, L = kit.tables, kit.fmt, st.L
     over = tb.over
     iv = kit.index(vals)
     iz = kit.index(st.z_dead)
-    if iv is None or iz is None or (iv == over).any() or _neg_zero(st.z_dead):
+    if iv is None or iz is None or (iv == over).any() or is_neg_zero(st.z_dead):
         return {}
     rows, scal = [], []
     for key in keys:
@@ -201,7 +202,7 @@ def _first_builds_indexed(kit, st, vals, choose, keys, push_need) -> dict:
             continue
         w, b, s0, kappa0 = ch
         ix = [kit.index(x) for x in (w, b, s0, kappa0)]
-        if any(i is None or i == over for i in ix) or _neg_zero(b) or _neg_zero(kappa0):
+        if any(i is None or i == over for i in ix) or is_neg_zero(b) or is_neg_zero(kappa0):
             continue
         rows.append((key, ch))
         scal.append(ix)
@@ -209,14 +210,14 @@ def _first_builds_indexed(kit, st, vals, choose, keys, push_need) -> dict:
         return {}
     Ti = kit.T_index()
     W, B, S, KA = (np.array(c, dtype=np.intp)[:, None] for c in zip(*scal))
-    # the separator n = T(w x (+) b), then v = s n (+) kappa (``_first_build``, ``_step_split``)
+    # the separator n = T(w x (+) b), then v = s n (+) kappa (``_first_build``, ``step_split``)
     n = Ti[tb.add(tb.mul(W, iv), B)]
     v = tb.add(tb.mul(S, n), KA)
     ok = ~(v == over).any(axis=1) & ~(n == over).any(axis=1)
     vv = tb.value(np.where(v == over, 0, v))
     on = vv > 0
     ok &= on.any(axis=1)
-    # _quantize: per row k0 from its smallest on value, then the first chain length K (in _quantize's
+    # quantize: per row k0 from its smallest on value, then the first chain length K (in quantize's
     # order) whose pre-activations split into dead and live states with every on value on one side of L
     vmin = np.where(on, vv, np.inf).min(axis=1)
     k0s = np.array([max(math.frexp(float(m))[1] - 1 + F.M, F.e_min) if ok[r] else 0
@@ -226,11 +227,11 @@ def _first_builds_indexed(kit, st, vals, choose, keys, push_need) -> dict:
     Ks = np.zeros(len(rows), dtype=int)
     for k0 in np.unique(k0s[ok]).tolist():
         grp = np.flatnonzero(ok & (k0s == k0))
-        ks, maps = _chain_index_maps(tb, F, k0)
+        ks, maps = chain_index_maps(tb, F, k0)
         vg = v[grp]
         chains = maps[:, vg]                                        # (len(ks), rows, values)
         bad = (chains == over).any(axis=2)
-        # a chain K = ks[j] exists for a row while no chain up to it overflowed (``_chains``)
+        # a chain K = ks[j] exists for a row while no chain up to it overflowed (``quantizer_chains``)
         n_ok = np.where(bad.any(axis=0), np.argmax(bad, axis=0), len(ks)) if len(ks) else np.zeros(len(grp), int)
         todo = np.ones(len(grp), bool)
         on_g = on[grp]
@@ -263,21 +264,21 @@ def _first_builds_indexed(kit, st, vals, choose, keys, push_need) -> dict:
         key, (w, b, s0, kappa0) = rows[r]
         o = on[r]
         try:
-            ba, bc = _boost(kit, st, Tv[pre[r][o]])
+            ba, bc = boost(kit, st, Tv[pre[r][o]])
         except ConstructionError:
             continue
         iba, ibc = kit.index(ba), kit.index(bc)
-        if iba is None or ibc is None or _neg_zero(bc):
+        if iba is None or ibc is None or is_neg_zero(bc):
             continue
         boosted = tb.add(tb.mul(iba, Ti[pre[r]]), ibc)
         if (boosted == over).any() or To[boosted[o]].any():
             continue
-        reach = _gate_reach(F, st, Tv[boosted[o]])
+        reach = gate_reach(F, st, Tv[boosted[o]])
         if reach < push_need:
             continue
-        s, kappa = s0 * 1.0, kappa0 * 1.0                      # (scale 1, as _step_split makes them)
+        s, kappa = s0 * 1.0, kappa0 * 1.0                      # (scale 1, as step_split makes them)
         pre_q = tb.value(pre[r])
-        lift = _lifted_boost(kit, st, pre_q, o, 2 * push_need) if reach < 2 * push_need else None
+        lift = lifted_boost(kit, st, pre_q, o, 2 * push_need) if reach < 2 * push_need else None
         lift = lift if lift is not None and lift[2] > reach else None
         if lift is not None:
             continue                                        # (rare: one by one)

@@ -1,6 +1,6 @@
 """Multiplication transfer: the blocker weights and the output weight A whose rounded product
 chain y (x) A (x) T'(b_n) (x) a_n ... gives g* exactly, decided on sets of format values;
-joins from both ends and zero ends (``_Transfers``, a part of ``_Ctx``).
+joins from both ends and zero ends (``Transfers``, a part of ``Context``).
 """
 from __future__ import annotations
 
@@ -8,16 +8,17 @@ import math
 
 import numpy as np
 
+from ..constructors.kit import near_grid, near_values
 from ..errors import CondcheckError
 from ..ops import add_array, mul_array
 from . import tuning
 from .errors import SearchGaveUp
-from .kit import _GainGroups, _lg, _near, _near_grid, _preimage_bisect, _sample, _stable_first
-from .steps import _distinct_indices
+from .sets import GainGroups, log2_abs, preimage_bisect, spread_sample, stable_first
+from .steps import distinct_indices
 
 
-class _Transfers:
-    """The transfer searches of ``_Ctx``: blocker and output weights on exact sets."""
+class Transfers:
+    """The transfer searches of ``Context``: blocker and output weights on exact sets."""
 
     def _weights_for(self, share: float):
         """Blocker weights for a layer meant to carry the gain 2^share: all of them on enumerated
@@ -40,7 +41,7 @@ class _Transfers:
                 self.transfer_budget -= 1
             r = self._transfer_search(y, g, Gz, d3, tail_factors, bmax, h_max, quarter, n_post)
             return r, self.transfer_why
-        r, self.transfer_why = self._cached(("transfer", y, g, Gz, d3, tuple(tail_factors), bmax, h_max, quarter,
+        r, self.transfer_why = self.cached(("transfer", y, g, Gz, d3, tuple(tail_factors), bmax, h_max, quarter,
                                              n_post, self.beam, self.join, self.zero_end), search)
         return r
 
@@ -62,13 +63,13 @@ class _Transfers:
         if self.tables is None and self.nonzero_values is not None:
             # 16-bit formats: the values mapped to g, by bisection (an image of all 65,279 values per
             # factor tuple would be kept for the whole construction)
-            V = _preimage_bisect(F, V, [g], tail_factors)
+            V = preimage_bisect(F, V, [g], tail_factors)
             after_gate, image = self._rn_chain(V, [d3]), self._rn_chain(V, tail_factors)
         elif self.nonzero_values is not None:
             # V is every nonzero value whatever g: its images under the chains are the same arrays for
             # every branch with these factors (branches of one slice share them)
-            after_gate = self._cached(("chain", float(d3)), lambda: self._rn_chain(V, [d3]))
-            image = self._cached(("chain",) + tuple(float(f) for f in tail_factors),
+            after_gate = self.cached(("chain", float(d3)), lambda: self._rn_chain(V, [d3]))
+            image = self.cached(("chain",) + tuple(float(f) for f in tail_factors),
                                  lambda: self._rn_chain(V, tail_factors))
         else:
             after_gate, image = self._rn_chain(V, [d3]), self._rn_chain(V, tail_factors)
@@ -77,7 +78,7 @@ class _Transfers:
             self.transfer_why = "no value reaches the gradient through the factors before the gate"
             return None
         fixed = all(tail_factors)
-        need = (_lg(g) - _lg(y) - sum(_lg(f) for f in tail_factors)) if y and fixed else 0.0
+        need = (log2_abs(g) - log2_abs(y) - sum(log2_abs(f) for f in tail_factors)) if y and fixed else 0.0
         if self.zero_end:
             # the zero end spans two layers where ``_transfer_last`` places one
             if n_post < 2:
@@ -133,7 +134,7 @@ class _Transfers:
                 # next layer the most room for its weight
                 inexact = (np.abs(np.frexp(a * d)[0]) != 0.5).astype(float)
                 abs_t = np.abs(t)
-                return (a, c, t, d, gain, inexact, abs_t) + (_GainGroups(gain, inexact, abs_t),)
+                return (a, c, t, d, gain, inexact, abs_t) + (GainGroups(gain, inexact, abs_t),)
             # a function of the on value where every weight is tried (weights None: enumerated formats),
             # else of the on value and the weight window (the key of ``_blockers``' cache)
             if weights is None:
@@ -141,12 +142,12 @@ class _Transfers:
             else:
                 m = np.abs(weights)
                 rkey = ("ranked_blockers", v_on, len(m)) + ((float(m.min()), float(m.max())) if len(m) else ())
-            a, c, t, d, gain, inexact, abs_t, groups = self._cached(rkey, ranked)
+            a, c, t, d, gain, inexact, abs_t, groups = self.cached(rkey, ranked)
             if len(a) == 0:
                 self.transfer_why = f"no blocker for layer {k + 1} (on value {v_on!r}, gain 2^{share:.0f})"
                 return None
             # the first of np.lexsort((abs_t, off, inexact)) without sorting (one blocker is tried): by
-            # the groups of equal gain, kept with the ranked blockers (``_GainGroups``)
+            # the groups of equal gain, kept with the ranked blockers (``GainGroups``)
             order = (np.lexsort((abs_t, np.round(np.abs(gain - share)), inexact)) if last_cap is not None
                      else [groups.first(share)])
             for i in order[:1 if last_cap is None else 32]:
@@ -228,7 +229,7 @@ class _Transfers:
                 As = self._output_weights(h_max)
             else:
                 with np.errstate(over="ignore", under="ignore"):
-                    As = _near(F, _sample(S, 16)[:, None] / y / d[chunk][None, :] / a[chunk][None, :], 2)
+                    As = near_values(F, spread_sample(S, 16)[:, None] / y / d[chunk][None, :] / a[chunk][None, :], 2)
                 As = As[np.abs(As) * h_max <= F.max_float]
             t1, o = mul_array(np.full(len(As), y), As, F)
             return As, np.where(o, np.nan, t1)
@@ -264,14 +265,14 @@ class _Transfers:
         # gate on 2^-133, where every blocker has |a| >= 3/4, and need = 2^-56 aimed the layer at 2^-28)
         share = min(max(need / 2, float(logs.min())), float(logs.max()))     # logs: the blockers' gains
         ks = sorted(range(F.e_min - F.M, F.e_max + 1), key=lambda k: abs(k - (math.log2(abs(y)) + need - share)))
-        As_all = _near(F, np.array([math.ldexp(sg, k) / y for k in ks[:16] for sg in (1.0, -1.0)]), 1)
+        As_all = near_values(F, np.array([math.ldexp(sg, k) / y for k in ks[:16] for sg in (1.0, -1.0)]), 1)
         As_all = As_all[np.abs(As_all) * h_max <= F.max_float]
         t1, o = mul_array(np.full(len(As_all), y), As_all, F)
         cand_A = np.where(o | (t1 == 0), np.nan, t1)
         strong = np.union1d(np.unique(np.abs(self.block_d))[::-1][:4], reached)
-        with np.errstate(over="ignore", under="ignore", divide="ignore"):   # _near drops what is not finite
-            want = _sample(S, 8)[:, None, None] / (cand_A[None, :, None] * strong[None, None, :])
-        a, c, p, t, d = self._blockers(v_on, weights=np.union1d(_near(F, want, 2), -_near(F, want, 2)))
+        with np.errstate(over="ignore", under="ignore", divide="ignore"):   # near_values drops what is not finite
+            want = spread_sample(S, 8)[:, None, None] / (cand_A[None, :, None] * strong[None, None, :])
+        a, c, p, t, d = self._blockers(v_on, weights=np.union1d(near_values(F, want, 2), -near_values(F, want, 2)))
         r = self._last_layer((a, c, t, d), np.arange(len(a)), lambda chunk: (As_all, cand_A), S, quarter)
         if r is None and self.join:
             r = self._last_join(y, S, v_on, h_max, quarter)
@@ -280,7 +281,7 @@ class _Transfers:
     def _output_weights(self, h_max):
         """The output weights A of an enumerated format with |A| h_max finite (the backward value y A at
         every other point), in value order; kept per h_max."""
-        return self._cached(("output_weights", h_max),
+        return self.cached(("output_weights", h_max),
                             lambda: self.nonzero_values[np.abs(self.nonzero_values) * h_max <= self.F.max_float])
 
     def _zero_end(self, y, post, S, v_on, h_max):
@@ -368,9 +369,9 @@ class _Transfers:
         if reach is None:
             return None
         p, tp, dp, Aw, ww, _ = reach
-        for s in _sample(S, 8):
+        for s in spread_sample(S, 8):
             s = float(s)
-            ag = _near_grid(F, abs(s) / ww, 2)          # |a| with RN(|w| |a|) = |s|
+            ag = near_grid(F, abs(s) / ww, 2)          # |a| with RN(|w| |a|) = |s|
             ag = np.where(np.isfinite(ag), ag, 0.0)
             prod, o5 = mul_array(np.broadcast_to(ww[:, None], ag.shape), ag, F)
             hit = ~o5 & (ag > 0) & (prod == abs(s))
@@ -398,7 +399,7 @@ class _Transfers:
         """The upstream end of ``_last_join``, once per (y, h_max, quarter): arrays (p, T(p), T'(p), |A|, |w|)
         of the (state, w) pairs that an absorbed output weight reaches, and log2 of the largest gain
         |w| Omega / |y| the last layer can carry (what the layers before it leave to it), or None."""
-        return self._cached(("join_reach", y, h_max, quarter), lambda: self._join_reach_search(y, h_max, quarter))
+        return self.cached(("join_reach", y, h_max, quarter), lambda: self._join_reach_search(y, h_max, quarter))
 
     def _join_reach_search(self, y, h_max, quarter):
         F, st = self.F, self.st
@@ -428,7 +429,7 @@ class _Transfers:
         W = np.concatenate([tops, pows], axis=1)
         W = np.where(W <= w_top[:, None], W, 0.0)
         # the output weights |A| that give each |w|: values near w / (|y| |T'|), checked exactly
-        Ac = _near_grid(F, W / ay / ad[:, None], 1)
+        Ac = near_grid(F, W / ay / ad[:, None], 1)
         Ac = np.where(np.isfinite(Ac) & (Ac > 0) & (Ac <= A_top[:, None, None]) & (W[:, :, None] > 0), Ac, np.nan)
         ui, o3 = mul_array(np.full(Ac.shape, ay), np.where(np.isnan(Ac), 0.0, Ac), F)
         wi, o4 = mul_array(ui, np.broadcast_to(ad[:, None, None], ui.shape), F)
@@ -439,7 +440,7 @@ class _Transfers:
         _, first = np.unique(si * W.shape[1] + wj, return_index=True)      # one A per (state, w)
         si, wj, ak = si[first], wj[first], ak[first]
         ww = W[si, wj]
-        cap = _lg(float(ww.max())) + _lg(F.max_float) - _lg(y)
+        cap = log2_abs(float(ww.max())) + log2_abs(F.max_float) - log2_abs(y)
         return p[si], tp[si], dp[si], Ac[si, wj, ak], ww, cap
 
     def _last_layer(self, blockers, order, candidates, S, quarter):
@@ -477,7 +478,7 @@ class _Transfers:
         """``_last_layer`` with every A of a tabulated format at once: the map u -> RN(RN(u T'(p)) a) of
         each blocker (every blocker of the on value v_on) is one index table, kept for the next branch
         with the same on value; the first blocker with a hit in the stable sort order of ``key``
-        (``_stable_first``), as the chunked scan over that order picks.
+        (``stable_first``), as the chunked scan over that order picks.
 
         Which blockers have a hit depends on S only through the values it holds.  Per (v_on, y, quarter,
         h_max) seen more than REACH_ROWS_AFTER times (d = 2 boxes: thousands of calls per upstream
@@ -530,7 +531,7 @@ class _Transfers:
         si = self._set_index(S)
         if si is None:
             si = tb.index(S)                    # (raises, as it did)
-        si = _distinct_indices(si, tb.over + 1)
+        si = distinct_indices(si, tb.over + 1)
         if "R" in r:
             cols = np.unpackbits(np.bitwise_or.reduce(r["R"][si], axis=0), count=M.shape[1]).astype(bool)
         else:
@@ -538,7 +539,7 @@ class _Transfers:
         hits = np.flatnonzero(cols)
         if not len(hits):
             return None
-        i = int(hits[_stable_first(key[hits])])
+        i = int(hits[stable_first(key[hits])])
         in_S = np.zeros(tb.over + 1, bool)
         in_S[si] = True
         # column i of the absorbed grid, by the same elementwise test
@@ -632,7 +633,7 @@ class _Transfers:
             for f in reversed(factors):           # the backward values between the factors, last first
                 q = q / float(f)
         q = q[np.isfinite(q) & (q != 0)]
-        return _near(self.F, q, 4) if len(q) else np.zeros(0)
+        return near_values(self.F, q, 4) if len(q) else np.zeros(0)
 
     def _set_index(self, S):
         """Table indices of the values of S (None when one is not a value): those kept with the last
@@ -650,14 +651,14 @@ class _Transfers:
         V = self._candidates_for(S, [d, a])
         if self.nonzero_values is not None:     # V is every nonzero value
             if self.tables is None and len(S) <= 8:
-                return _preimage_bisect(self.F, V, S, [d, a])
+                return preimage_bisect(self.F, V, S, [d, a])
             if self.tables is not None:         # 8-bit formats: the image of V is kept per (d, a)
                 tb = self.tables
                 iS = self._set_index(S)
                 if iS is not None:
                     # isin on table indices: the same test (equal values share an index, -0 and +0 too,
                     # as == matches them; NaN, the overflow index, matches nothing, as in isin)
-                    img = self._cached(("chain_index", float(d), float(a)), lambda: tb.mul(
+                    img = self.cached(("chain_index", float(d), float(a)), lambda: tb.mul(
                         tb.mul(tb.index(V), tb.index_of(float(d))), tb.index_of(float(a))))
                     in_S = np.zeros(tb.over + 1, bool)
                     in_S[iS] = True
@@ -671,14 +672,14 @@ class _Transfers:
                     # preimage, the last layer): the same indices tb.index(out) finds
                     self._last_set = (out, iV[hit])
                     return out
-                return V[np.isin(self._cached(("chain", float(d), float(a)), lambda: self._rn_chain(V, [d, a])), S)]
+                return V[np.isin(self.cached(("chain", float(d), float(a)), lambda: self._rn_chain(V, [d, a])), S)]
         return V[np.isin(self._rn_chain(V, [d, a]), S)]
 
 
 def _value_runs(MP, n_s):
     """(lo, hi, whole) of the columns of MP (indices u x columns k, values s in 0..n_s): lo[s, k] and
     hi[s, k] the first and last u with MP[u, k] = s (n_s and -1 where there is none), and whole[s]
-    whether in every column the u's with MP[u, k] = s fill [lo, hi] (``_Transfers._last_cols_by_runs``).
+    whether in every column the u's with MP[u, k] = s fill [lo, hi] (``Transfers._last_cols_by_runs``).
 
     lo and hi: lo[MP[u, k], k] = u from the last row up and hi from the first down, on the flat
     positions of (MP[u, k], k) (one index array per row).  whole, without counting every (s, k): the
