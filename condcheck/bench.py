@@ -284,7 +284,7 @@ def _prove(act, fmt_name):
     if not r.ok:
         raise RuntimeError(f"Coq did not accept the development: {c.get('unexpected_assumptions') or c.get('log', '')[-300:]}")
     return (f"{act} on {fmt_name}: {r.facts['sigma']} + {r.facts['dsigma']} facts; Coq {c['cpu_seconds']:.1f} s CPU, "
-            f"{c['seconds']:.1f} s wall, peak {c['peak_memory_mb']:.0f} MB")
+            f"{c['seconds']:.1f} s wall, peak {c['peak_memory_mb']:.0f} MiB")
 
 
 def _prove_network(act, fmt_name):
@@ -306,7 +306,7 @@ def _prove_network(act, fmt_name):
         raise RuntimeError(f"Coq did not accept the development: {c.get('unexpected_assumptions') or c.get('log', '')[-300:]}")
     return (f"{len(X)} points, depth {net.depth}, {net.nonzero_parameters:,} nonzero parameters; "
             f"{r.facts['sigma']} + {r.facts['dsigma']} facts; Coq {c['cpu_seconds']:.1f} s CPU, "
-            f"{c['seconds']:.1f} s wall, peak {c['peak_memory_mb']:.0f} MB")
+            f"{c['seconds']:.1f} s wall, peak {c['peak_memory_mb']:.0f} MiB")
 
 
 for _act in ("relu", "gelu", "sigmoid"):

@@ -244,3 +244,34 @@ def test_coq_rejects_a_network_claim_with_one_value_changed(small_network_proof,
     r = coqrun.check_development(d, quiet=True)
     assert not r.ok
     assert r.files["Claim.vo"]["built"] and not r.files["Main.vo"]["built"]
+
+
+# ---- reports --------------------------------------------------------------------------------------------
+@needs_coq
+def test_the_report_of_a_proved_pair_says_it_is_kernel_checked_with_the_development_hash(sigmoid_float4, tmp_path):
+    from reports.condition_report import write_report
+    from reports.latex import tt
+    d = json.loads(sigmoid_float4.stdout)
+    rep = write_report("sigmoid", "float4_e2m1fn", out=tmp_path, figures=False, proof=d["directory"])
+    tex = rep.tex.read_text()
+    v = d["coq"]["versions"]
+    assert f"kernel-checked by Coq {v['coq']}, Flocq {v['flocq']}" in tex
+    assert tt(coqrun.development_hash(d["directory"])) in tex
+
+
+@needs_coq
+def test_a_report_refuses_a_proof_of_another_pair(sigmoid_float4, tmp_path):
+    from reports.condition_report import write_report
+    with pytest.raises(CondcheckError, match="proves sigmoid on float4_e2m1fn, not relu"):
+        write_report("relu", "float4_e2m1fn", out=tmp_path, figures=False,
+                     proof=json.loads(sigmoid_float4.stdout)["directory"])
+
+
+@needs_coq
+def test_a_report_refuses_a_proof_whose_files_changed_after_coq_checked_them(sigmoid_float4, tmp_path):
+    from reports.condition_report import write_report
+    d = tmp_path / "dev"
+    shutil.copytree(json.loads(sigmoid_float4.stdout)["directory"], d)
+    (d / "Main.v").write_text((d / "Main.v").read_text() + "\n(* edited *)\n")
+    with pytest.raises(CondcheckError, match="changed since Coq checked them"):
+        write_report("sigmoid", "float4_e2m1fn", out=tmp_path / "rep", figures=False, proof=d)

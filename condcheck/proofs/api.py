@@ -29,6 +29,7 @@ class ProofResult:
     development_hash: str
     coq: Optional[dict] = None         # CoqResult.to_dict(), when Coq ran
     notes: list = field(default_factory=list)
+    verdicts: Optional[dict] = None    # "1", "2", "3" -> "holds" / "fails" (certificates; None for networks)
 
     @property
     def ok(self) -> Optional[bool]:
@@ -37,7 +38,8 @@ class ProofResult:
     def to_dict(self) -> dict:
         return {"schema": "condcheck.prove/1", "directory": self.directory, "activation": self.activation,
                 "format": self.format, "statement": self.statement, "facts": self.facts,
-                "development_sha256": self.development_hash, "coq": self.coq, "notes": self.notes}
+                "development_sha256": self.development_hash, "verdicts": self.verdicts, "coq": self.coq,
+                "notes": self.notes}
 
 
 def _claimed_values(claims: Claims):
@@ -132,21 +134,22 @@ def prove_certificate(certificate: Union[dict, str, os.PathLike], out, *, preche
             raise CondcheckError(f"the certificate of {claims.activation} on {claims.format.name} is false, no proof "
                                  f"written: {'; '.join(problems[:3])}" + (f" (and {len(problems) - 3} more)"
                                                                           if len(problems) > 3 else ""))
-    result = _write_and_run(claims, d, run=run, jobs=jobs, quiet=quiet)
-    if not precheck_first:
-        result.notes.append("written without the precheck: Coq is the only judge of this certificate")
-    return result
+    notes = [] if precheck_first else ["written without the precheck: Coq is the only judge of this certificate"]
+    return _write_and_run(claims, d, run=run, jobs=jobs, quiet=quiet, notes=notes)
 
 
-def _write_and_run(claims: Claims, d: Path, *, run: bool, jobs, quiet) -> ProofResult:
+def _write_and_run(claims: Claims, d: Path, *, run: bool, jobs, quiet, notes=()) -> ProofResult:
     from .coqrun import check_development, development_hash
     from .development import write_development
+    from .record import save_record
     summary = write_development(claims, d)
     result = ProofResult(str(d), claims.activation, claims.format.name, summary["statement"],
                          {"sigma": summary["facts_sigma"], "dsigma": summary["facts_dsigma"]},
-                         development_hash(d))
+                         development_hash(d),
+                         notes=list(notes), verdicts={k: "holds" if h else "fails" for k, h in claims.holds.items()})
     if run:
         result.coq = check_development(d, jobs=jobs, quiet=quiet).to_dict()
+    save_record(result)
     return result
 
 

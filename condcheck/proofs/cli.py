@@ -22,7 +22,7 @@ def _text(r) -> str:
         where = f"Coq {v.get('coq', '?')}, Flocq {v.get('flocq', '?')}"
         if c["ok"]:
             lines.append(f"kernel-checked by {where}: {c['seconds']:.1f} s wall, {c['cpu_seconds']:.1f} s CPU, "
-                         f"peak {c['peak_memory_mb']:.0f} MB")
+                         f"peak {c['peak_memory_mb']:.0f} MiB")
             lines.append("Print Assumptions certificate_holds: " + (", ".join(c["assumptions"]) or "none"))
         elif c["unexpected_assumptions"]:
             lines.append(f"REJECTED: unexpected assumptions {', '.join(c['unexpected_assumptions'])}")

@@ -23,6 +23,7 @@ from .development import check_format, coq_name, format_definition
 from .dyadic import term
 from .facts import FactMaker, write_facts
 from .recipes import recipe_for
+from .record import save_record
 
 
 def _load(network):
@@ -174,4 +175,5 @@ def prove_network(network, out, *, run: bool = True, jobs: Optional[int] = None,
                          {"sigma": summary["facts_sigma"], "dsigma": summary["facts_dsigma"]}, development_hash(d))
     if run:
         result.coq = check_development(d, jobs=jobs, quiet=quiet).to_dict()
+    save_record(result)
     return result
