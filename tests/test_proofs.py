@@ -2,15 +2,21 @@
 
 Tests that run Coq are skipped, with the reason, when coqc is not on PATH.  The default suite compiles a
 representative set (the three negations of sigmoid on float4_e2m1fn, every clause of ReLU on
-float6_e2m3fn, a float8 pair, a false certificate, an admitted lemma); tests/test_proofs_slow.py proves
-every paper activation on every format of at most 8 bits (-m slow).
+float8_e4m3, a false certificate, an admitted lemma, a small Theorem 5 network and a false network claim;
+the library is compiled once per run, and each development once, whatever the number of xdist workers);
+tests/test_proofs_slow.py proves every paper activation on every format of at most 8 bits and the
+networks (-m slow).
 """
+import fcntl
 import json
+import os
 import shutil
 import subprocess
 import sys
 from fractions import Fraction
+from contextlib import contextmanager
 from pathlib import Path
+from types import SimpleNamespace
 
 import mpmath
 import pytest
@@ -21,8 +27,8 @@ from condcheck.activations import get_activation, x as X
 from condcheck.check import check_activation
 from condcheck.errors import CondcheckError
 from condcheck.formats import get_format
-from condcheck.proofs import coqrun
-from condcheck.proofs.api import precheck, prove, prove_certificate
+from condcheck.proofs import coqrun, library
+from condcheck.proofs.api import ProofResult, precheck, prove, prove_certificate
 from condcheck.proofs.certificate import read_claims
 from condcheck.proofs.development import plan, write_development
 from condcheck.proofs.dyadic import bracket, parts, term
@@ -139,17 +145,66 @@ def test_print_assumptions_output_is_read_as_axiom_names():
 
 
 # ---- with Coq -------------------------------------------------------------------------------------------
+@contextmanager
+def _shared(tmp_path_factory, name):
+    """A folder every xdist worker of this run shares (the folder pytest-xdist's workers have in common),
+    held under a lock: the first worker to get here builds what the folder should hold, the others find
+    it built.  The Coq developments below are compiled once per run, not once per worker."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent
+    with open(root / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield root / name
+
+
+def _once(tmp_path_factory, name, build) -> dict:
+    """``build(folder)`` once per run (see :func:`_shared`); its JSON result."""
+    with _shared(tmp_path_factory, name) as folder:
+        done = folder / "result.json"
+        if not done.exists():
+            folder.mkdir(exist_ok=True)
+            done.write_text(json.dumps(build(folder)))
+        return json.loads(done.read_text())
+
+
 @pytest.fixture(scope="module")
 def sigmoid_float4(tmp_path_factory):
     """condcheck prove sigmoid float4_e2m1fn (every condition fails), run from the command line."""
-    d = tmp_path_factory.mktemp("sig4") / "dev"
-    return subprocess.run([sys.executable, "-m", "condcheck", "prove", "sigmoid", "float4_e2m1fn", "--out", str(d),
-                           "--json", "-q"], capture_output=True, text=True)
+    def build(folder):
+        out = subprocess.run([sys.executable, "-m", "condcheck", "prove", "sigmoid", "float4_e2m1fn", "--out",
+                              str(folder / "dev"), "--json", "-q"], capture_output=True, text=True)
+        return {"returncode": out.returncode, "stdout": out.stdout, "stderr": out.stderr}
+    return SimpleNamespace(**_once(tmp_path_factory, "coq-sigmoid4", build))
+
+
+def _seeded(sigmoid_float4, directory, files=library.FILES):
+    """``directory`` with the library already compiled in sigmoid_float4's development (byte for byte the
+    same files: prove leaves them, and make rebuilds nothing there), so that the library is compiled once
+    per run rather than once per development."""
+    src = Path(json.loads(sigmoid_float4.stdout)["directory"]) / "lib"
+    lib = Path(directory) / "lib"
+    lib.mkdir(parents=True)
+    for name in files:
+        stem = name[:-2]
+        for p in [*src.glob(f"{stem}.*"), *src.glob(f".{stem}.aux")]:
+            shutil.copy2(p, lib / p.name)
+    return directory
 
 
 @pytest.fixture(scope="module")
-def relu_float8(tmp_path_factory):
-    return prove("relu", "float8_e4m3", tmp_path_factory.mktemp("relu8") / "dev", quiet=True)
+def relu_float8(sigmoid_float4, tmp_path_factory):
+    def build(folder):
+        return prove("relu", "float8_e4m3", _seeded(sigmoid_float4, folder / "dev"), quiet=True).to_dict()
+    return ProofResult.from_dict(_once(tmp_path_factory, "coq-relu8", build))
+
+
+@needs_coq
+def test_proving_again_into_the_same_directory_recompiles_nothing(sigmoid_float4, tmp_path):
+    d = tmp_path / "dev"
+    shutil.copytree(json.loads(sigmoid_float4.stdout)["directory"], d)
+    r = prove("sigmoid", "float4_e2m1fn", d, quiet=True)
+    assert r.ok and r.coq["files"] == {}
 
 
 @needs_coq
@@ -186,11 +241,11 @@ def test_an_admitted_fact_makes_the_development_not_ok(relu_float8, tmp_path):
 
 
 @needs_coq
-def test_coq_rejects_a_false_certificate_written_without_the_precheck(tmp_path):
+def test_coq_rejects_a_false_certificate_written_without_the_precheck(sigmoid_float4, tmp_path):
     cert = _cert("relu", "float4_e2m1fn")
     w = cert["conditions"]["1"]["witness"]
     w["sigma(live)"] = dict(w["sigma(live)"], fraction="3", hex="0x1.8p+1")
-    r = prove_certificate(cert, tmp_path / "dev", precheck_first=False, quiet=True)
+    r = prove_certificate(cert, _seeded(sigmoid_float4, tmp_path / "dev"), precheck_first=False, quiet=True)
     assert r.ok is False
     assert r.coq["files"]["Facts.vo"]["built"] and not r.coq["files"]["Main.vo"]["built"]
 
@@ -199,12 +254,14 @@ def test_coq_rejects_a_false_certificate_written_without_the_precheck(tmp_path):
 @pytest.fixture(scope="module")
 def small_network(tmp_path_factory):
     """A Theorem 5 network for ReLU on float8_e4m3 at 4 sampled points (196 nonzero parameters)."""
-    path = tmp_path_factory.mktemp("net") / "net.json"
-    out = subprocess.run([sys.executable, "-m", "condcheck", "construct", "theorem5", "relu", "float8_e4m3",
-                          "--domain", "sample:4:0", "--dim", "1", "--targets", "random:0", "--out", str(path)],
-                         capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr
-    return path
+    def build(folder):
+        out = subprocess.run([sys.executable, "-m", "condcheck", "construct", "theorem5", "relu", "float8_e4m3",
+                              "--domain", "sample:4:0", "--dim", "1", "--targets", "random:0", "--out",
+                              str(folder / "net.json")], capture_output=True, text=True)
+        return {"returncode": out.returncode, "stderr": out.stderr, "path": str(folder / "net.json")}
+    made = _once(tmp_path_factory, "coq-net", build)
+    assert made["returncode"] == 0, made["stderr"]
+    return Path(made["path"])
 
 
 def test_a_network_development_states_its_claim_and_facts_at_its_pre_activations(small_network, tmp_path):
@@ -217,9 +274,12 @@ def test_a_network_development_states_its_claim_and_facts_at_its_pre_activations
 
 
 @pytest.fixture(scope="module")
-def small_network_proof(small_network, tmp_path_factory):
+def small_network_proof(small_network, sigmoid_float4, tmp_path_factory):
     from condcheck.proofs.network_proof import prove_network
-    return prove_network(small_network, tmp_path_factory.mktemp("netdev") / "dev", quiet=True)
+    def build(folder):
+        d = _seeded(sigmoid_float4, folder / "dev", library.NETWORK_FILES)
+        return prove_network(small_network, d, quiet=True).to_dict()
+    return ProofResult.from_dict(_once(tmp_path_factory, "coq-netdev", build))
 
 
 @needs_coq

@@ -35,6 +35,12 @@ class ProofResult:
     def ok(self) -> Optional[bool]:
         return None if self.coq is None else bool(self.coq["ok"])
 
+    @classmethod
+    def from_dict(cls, d: dict) -> "ProofResult":
+        """The result :meth:`to_dict` (or a development's ``proof.json``) holds."""
+        return cls(d["directory"], d["activation"], d["format"], d["statement"], d["facts"], d["development_sha256"],
+                   d.get("coq"), list(d.get("notes", [])), d.get("verdicts"))
+
     def to_dict(self) -> dict:
         return {"schema": "condcheck.prove/1", "directory": self.directory, "activation": self.activation,
                 "format": self.format, "statement": self.statement, "facts": self.facts,

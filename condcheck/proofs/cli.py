@@ -13,7 +13,8 @@ def _text(r) -> str:
     d = r.to_dict()
     lines = [f"{d['activation']} on {d['format']}: Coq development written to {d['directory']}",
              f"theorem certificate_holds : {d['statement']}",
-             f"facts proved: {d['facts']}  development sha256: {d['development_sha256'][:16]}..."]
+             f"facts: {d['facts']['sigma']} values of sigma~, {d['facts']['dsigma']} of sigma~'; "
+             f"development sha256 {d['development_sha256'][:16]}..."]
     c = d["coq"]
     if c is None:
         lines.append("Coq: not run")

@@ -83,13 +83,17 @@ def usable_cores() -> int:
 
 
 def development_hash(directory) -> str:
-    """SHA-256 of a development: every .v file and _CoqProject, by relative path, in sorted order."""
+    """SHA-256 of a development: _CoqProject and every .v file it lists, by relative path, in sorted order
+    (a missing file is hashed as missing)."""
     d = Path(directory)
+    project = d / "_CoqProject"
+    if not project.exists():
+        raise CondcheckError(f"{str(d)!r} has no _CoqProject; is it a development written by condcheck prove?")
+    listed = [line.strip() for line in project.read_text().splitlines() if line.strip().endswith(".v")]
     h = hashlib.sha256()
-    for p in sorted([*d.rglob("*.v"), d / "_CoqProject"]):
-        if p.name == "Assumptions.v" or not p.exists():
-            continue
-        h.update(str(p.relative_to(d)).encode() + b"\0" + p.read_bytes() + b"\0")
+    for rel in sorted(["_CoqProject", *listed]):
+        p = d / rel
+        h.update(rel.encode() + b"\0" + (p.read_bytes() if p.exists() else b"(missing)") + b"\0")
     return h.hexdigest()
 
 

@@ -193,8 +193,8 @@ def write_development(claims: Claims, out, *, progress=None) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     files = library.copy_into(out, with_erf=maker.uses_erf_bounds)
     generated = ["Data.v"] + write_facts(out, facts, coq_name(fmt), recipe.record) + ["Main.v"]
-    (out / "Data.v").write_text(data_file(claims))
-    (out / "Main.v").write_text(main_file(claims, coq_name(fmt), recipe.record))
-    (out / "_CoqProject").write_text(library.coq_project(files, generated))
+    library.write_if_changed(out / "Data.v", data_file(claims))
+    library.write_if_changed(out / "Main.v", main_file(claims, coq_name(fmt), recipe.record))
+    library.write_if_changed(out / "_CoqProject", library.coq_project(files, generated))
     return {"directory": str(out), "facts_sigma": len(facts["s"]), "facts_dsigma": len(facts["d"]),
             "files": files + generated, "statement": " /\\ ".join(statement_parts(claims))}

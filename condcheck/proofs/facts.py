@@ -26,6 +26,7 @@ from condcheck.formats import Format
 from condcheck.rounded_activation import get_rounded
 from condcheck.rounding import round_fraction
 
+from . import library
 from .dyadic import bracket, parts, precision_for, real_text, term
 from .recipes import recipe_for
 
@@ -228,6 +229,7 @@ def write_facts(out, facts: dict, fmt_coq: str, record: str) -> list[str]:
         for i in range(0, len(lst), CHUNK):
             name = f"Facts_{key}_{i // CHUNK}"
             chunks[key].append(name)
-            (out / f"{name}.v").write_text(chunk_file(lst[i:i + CHUNK], name.lower(), fmt_coq, record))
-    (out / "Facts.v").write_text(facts_file(chunks, fmt_coq, record))
+            text = chunk_file(lst[i:i + CHUNK], name.lower(), fmt_coq, record)
+            library.write_if_changed(out / f"{name}.v", text)
+    library.write_if_changed(out / "Facts.v", facts_file(chunks, fmt_coq, record))
     return [f"{c}.v" for c in chunks["s"] + chunks["d"]] + ["Facts.v"]

@@ -26,14 +26,27 @@ def source(name: str) -> str:
 
 def copy_into(out: Path, with_network: bool = False, with_erf: bool = False) -> list[str]:
     """Copy the library (the part a certificate's or, ``with_network``, a network's development uses, and
-    ``with_erf`` the erf cutoffs) into ``out/lib``; returns the paths relative to ``out``."""
+    ``with_erf`` the erf cutoffs) into ``out/lib``; returns the paths relative to ``out``.  Files already
+    there with the same text are left alone (with their compiled ``.vo``)."""
     lib = Path(out) / "lib"
     lib.mkdir(parents=True, exist_ok=True)
     paths = []
     for name in (NETWORK_FILES if with_network else FILES) + (ERF_FILES if with_erf else ()):
-        (lib / name).write_text(source(name))
+        write_if_changed(lib / name, source(name))
         paths.append(f"lib/{name}")
     return paths
+
+
+def write_if_changed(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` unless the file holds it already: a file left as it was keeps its time,
+    so proving again into the same directory recompiles only what changed (make goes by times)."""
+    path = Path(path)
+    try:
+        if path.read_text() == text:
+            return
+    except (OSError, UnicodeDecodeError):
+        pass
+    path.write_text(text)
 
 
 def coq_project(library_files: list[str], generated: list[str]) -> str:

@@ -155,10 +155,10 @@ def write_network_development(net, claim, out) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     files = library.copy_into(out, with_network=True, with_erf=maker.uses_erf_bounds)
     generated = ["Data.v"] + write_facts(out, facts, coq_name(fmt), recipe.record) + ["Claim.v", "Main.v"]
-    (out / "Data.v").write_text(data_file(fmt))
-    (out / "Claim.v").write_text(claim_file(net, claim))
-    (out / "Main.v").write_text(main_file(net, claim, coq_name(fmt), recipe.record))
-    (out / "_CoqProject").write_text(library.coq_project(files, generated))
+    library.write_if_changed(out / "Data.v", data_file(fmt))
+    library.write_if_changed(out / "Claim.v", claim_file(net, claim))
+    library.write_if_changed(out / "Main.v", main_file(net, claim, coq_name(fmt), recipe.record))
+    library.write_if_changed(out / "_CoqProject", library.coq_project(files, generated))
     return {"facts_sigma": len(facts["s"]), "facts_dsigma": len(facts["d"]),
             "statement": f"claim_holds {coq_name(fmt)} {recipe.record} net claim"}
 
