@@ -335,3 +335,12 @@ def test_a_report_refuses_a_proof_whose_files_changed_after_coq_checked_them(sig
     (d / "Main.v").write_text((d / "Main.v").read_text() + "\n(* edited *)\n")
     with pytest.raises(CondcheckError, match="changed since Coq checked them"):
         write_report("sigmoid", "float4_e2m1fn", out=tmp_path / "rep", figures=False, proof=d)
+
+
+def test_the_primitive_integers_axioms_are_counted_and_the_others_named():
+    from condcheck.proofs.cli import assumptions_text
+    text = assumptions_text(["Uint63.add_spec", "ClassicalDedekindReals.sig_not_dec", "PrimInt63.add",
+                             "Uint63.sub_spec", "Classical_Prop.classic"])
+    assert text == ("ClassicalDedekindReals.sig_not_dec, Classical_Prop.classic; "
+                    "of the primitive integers and floats: 1 PrimInt63, 2 Uint63")
+    assert assumptions_text([]) == "none (closed under the global context)"

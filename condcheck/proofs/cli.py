@@ -8,6 +8,8 @@ import click
 
 from condcheck.errors import CondcheckError
 
+from . import coqrun
+
 
 def _text(r) -> str:
     d = r.to_dict()
@@ -24,7 +26,7 @@ def _text(r) -> str:
         if c["ok"]:
             lines.append(f"kernel-checked by {where}: {c['seconds']:.1f} s wall, {c['cpu_seconds']:.1f} s CPU, "
                          f"peak {c['peak_memory_mb']:.0f} MiB")
-            lines.append("Print Assumptions certificate_holds: " + (", ".join(c["assumptions"]) or "none"))
+            lines.append("Print Assumptions certificate_holds: " + assumptions_text(c["assumptions"]))
         elif c["unexpected_assumptions"]:
             lines.append(f"REJECTED: unexpected assumptions {', '.join(c['unexpected_assumptions'])}")
         else:
@@ -32,6 +34,19 @@ def _text(r) -> str:
             lines.append(f"REJECTED by {where}:\n  " + "\n  ".join(tail))
     lines += d["notes"]
     return "\n".join(lines)
+
+
+def assumptions_text(names: list) -> str:
+    """The axioms printed; those that specify Coq's primitive integers and floats (which the Interval
+    library computes with) as a count per module."""
+    primitive = {}
+    for n in names:
+        if n.split(".")[0] in coqrun.PRIMITIVE_AXIOMS:
+            primitive[n.split(".")[0]] = primitive.get(n.split(".")[0], 0) + 1
+    rest = [n for n in names if n.split(".")[0] not in primitive]
+    counts = ", ".join(f"{primitive[m]} {m}" for m in coqrun.PRIMITIVE_AXIOMS if m in primitive)
+    text = ", ".join(rest) + (f"; of the primitive integers and floats: {counts}" if primitive else "")
+    return text or "none (closed under the global context)"
 
 
 @click.command("prove")

@@ -4,8 +4,8 @@
 stderr; off with ``quiet`` or when stderr is not a terminal), and reports per-file and total times
 (wall clock and CPU of the Coq processes), the peak memory of one Coq process, and the axioms that
 ``Print Assumptions certificate_holds`` lists.  :data:`STANDARD_AXIOMS` are the modules whose axioms
-are expected (Coq's classical reals, the primitive integers Interval computes with, classical logic
-and functional extensionality used by Coquelicot and Flocq); any other axiom (an ``Admitted`` lemma
+are expected (Coq's real numbers with functional extensionality, excluded middle, which Flocq uses, and
+the primitive integers and floats Interval computes with); any other axiom (an ``Admitted`` lemma
 shows up as one) makes the result not ``ok``.
 """
 from __future__ import annotations
@@ -24,9 +24,13 @@ from typing import Optional
 
 from condcheck.errors import CondcheckError
 
-#: modules whose axioms a development may use (first component of the printed name)
-STANDARD_AXIOMS = ("ClassicalDedekindReals", "FunctionalExtensionality", "Classical_Prop", "PrimInt63",
-                   "Uint63", "PrimFloat", "FloatAxioms", "Int63", "PArray")
+#: modules of the axioms that specify Coq's primitive integers and floats, through which the Interval
+#: library computes (its ``interval`` and ``integral`` tactics)
+PRIMITIVE_AXIOMS = ("PrimInt63", "Uint63", "PrimFloat", "FloatAxioms")
+#: modules whose axioms a development may use (first component of the printed name): Coq's real numbers
+#: (ClassicalDedekindReals, FunctionalExtensionality), excluded middle (Flocq's rounding lemmas use it)
+#: and the primitive integers and floats
+STANDARD_AXIOMS = ("ClassicalDedekindReals", "FunctionalExtensionality", "Classical_Prop") + PRIMITIVE_AXIOMS
 
 #: address-space limit of every Coq process (a runaway tactic fails instead of swapping the machine)
 MEMORY_LIMIT_MB = 4096
