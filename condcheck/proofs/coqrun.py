@@ -1,7 +1,7 @@
 """Run Coq on a development: ``coq_makefile -f _CoqProject -o Makefile && make``, timed.
 
 :func:`check_development` builds with ``make -j`` on the usable cores, shows a progress bar (tqdm, on
-stderr; off with ``quiet`` or when stderr is not a terminal), and reports per-file and total times
+stderr, after 2 s; off with ``quiet`` or when stderr is not a terminal), and reports per-file and total times
 (wall clock and CPU of the Coq processes), the peak memory of one Coq process, and the axioms that
 ``Print Assumptions certificate_holds`` lists.  :data:`STANDARD_AXIOMS` are the modules whose axioms
 are expected (Coq's real numbers with functional extensionality, excluded middle, which Flocq uses, and
@@ -106,11 +106,11 @@ def _children_usage():
     return r.ru_utime + r.ru_stime
 
 
-def _progress_bar(total: int, quiet: bool):
+def progress_bar(total: int, quiet: bool):
     if quiet or not sys.stderr.isatty():
         return None
     from tqdm import tqdm
-    return tqdm(total=total, desc="coq", unit="file", file=sys.stderr, leave=False)
+    return tqdm(total=total, desc="coq", unit="file", file=sys.stderr, leave=False, delay=2)   # shown after 2 s
 
 
 def _limit_memory(mb: int):
@@ -139,7 +139,7 @@ def check_development(directory, *, jobs: Optional[int] = None, quiet: bool = Fa
     if mk.returncode != 0:
         raise CondcheckError(f"coq_makefile failed in {str(d)!r}: {mk.stderr.strip().splitlines()[-1:]}")
     cpu0, t0 = _children_usage(), time.perf_counter()
-    bar = _progress_bar(n_files, quiet)
+    bar = progress_bar(n_files, quiet)
     proc = subprocess.Popen(["make", f"-j{jobs}", "TIMED=1"], cwd=d, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, preexec_fn=_limit_memory(memory_limit_mb))
     log, files = [], {}
