@@ -34,7 +34,7 @@ def prove_pair(act: str, fmt: str, jobs) -> dict:
 
 
 def table(outdir: Path) -> str:
-    rows = ["| activation | format | verdicts (1, 2, 3) | facts | Coq CPU s | Coq wall s | peak MB | accepted |",
+    rows = ["| activation | format | verdicts (1, 2, 3) | facts | Coq CPU s | Coq wall s | peak MiB | accepted |",
             "|---|---|---|---|---|---|---|---|"]
     for p in sorted(outdir.glob("*.json")):
         r = json.loads(p.read_text())
