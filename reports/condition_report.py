@@ -204,7 +204,14 @@ def write_report(activation, format, implementation: str = "exact", out=DEFAULT_
     """Check (unless ``result`` is given) and write ``<stem>.tex``, ``<stem>.json`` and the figure.
 
     ``proof``: the directory of a Coq development of the pair (``condcheck prove``); the report then says
-    that its verdicts are kernel-checked, naming Coq, Flocq and the development's hash."""
+    that its verdicts are kernel-checked, naming Coq, Flocq and the development's hash.
+
+    >>> import tempfile
+    >>> from condcheck import write_report
+    >>> rep = write_report("relu", "float4_e2m1fn", out=tempfile.mkdtemp(), figures=False)
+    >>> rep.tex.name, rep.json.name, rep.result.holds
+    ('relu-float4_e2m1fn.tex', 'relu-float4_e2m1fn.json', True)
+    """
     from condcheck.cli_checks import output_folder
     out = output_folder(out, "out")              # before the check: a folder that cannot be written fails now
     res = result or check_activation(activation, format, implementation)
@@ -239,7 +246,7 @@ def write_report(activation, format, implementation: str = "exact", out=DEFAULT_
                                          for k in ("1", "2", "3")),
                  figure=figure,
                  constants_note=("$M_\\sigma$ and $H_\\sigma$ are the paper's values for its six activations "
-                                 "(SPEC section 4)." if cert["M_sigma"] is not None else
+                                 "(arXiv 2605.01702)." if cert["M_sigma"] is not None else
                                  "The paper states $M_\\sigma$ and $H_\\sigma$ only for its six activations."))
     tex_path = out / f"{name}.tex"
     tex_path.write_text(tex)
