@@ -273,6 +273,51 @@ for _act in ("tanh", "gelu"):
         lambda a=_act: _theorem7(a, "float8_e4m3", 0, grid=8))
 
 
+def _prove(act, fmt_name):
+    """condcheck prove: check, write the Coq development, compile it (make -j on the usable cores)."""
+    import tempfile
+
+    from .proofs import prove
+    with tempfile.TemporaryDirectory() as d:
+        r = prove(act, fmt_name, f"{d}/dev", quiet=True)
+    c = r.coq or {}
+    if not r.ok:
+        raise RuntimeError(f"Coq did not accept the development: {c.get('unexpected_assumptions') or c.get('log', '')[-300:]}")
+    return (f"{act} on {fmt_name}: {r.facts['sigma']} + {r.facts['dsigma']} facts; Coq {c['cpu_seconds']:.1f} s CPU, "
+            f"{c['seconds']:.1f} s wall, peak {c['peak_memory_mb']:.0f} MiB")
+
+
+def _prove_network(act, fmt_name):
+    """condcheck prove --network on the full d = 1 box Theorem 5 network (built first, not timed apart)."""
+    import tempfile
+
+    from .netfile import save_network
+    from .proofs import prove_network
+    from .targets import full_box, random_targets
+    from .theorem5 import construct_theorem5
+    X = full_box(act, fmt_name, 1)
+    f, h, g = random_targets(fmt_name, X, 0, 0.25)
+    net, claim = construct_theorem5(act, fmt_name, X, f, h, g)
+    with tempfile.TemporaryDirectory() as d:
+        save_network(f"{d}/net.json", net, claim)
+        r = prove_network(f"{d}/net.json", f"{d}/dev", quiet=True)
+    c = r.coq or {}
+    if not r.ok:
+        raise RuntimeError(f"Coq did not accept the development: {c.get('unexpected_assumptions') or c.get('log', '')[-300:]}")
+    return (f"{len(X)} points, depth {net.depth}, {net.nonzero_parameters:,} nonzero parameters; "
+            f"{r.facts['sigma']} + {r.facts['dsigma']} facts; Coq {c['cpu_seconds']:.1f} s CPU, "
+            f"{c['seconds']:.1f} s wall, peak {c['peak_memory_mb']:.0f} MiB")
+
+
+for _act in ("relu", "gelu", "sigmoid"):
+    case(f"prove-{_act}-float8_e4m3", "condcheck prove (issue 30): under 60 s of Coq time, peak under 4 GiB")(
+        lambda a=_act: _prove(a, "float8_e4m3"))
+for _act in ("relu", "gelu"):
+    case(f"prove-network-{_act}-float8_e4m3-box", "condcheck prove --network, the full d = 1 box Theorem 5 network "
+                                                  "(issue 30): under 10 minutes, peak under 4 GiB")(
+        lambda a=_act: _prove_network(a, "float8_e4m3"))
+
+
 @case("interpreter-float16-depth10-width256", "forward and backward on all 65,536 float16 inputs under 10 s")
 def _interpreter():
     import numpy as np

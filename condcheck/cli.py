@@ -543,7 +543,10 @@ def bench(cases, list_only, as_json, repeat):
 @click.option("--figure-format", type=click.Choice(["png", "pdf"]), default="png", show_default=True)
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar (it is shown only when stderr is a terminal).")
 @click.option("--json", "as_json", is_flag=True, help="Print the written files (and the verdict) as JSON.")
-def report(activation, format, implementation, all_, network, out, pdf, no_figures, figure_format, quiet, as_json):
+@click.option("--proof", type=click.Path(file_okay=False),
+              help="A Coq development of the pair (condcheck prove --out DIR): the report says it is kernel-checked.")
+def report(activation, format, implementation, all_, network, out, pdf, no_figures, figure_format, quiet, as_json,
+           proof):
     """Write LaTeX reports: one (activation, format), --all with a catalog, or --network FILE.
 
     \b
@@ -564,6 +567,8 @@ def report(activation, format, implementation, all_, network, out, pdf, no_figur
     modes = sum([bool(activation or format), all_, bool(network)])
     if modes != 1 or (activation and not format):
         raise click.UsageError("give ACTIVATION FORMAT, or --all, or --network FILE (exactly one)")
+    if proof and not activation:
+        raise click.UsageError("--proof goes with ACTIVATION FORMAT (the pair the development proves)")
     from .cli_checks import output_folder
     if activation:
         from .activations import get_activation
@@ -586,7 +591,7 @@ def report(activation, format, implementation, all_, network, out, pdf, no_figur
                    f"{out} in {info['seconds']:.1f} s")
     else:
         rep = rp.write_report(activation, format, implementation, out=out, figures=figures,
-                              image_format=figure_format)
+                              image_format=figure_format, proof=proof)
         written = [rep.tex]
         say(f"{rep.tex}: Conditions 1-3 {rp.VERDICT_WORD[rep.result.holds]} "
                    f"(1 {rep.result.conditions['1']['verdict']}, 2 {rep.result.conditions['2']['verdict']}, "
@@ -610,6 +615,9 @@ def report(activation, format, implementation, all_, network, out, pdf, no_figur
     if network and not rep.verified:
         sys.exit(1)
 
+
+from .proofs.cli import prove_cmd  # noqa: E402  (condcheck prove: Coq developments, condcheck/proofs/)
+main.add_command(prove_cmd)
 
 if __name__ == "__main__":
     main()
