@@ -50,7 +50,7 @@ class CheckResult:
     enumeration: dict = field(default_factory=dict)
 
     def to_certificate(self) -> dict:
-        """The condition certificate (SPEC 6; ``schema: "condcheck.check/2"``, every field a statement
+        """The condition certificate (docs/file-formats.md; ``schema: "condcheck.check/2"``, every field a statement
         ``condcheck recheck`` re-derives: :mod:`condcheck.recheck.schema`)."""
         from .certificate import certificate
         return certificate(self)
@@ -95,7 +95,15 @@ def check_activation(activation, format, implementation: str = "exact", method: 
     value; beyond 16 bits, up to 32, in chunks on Dask: a LocalCluster of ``workers`` processes, default
     all cores, or the cluster at ``scheduler`` "tcp://HOST:PORT"; ``progress`` a bar on stderr, default
     when stderr is a terminal) or "symbolic" (any format; on small formats it is the cross-check of the
-    exhaustive checker)."""
+    exhaustive checker).
+
+    >>> from condcheck import check_activation
+    >>> res = check_activation("relu", "float8_e4m3")
+    >>> res.holds, [res.conditions[k]["verdict"] for k in "123"]
+    (True, ['holds', 'holds', 'holds'])
+    >>> check_activation("sigmoid", "float4_e2m1fn").holds
+    False
+    """
     t0 = time.perf_counter()
     if method not in METHODS:
         raise CondcheckError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")

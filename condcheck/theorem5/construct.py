@@ -38,7 +38,16 @@ def construct_theorem5(activation, fmt, points, values, upstream, gradients, imp
 
     ``jobs``: the worker processes for the per-point searches (default ``tuning.JOBS``, else the
     environment variable CONDCHECK_JOBS, else the usable CPUs; 1 runs everything in this process).  The
-    network does not depend on it (``chunks``)."""
+    network does not depend on it (``chunks``).
+
+    >>> import numpy as np
+    >>> from condcheck import construct_theorem5
+    >>> net, claim = construct_theorem5("relu", "float8_e4m3", [[-1.0], [0.5]], [0.25, 2.0], [1.0, 0.5],
+    ...                                 [[3.0], [-0.5]])
+    >>> values, gradients = net.evaluate(np.array([[-1.0], [0.5]]), np.array([[1.0], [0.5]]))
+    >>> values.tolist(), gradients.ravel().tolist()
+    ([0.25, 2.0], [3.0, -0.5])
+    """
     from ..paper import theorem_branch
 
     args = (activation, fmt, points, values, upstream, gradients, implementation, verify_result, max_post,
