@@ -27,7 +27,7 @@ _EXPORTS = {
     "verify": ".verify",
     "construct_theorem5": ".theorem5",
     "construct_theorem7": ".theorem7",
-    "to_torch": ".torch_export",
+    "to_torch": ".interpreters.torch_export",
     "write_report": "reports",          # the reports package sits above condcheck
     "prove": ".proofs", "prove_certificate": ".proofs", "prove_network": ".proofs",   # Coq developments
 }

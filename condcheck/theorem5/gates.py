@@ -427,7 +427,7 @@ class Gates:
         if low is None:
             return None
         if self.compiled_gates:
-            # the same choice by a compiled loop over the rows (``kernels._gate_pick_py``; sliced gating's
+            # the same choice by a compiled loop over the rows (``kernels.gate_pick_py``; sliced gating's
             # slice gates, where numba is loaded anyway): it stops at the first row that hits with
             # small_first, and makes no (rows x values) arrays.  tests/test_theorem5_fast_paths.py
             si, gi = kernels.gate_pick(acc, zi, low, over, add, dead, rank, len(tv), small_first, pe)
