@@ -1,29 +1,60 @@
 """condcheck: Conditions 1-3 of floating-point networks with AD (arXiv 2605.01702), checked exactly.
 
-Layers, bottom up (one module each): formats -> rounding -> ops -> activations / rounded_activation
--> network (paper-order forward pass and AD) -> netfile / verify -> conditions (top-level package)
--> check -> cli.
-"""
-from .activations import PAPER_ACTIVATIONS, get_activation, list_activations, register_activation
-from .check import check_activation
-from .errors import CondcheckError
-from .formats import Format, all_formats, get_format
-from .netfile import Claim, load_network, save_network
-from .network import Layer, Network
-from .rounded_activation import get_rounded
-from .rounding import round_fraction
-from .verify import verify
+Layers, bottom up (each imports only those below it): errors -> formats -> rounding -> ops, op_tables,
+kernels -> activations, intervals -> torch_impl, rounded_activation -> network and its interpreters ->
+netfile, verify -> conditions (top-level package) -> paper, check -> constructors -> separators ->
+targets -> theorem5 -> theorem7 -> reports, cli, bench.
 
-__all__ = ["PAPER_ACTIVATIONS", "Claim", "CondcheckError", "Format", "Layer", "Network", "all_formats",
-           "check_activation", "get_activation", "get_format", "get_rounded", "list_activations",
-           "load_network", "register_activation", "round_fraction", "save_network", "verify", "write_report"]
+``import condcheck`` is light: the names below are imported from their modules at their first use
+(PEP 562), so sympy, numba, scipy, matplotlib, torch and dask load only where a command needs them.
+"""
+import importlib
+import sys
+import types
+
+#: public name -> the module (of this package) that defines it
+_EXPORTS = {
+    "CondcheckError": "errors",
+    "Format": "formats", "all_formats": "formats", "get_format": "formats",
+    "round_fraction": "rounding",
+    "PAPER_ACTIVATIONS": "activations", "get_activation": "activations", "list_activations": "activations",
+    "register_activation": "activations",
+    "get_rounded": "rounded_activation",
+    "check_activation": "check",
+    "Layer": "network", "Network": "network",
+    "Claim": "netfile", "load_network": "netfile", "save_network": "netfile",
+    "verify": "verify",
+    "construct_theorem5": "theorem5",
+    "construct_theorem7": "theorem7",
+    "write_report": "reports",          # the reports package sits above condcheck (absolute name)
+}
+
+__all__ = sorted(_EXPORTS)
 __version__ = "0.1.0"
 
 
 def __getattr__(name):
-    # write_report lives in the reports package, which sits above condcheck: re-exported on first use
-    # (PEP 562), so importing condcheck never loads reports, matplotlib or the templates.
-    if name == "write_report":
-        import importlib
-        return importlib.import_module("reports").write_report
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    target = module if module == "reports" else f"{__name__}.{module}"
+    value = getattr(importlib.import_module(target), name)
+    setattr(sys.modules[__name__], name, value)
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_EXPORTS))
+
+
+class _Package(types.ModuleType):
+    """The package's module type: where a submodule shares its name with the function it exports
+    (``condcheck.verify``), the import system's binding of the submodule keeps the function instead."""
+
+    def __setattr__(self, name, value):
+        if isinstance(value, types.ModuleType) and _EXPORTS.get(name) == name:
+            value = getattr(value, name)
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

@@ -181,7 +181,7 @@ def _theorem7(act, fmt_name, n_points, seed=0, grid=0, separable=False):
 
     import numpy as np
 
-    from .check import paper_constants
+    from .paper import paper_constants
     from .formats import get_format
     from .targets import full_box, random_odd_tables, separable_part
     from .theorem7 import construct_theorem7

@@ -20,6 +20,7 @@ from conditions import condition1, condition2, condition3
 from .activations import PAPER_ACTIVATIONS, get_activation
 from .errors import CondcheckError
 from .formats import Format, get_format
+from .paper import depth_bounds, paper_constants, theorem_branch
 from .rounded_activation import get_rounded
 
 SCHEMA = "condcheck.check/1"
@@ -27,33 +28,6 @@ SCHEMA = "condcheck.check/1"
 #: applies to networks (``Network.semantics``, ``condcheck verify``), not to these checks.
 SEMANTICS = ("finite-only (Inf or NaN anywhere is an error, SPEC 2.1; the IEEE-through-Inf option "
              "applies to network verification, not to Conditions 1-3)")
-
-
-def theorem_branch(fmt: Format) -> str:
-    """Which version of the paper's theorems covers the format (SPEC 4)."""
-    if fmt.E >= 6:
-        return "main (E >= 6)"
-    if fmt.E in (4, 5):
-        return "low-exponent appendix (E = 4, 5)"
-    return "not covered (E < 4)"
-
-
-def paper_constants(activation: str, fmt: Format) -> dict:
-    """M_sigma, H_sigma as the paper states them for its six activations (SPEC 4); None otherwise."""
-    if activation in ("relu", "elu", "gelu", "swish"):
-        return {"M_sigma": 2.0 ** (fmt.e_max - 2), "H_sigma": float(fmt.max) if fmt.fits_float64 else str(fmt.max)}
-    if activation == "sigmoid":
-        return {"M_sigma": 2.0 ** (fmt.e_max - 1), "H_sigma": 2.0 ** (fmt.M - 1)}
-    if activation == "tanh":
-        return {"M_sigma": 2.0 ** (fmt.e_max - 1), "H_sigma": 2.0 ** (fmt.M - 2)}
-    return {"M_sigma": None, "H_sigma": None}
-
-
-def depth_bounds(fmt: Format) -> dict:
-    """The depth bounds of both paper versions (SPEC 4)."""
-    return {"theorem5": {"openreview": 7, "arxiv_v2": 9},
-            "theorem7": {"openreview": 2 ** (fmt.E + 1) + 2 * fmt.M + 9,
-                         "arxiv_v2": 2 ** (fmt.E + 1) + 2 * fmt.M + 11}}
 
 
 @dataclass

@@ -122,7 +122,7 @@ class Format:
         a = abs(q)
         if a > self.max:
             return False
-        e = _floor_log2(a)
+        e = floor_log2(a)
         s = self.ulp_exponent(e)
         scaled = a / Fraction(2) ** s
         return scaled.denominator == 1
@@ -151,7 +151,7 @@ class Format:
         if q == 0:
             return 1, 0, self.e_min
         a = abs(q)
-        e = max(_floor_log2(a), self.e_min)
+        e = max(floor_log2(a), self.e_min)
         m = a / Fraction(2) ** (e - self.M)
         return sign, int(m), e
 
@@ -166,7 +166,7 @@ class Format:
             return -self.next_down(-q)
         if q >= self.max:
             raise NotInFormatError(f"{num_text(q)} is the largest finite value of {self.name}; it has no successor")
-        e = _floor_log2(q) if q > 0 else self.e_min
+        e = floor_log2(q) if q > 0 else self.e_min
         return q + Fraction(2) ** self.ulp_exponent(e)
 
     def next_down(self, value) -> Fraction:
@@ -174,7 +174,7 @@ class Format:
         q = self.check(value)
         if q <= 0:
             return -self.next_up(-q)
-        e = _floor_log2(q)
+        e = floor_log2(q)
         step_e = e - 1 if (q == Fraction(2) ** e and e > self.e_min) else e
         return q - Fraction(2) ** self.ulp_exponent(step_e)
 
@@ -277,7 +277,7 @@ def to_fraction(value) -> Fraction:
     return Fraction(x)
 
 
-def _floor_log2(a: Fraction) -> int:
+def floor_log2(a: Fraction) -> int:
     """floor(log2(a)) for a > 0, exactly."""
     n, d = a.numerator, a.denominator
     e = n.bit_length() - d.bit_length()
@@ -325,10 +325,21 @@ def _uint_dtype(itemsize: int):
     return {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[itemsize]
 
 
+def _neighbours(fmt: Format, q: Fraction) -> tuple[Fraction | None, Fraction | None]:
+    """The values of fmt just below and just above the nonzero rational q, which is not one of them
+    (None beyond the range): the grid points around |q| at the spacing of its binade."""
+    a = abs(q)
+    if a > fmt.max:
+        lo, hi = fmt.max, None
+    else:
+        quantum = Fraction(2) ** fmt.ulp_exponent(floor_log2(a))
+        lo = (a // quantum) * quantum
+        hi = lo + quantum
+    return (lo, hi) if q > 0 else (None if hi is None else -hi, -lo)
+
+
 def _nearest_text(fmt: Format, q: Fraction) -> str:
-    from .rounding import round_down_up
-    lo, hi = round_down_up(q, fmt)
-    return " and ".join(num_text(v) for v in (lo, hi) if v is not None) or "none"
+    return " and ".join(num_text(v) for v in _neighbours(fmt, q) if v is not None) or "none"
 
 
 @lru_cache(maxsize=None)
@@ -396,9 +407,9 @@ def _derive_from_encodings(name: str, dtype) -> Format:
     pos = np.unique(finite[finite > 0])
     M = int(fi.nmant)
     omega_min = Fraction(float(pos[0]))
-    e_min = _floor_log2(omega_min) + M          # smallest subnormal is 2**(e_min - M)
+    e_min = floor_log2(omega_min) + M          # smallest subnormal is 2**(e_min - M)
     top = Fraction(float(pos[-1]))
-    e_max = _floor_log2(top)
+    e_max = floor_log2(top)
     E = int(fi.nexp)
     fmt = Format(name=name, bits=bits, M=M, E=E, e_min=e_min, e_max=e_max, max=top,
                  has_inf=bool(np.isinf(decoded).any()), has_nan=bool(np.isnan(decoded).any()),

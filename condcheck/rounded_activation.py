@@ -69,7 +69,7 @@ _POS_OVER, _NEG_OVER = float("inf"), float("-inf")
 
 
 # ---- the certain path ------------------------------------------------------------------------------
-def _round_end(v, fmt: Format):
+def round_end(v, fmt: Format):
     """RN_F of an mpmath raw endpoint: a Fraction, or +-inf for an overflow."""
     sign, man, exp, bc = v
     if not man:
@@ -89,6 +89,9 @@ def _round_end(v, fmt: Format):
         return round_fraction(mp_to_fraction(v), fmt)
     except FormatOverflowError:
         return _NEG_OVER if sign else _POS_OVER
+
+
+_round_end = round_end      # the name condcheck.recheck still imports
 
 
 def _finish(r, fmt: Format, what: str):
@@ -228,7 +231,7 @@ def _certain(comp, q: Fraction, fmt: Format, what, use_arb=None):
     tried_exact = False
     while prec <= MAX_PRECISION:
         lo, hi = comp.enclose_mp_raw(q, prec)
-        rl, rh = _round_end(lo, fmt), _round_end(hi, fmt)
+        rl, rh = round_end(lo, fmt), round_end(hi, fmt)
         if rl == rh:
             return rl
         if prec >= EXACT_AT_PRECISION and not tried_exact:
@@ -284,7 +287,7 @@ def _callable_value(fn, q: Fraction, prec: int, fmt: Format, what: str):
     err = L.mpf_add(rel, L.from_man_exp(1, fmt.e_min - fmt.M - prec), 64, L.round_ceiling)
     lo = L.mpf_sub(raw, err, prec + 64, L.round_floor)
     hi = L.mpf_add(raw, err, prec + 64, L.round_ceiling)
-    return ("encl", _round_end(lo, fmt), _round_end(hi, fmt), v)
+    return ("encl", round_end(lo, fmt), round_end(hi, fmt), v)
 
 
 def callable_round(fn, q: Fraction, fmt: Format, what: str):
@@ -394,7 +397,7 @@ def _callable_array(act: Activation, derivative: bool, pts: np.ndarray, fmt: For
             rh, _ = round_array(hi, fmt)
         for j in np.flatnonzero(rl != rh).tolist():       # float64 ends too coarse: round the exact ends
             if raws[j] is not None:
-                a, b = _round_end(raws[j][0], fmt), _round_end(raws[j][1], fmt)
+                a, b = round_end(raws[j][0], fmt), round_end(raws[j][1], fmt)
                 rl[j], rh[j] = float(a), float(b)
         got = np.where(rl == rh, rl, np.nan)
         got = np.where(np.isnan(exact), got, exact)
@@ -625,7 +628,7 @@ class RoundedActivation:
             raise NotInFormatError(f"activation inputs must be finite values of {fmt.name}")
         if self._use_table:
             t = self.table()
-            idx = _table_index(fmt, t.points, flat)
+            idx = table_index(fmt, t.points, flat)
             found = t.points[idx] == flat
             if not found.all():
                 bad = flat[~found][0]
@@ -697,7 +700,7 @@ def _pattern_to_index(fmt: Format, n_points: int):
     return lut, utype
 
 
-def _table_index(fmt: Format, points: np.ndarray, flat: np.ndarray) -> np.ndarray:
+def table_index(fmt: Format, points: np.ndarray, flat: np.ndarray) -> np.ndarray:
     """Index of each value of ``flat`` in ``points`` (a wrong index where a value is not in the
     format: callers check ``points[idx] == flat``)."""
     if fmt.dtype is not None and fmt.dtype.itemsize <= 2:

@@ -18,12 +18,12 @@ import mpmath
 import numpy as np
 
 from .errors import FormatOverflowError
-from .formats import Format, _floor_log2, num_text
+from .formats import Format, floor_log2, num_text
 
 
 def _round_positive(a: Fraction, fmt: Format) -> Fraction:
     """RN of a > 0 on the unbounded-above grid of fmt (may exceed Omega)."""
-    e = max(_floor_log2(a), fmt.e_min)
+    e = max(floor_log2(a), fmt.e_min)
     s = e - fmt.M                                  # quantum 2**s
     n, d = a.numerator, a.denominator
     if s >= 0:

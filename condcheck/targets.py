@@ -1,10 +1,9 @@
 """Domains and targets for the constructors: the box, random targets, target files, callables, validation.
 
-The box of an activation on a format is [-M_sigma, M_sigma]^d with the paper's M_sigma for its six
-activations (2^(e_max-1) for sigmoid and tanh, 2^(e_max-2) for the others) and 2^(e_max-2) for any
-other activation.  Random targets (``random:SEED``) draw values from every value of the format (so
-zeros, the largest values and subnormals all occur), upstream values from the format's values with
-|h| <= h_max with a share of exact zeros, and gradients from every value, zero where h* = 0.
+The box of an activation on a format is [-M_sigma, M_sigma]^d (``paper.box_bound``).  Random targets
+(``random:SEED``) draw values from every value of the format (so zeros, the largest values and
+subnormals all occur), upstream values from the format's values with |h| <= h_max with a share of
+exact zeros, and gradients from every value, zero where h* = 0.
 """
 from __future__ import annotations
 
@@ -12,15 +11,11 @@ import json
 
 import numpy as np
 
+from .constructors.kit import enumerated
 from .errors import CondcheckError
 from .formats import Format, get_format
+from .paper import box_bound
 from .rounding import round_array, round_down_up
-
-
-def box_bound(activation: str, fmt: Format) -> float:
-    """M_sigma: the half-width of the box."""
-    e = fmt.e_max - 1 if activation in ("sigmoid", "tanh") else fmt.e_max - 2
-    return float(2.0 ** e)
 
 
 def full_box(activation: str, fmt, dim: int) -> np.ndarray:
@@ -62,9 +57,9 @@ def box_sample(activation: str, fmt, dim: int, n: int, seed: int = 0) -> np.ndar
 
 def separable_part(activation: str, fmt, X) -> np.ndarray:
     """The points of X (rows, d = 1) without those the Theorem 5 separator search cannot split from a
-    neighbour: one point of each failing gap (``theorem5.distinguishability``) is dropped, repeatedly
+    neighbour: one point of each failing gap (``separators.distinguishability``) is dropped, repeatedly
     (sigmoid on float8_e5m2: its box is not distinguishable)."""
-    from .theorem5 import distinguishability
+    from .separators import distinguishability
     while True:
         bad = distinguishability(activation, fmt, X)
         if not bad:
@@ -117,12 +112,6 @@ def distinguishable_sample(fmt, n: int, seed: int = 0, lo: int = -12, hi: int = 
     if len(X) < n:
         raise CondcheckError(f"only {len(X)} distinct values of {fmt.name} drawn in [2^{lo}, 2^{hi}], {n} asked")
     return np.sort(rng.choice(X, n, replace=False)).reshape(-1, 1)
-
-
-def enumerated(fmt: Format) -> bool:
-    """Formats whose values the constructors list in full (at most 16 bits: the activation's table too);
-    larger ones are sampled."""
-    return fmt.enumerable and fmt.bits <= 16
 
 
 def _pattern_of(fmt: Format, v: float) -> int:

@@ -139,18 +139,11 @@ from functools import lru_cache
 import numpy as np
 import scipy.sparse as sp
 
+from .constructors.errors import ConstructionError, TargetError
 from .errors import CondcheckError
 from .formats import Format, get_format
 from .network import Layer, Network
 from .ops import add_array, add_float, mul_array, mul_float
-
-
-class ConstructionError(CondcheckError):
-    """The Theorem 7 constructor could not build the network; the message says why."""
-
-
-class TargetError(CondcheckError):
-    """The targets are not an admissible Theorem 7 claim (not odd in y, not values of the format, ...)."""
 
 
 # ---- exact primitives on arrays (every y at once) ------------------------------------------------------
@@ -573,7 +566,7 @@ def construct_theorem7(activation, fmt, points, values, gradient_table_or_callab
 
 def _finish(net, claim, parts: dict, verify_result: bool) -> "Theorem7Network":
     """The result record, with the paper's depth bound, verified exactly unless the caller opts out."""
-    from .check import depth_bounds
+    from .paper import depth_bounds
     from .verify import verify as _verify
     res = Theorem7Network(net, claim, net.depth, net.widths, depth_bounds(net.format)["theorem7"]["openreview"], parts)
     if verify_result:
@@ -862,25 +855,17 @@ class _Act:
 
     def __init__(self, activation, F: Format, implementation: str):
         from .activations import get_activation
-        from .check import check_activation
+        from .constructors.witnesses import require_conditions
+        from .paper import paper_constants
         from .rounded_activation import get_rounded
 
         act = get_activation(activation)
         self.name, self.F, self.implementation = act.name, F, implementation
-        res = check_activation(act.name, F, implementation)
-        for k in ("1", "2", "3"):
-            c = res.conditions[k]
-            if c["holds"] is not True:
-                why = c.get("failing_clause") or c.get("reason") or "undecided"
-                raise ConstructionError(f"{act.name} on {F.name} ({implementation}): Condition {k} does not hold "
-                                        f"({why}); the Theorem 7 constructor needs Conditions 1-3")
-        w = res.conditions["1"]["witness"]
-        self.witness = w
-        from fractions import Fraction
-        self.L = float(Fraction(w["L"]["fraction"]))
-        self.z_dead = float(Fraction(w["z_dead"]["fraction"]))
-        H = res.constants.get("H_sigma")
-        Ms = res.constants.get("M_sigma")
+        self.witnesses = require_conditions(act, F, implementation, 7)
+        self.L, self.z_dead = self.witnesses.L, self.witnesses.z_dead
+        constants = paper_constants(act.name, F)
+        H = constants["H_sigma"]
+        Ms = constants["M_sigma"]
         if H is None or Ms is None:
             raise ConstructionError(f"the paper states no H_sigma / M_sigma for {act.name}; the Theorem 7 constructor "
                                     f"needs them (the six paper activations)")
@@ -1580,11 +1565,11 @@ class _Gating:
         from .theorem5.boosts import _boost
         from .theorem5.assemble import _Constants
         from .theorem5.context import _Ctx
-        from .theorem5.steps import _separator_chooser
+        from .separators import separator_chooser
         F = act.F
         self.F, self.act = F, act
         kit = Kit(act.name, F, implementation)
-        st = find_states(kit, act.witness)
+        st = find_states(kit, act.witnesses)
         self.kit, self.st = kit, st
         d = X.shape[1]
         self.coord_vals = [np.unique(X[:, j]) for j in range(d)]
@@ -1592,7 +1577,7 @@ class _Gating:
         steps, step_pre, step_of = [], [], {}
         for j in range(d):
             vals = self.coord_vals[j]
-            choose = _separator_chooser(kit, vals) if len(vals) > 1 else None
+            choose = separator_chooser(kit, vals) if len(vals) > 1 else None
             for gap in range(1, len(vals)):
                 for up in (True, False):
                     step, pre = self._step(kit, st, vals, j, gap, up, choose, _boost)

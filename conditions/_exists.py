@@ -49,7 +49,7 @@ import sympy
 from condcheck.activations import x as X_SYMBOL
 from condcheck.errors import CondcheckError, FormatOverflowError
 from condcheck.formats import Format
-from condcheck.rounded_activation import _round_end
+from condcheck.rounded_activation import round_end
 
 from ._search import ceil_log2, value_at, value_index
 from ._tail import enclose_interval
@@ -111,7 +111,7 @@ def slopes(expr) -> tuple:
     return tuple(out)
 
 
-def _one_sign(slope_exprs, a, b, prec) -> bool:
+def one_sign(slope_exprs, a, b, prec) -> bool:
     """Is g' of one sign on [a, b], by the finite interval enclosure of one of its expressions?"""
     for d in slope_exprs:
         lo, hi = enclose_interval(d, a, b, prec)
@@ -264,7 +264,7 @@ def scan_exists(rounded, function: str, kind: str, *, L_value=None, max_interval
         out.intervals += 1
         lo, hi = enclose_interval(g, a, b, prec)
         try:
-            rl, rh = _round_end(lo, fmt), _round_end(hi, fmt)
+            rl, rh = round_end(lo, fmt), round_end(hi, fmt)
         except CondcheckError:
             rl, rh = float("-inf"), float("inf")
         if not range_has(kind, rl, rh, fmt, L_value) and not (rl == float("-inf") and rh == float("inf")):
@@ -273,7 +273,7 @@ def scan_exists(rounded, function: str, kind: str, *, L_value=None, max_interval
             continue
         if slope:
             out.intervals += 1
-            if _one_sign(slope, a, b, prec):
+            if one_sign(slope, a, b, prec):
                 va, vb = at(a), at(b)
                 if hit_point(va):
                     out.points += 1

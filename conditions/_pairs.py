@@ -53,9 +53,9 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from condcheck.errors import CondcheckError
-from condcheck.rounded_activation import _round_end, exact_point
+from condcheck.rounded_activation import round_end, exact_point
 
-from ._exists import CoverScan, _one_sign, slopes
+from ._exists import CoverScan, one_sign, slopes
 from ._search import value_at, value_index
 from ._tail import enclose_interval
 
@@ -211,14 +211,14 @@ def _point(rounded, derivative, q):
 def _enc(expr, a, b, fmt, prec):
     lo, hi = enclose_interval(expr, a, b, prec)
     try:
-        return _round_end(lo, fmt), _round_end(hi, fmt)
+        return round_end(lo, fmt), round_end(hi, fmt)
     except CondcheckError:                              # NaN in the enclosure: no information
         return -INF, INF
 
 
 def _mono(slope, point, a, b, prec):
     """The exact range of g~ over [a, b] from monotonicity, or None when the sign is not proved."""
-    if not slope or not _one_sign(slope, a, b, prec):
+    if not slope or not one_sign(slope, a, b, prec):
         return None
     va, vb = point(a), point(b)
     return min(va, vb), max(va, vb)

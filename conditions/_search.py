@@ -7,19 +7,21 @@ from fractions import Fraction
 import numpy as np
 
 from condcheck.errors import CondcheckError, FormatOverflowError
-from condcheck.formats import Format, _floor_log2
+from condcheck import formats
+from condcheck.formats import Format
 
 NO_DERIVATIVE_EXPONENT = -(10 ** 9)   # ceil(log2 0): smaller than every real exponent
 
 
-def floor_log2(q: Fraction) -> int:
-    return _floor_log2(Fraction(q))
+def floor_log2(q) -> int:
+    """floor(log2 q) for a rational q > 0 (any exact number), exactly."""
+    return formats.floor_log2(Fraction(q))
 
 
 def ceil_log2(q: Fraction) -> int:
     """ceil(log2 q) for q > 0, exactly."""
     q = Fraction(q)
-    f = _floor_log2(q)
+    f = floor_log2(q)
     return f if q == Fraction(2) ** f else f + 1
 
 
@@ -39,7 +41,7 @@ def power_of_two_exponent(q) -> int | None:
 def binade_distance_key(q: Fraction):
     """Preference key "nearest to 1 in binades, then smallest magnitude, then positive first"."""
     a = abs(Fraction(q))
-    return (abs(_floor_log2(a)), a, q < 0)
+    return (abs(floor_log2(a)), a, q < 0)
 
 
 def safe_eval(fn, q):

@@ -69,7 +69,9 @@ import numpy as np
 
 from condcheck.formats import Format, num_text
 
+from ._exists import KINDS, cover_text, scan_exists
 from ._search import candidate_points, exhaustive_format, resolve_format, safe_eval, verdict_names
+from ._tail import scan_dead_tail
 from .verdict import Verdict, exact_value, hex_text
 
 CONDITION = 1
@@ -295,9 +297,6 @@ def check_symbolic(rounded, fmt=None, *, max_intervals: int = MAX_INTERVALS,
     if rounded.implementation != "exact":
         return _undecided_without_ranges(rounded, names, t0, f"the certified range check covers the correctly "
                                          f"rounded ('exact') implementation only, not {rounded.implementation!r}")
-    # here: conditions._tail and ._exists import condcheck, which imports us
-    from ._exists import KINDS, cover_text, scan_exists
-    from ._tail import scan_dead_tail
     scan = scan_dead_tail(rounded, max_intervals=max_intervals, time_limit=time_limit)
     om = Fraction(fmt.max)
     method = (f"interval arithmetic (mpmath, {scan.prec} bits) on sigma and sigma' over whole intervals of "

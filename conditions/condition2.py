@@ -58,6 +58,8 @@ import numpy as np
 
 from condcheck.formats import Format, num_text
 
+from ._exists import KINDS, scan_exists, scans_apply
+from ._pairs import scan_pairs
 from ._search import (exhaustive_format, resolve_format, verdict_names, NO_DERIVATIVE_EXPONENT, RangeMin, candidate_points, ceil_log2, ceil_log2_array,
                       exact_lower_bound, exact_upper_bound, power_of_two_array, power_of_two_exponent,
                       safe_eval, subtract_range, value_at, value_index)
@@ -500,7 +502,6 @@ def _refute_pass_state(rounded, evidence, t0, evaluated, *, max_intervals: int =
     exhaustive checker words it when candidate points show that the clauses before it hold together
     (then it is the first failing clause); otherwise the wording says which were not decided.  When
     nothing is refuted, returns a note (str) for the evidence ("" when the scans do not apply)."""
-    from ._exists import KINDS, scan_exists, scans_apply     # here: conditions._exists imports condcheck
     if not scans_apply(rounded):
         return ""
     fmt = rounded.format
@@ -575,8 +576,6 @@ def _decide_pairs(rounded, evidence, t0, evaluated, *, max_intervals: int = 4000
     as the exhaustive checker words it).  The refutation cover is the certificate, re-proved by
     ``condcheck recheck``.  Returns that Verdict, or a note (str) for the evidence ("" when the scan does
     not apply: callable activations, implementations other than "exact")."""
-    from ._exists import scans_apply               # here: conditions._exists imports condcheck
-    from ._pairs import scan_pairs
     if not scans_apply(rounded):
         return ""
     fmt = rounded.format

@@ -41,6 +41,7 @@ import numpy as np
 from condcheck.formats import Format, num_text
 from condcheck.rounding import round_array, round_or_none
 
+from ._exists import KINDS, scan_exists, scans_apply
 from ._search import exhaustive_format, resolve_format, verdict_names, binade_distance_key, candidate_points, power_of_two_exponents, safe_eval
 from .verdict import Verdict, exact_value
 
@@ -328,7 +329,6 @@ def _refute_usable_derivative(rounded, d0, t0, head, *, max_intervals: int = 400
     candidate x has |sigma~'(x)| >= 2^-M: scan every value of F (:mod:`conditions._exists`).  A
     refutation (|sigma~'| < 2^-M or overflow at every value) makes route (b) fail for every x, so
     Condition 3 fails: returns that Verdict.  Otherwise a note (str) for the evidence."""
-    from ._exists import KINDS, scan_exists, scans_apply     # here: conditions._exists imports condcheck
     if not scans_apply(rounded):
         return ""
     fmt = rounded.format

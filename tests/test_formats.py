@@ -352,6 +352,22 @@ def test_a_value_not_in_the_format_is_named_in_the_error():
     assert "0.28125" in msg and "0.3125" in msg
 
 
+@pytest.mark.parametrize("name", ["float8_e4m3", "float6_e3m2fn", "float8_e5m2fnuz", "b3_4"])
+def test_the_error_for_a_value_not_in_the_format_names_the_two_values_rounding_falls_between(name):
+    from condcheck.formats import num_text
+    from condcheck.rounding import round_down_up
+    fmt = get_format(name)
+    vals = fmt.fractions()
+    # midpoints and points a third of the way between neighbours, and points beyond the range
+    cands = [(a + b) / 2 for a, b in zip(vals, vals[1:])] + [(2 * a + b) / 3 for a, b in zip(vals, vals[1:])]
+    cands += [fmt.max * 2, -fmt.max * 2, fmt.max + fmt.smallest_subnormal / 3]
+    for q in cands:
+        with pytest.raises(NotInFormatError) as info:
+            fmt.check(q)
+        named = " and ".join(num_text(v) for v in round_down_up(q, fmt) if v is not None)
+        assert f"(nearest values: {named})" in str(info.value)
+
+
 def test_a_value_beyond_the_range_is_named_in_the_error():
     with pytest.raises(NotInFormatError, match="1000"):
         get_format("float8_e4m3").check(1000)

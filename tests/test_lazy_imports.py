@@ -1,4 +1,5 @@
-"""What is imported, and computed, only when it is used: numba, scipy.special, the built-ins' derivatives."""
+"""What is imported, and computed, only when it is used: the heavy libraries, numba, scipy.special, the
+built-ins' derivatives."""
 import pickle
 import subprocess
 import sys
@@ -12,6 +13,37 @@ def _modules_after(code: str) -> set:
     out = subprocess.run([sys.executable, "-c", code + "\nimport sys; print(' '.join(sys.modules))"],
                          capture_output=True, text=True, check=True)
     return set(out.stdout.split())
+
+
+HEAVY = ("sympy", "numba", "scipy", "matplotlib", "torch", "dask")
+
+
+def _loaded(mods, names) -> list:
+    return sorted(n for n in names if n in mods)
+
+
+def test_importing_condcheck_loads_no_heavy_library_and_no_checker():
+    mods = _modules_after("import condcheck")
+    assert _loaded(mods, HEAVY + ("conditions", "condcheck.check")) == []
+
+
+def test_importing_the_formats_loads_no_heavy_library_and_no_checker():
+    mods = _modules_after("import condcheck.formats")
+    assert "condcheck.formats" in mods
+    assert _loaded(mods, HEAVY + ("conditions",)) == []
+
+
+def test_a_name_of_condcheck_imports_its_module_at_its_first_use():
+    mods = _modules_after("import condcheck\nassert 'condcheck.formats' not in __import__('sys').modules\n"
+                          "assert condcheck.get_format('float8_e4m3').bits == 8")
+    assert "condcheck.formats" in mods and "sympy" not in mods
+
+
+def test_condcheck_verify_is_the_function_after_its_module_is_imported():
+    out = subprocess.run([sys.executable, "-c", "import condcheck.verify, condcheck\n"
+                          "from condcheck import verify\nprint(callable(verify), callable(condcheck.verify))"],
+                         capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["True", "True"]
 
 
 def test_importing_the_constructor_loads_neither_numba_nor_scipy_special():

@@ -5,6 +5,7 @@ import pytest
 from condcheck.formats import get_format
 from condcheck.op_tables import TABLE_LIMIT, op_tables
 from condcheck.ops import add_array, mul_array
+from condcheck.separators import exhaustive as sx
 
 def _without_tables(monkeypatch):
     """Switch the RN index tables off in every part of the Theorem 5 construction that reads them."""
@@ -102,9 +103,9 @@ def test_separator_table_on_indices_equals_the_rounded_table(monkeypatch, fmt, a
     F = get_format(fmt)
     kit = t5.Kit(act, F, "exact")
     vals = np.unique(full_box(act, F, 1)[:, 0])
-    got = t5.steps._separator_table(kit, vals, None)
+    got = sx.separator_table(kit, vals)
     _without_tables(monkeypatch)
-    want = t5.steps._separator_table(kit, vals, None)
+    want = sx.separator_table(kit, vals)
     for a, b in zip(got, want):
         assert a.shape == b.shape and np.array_equal(a, b) and np.array_equal(np.signbit(a), np.signbit(b))
 
@@ -244,16 +245,16 @@ def test_separator_extremes_on_indices_equal_the_extremes_of_the_rounded_table(m
     F = get_format(fmt)
     kit = t5.Kit(act, F, "exact")
     vals = np.unique(full_box(act, F, 1)[:, 0])
-    got = t5.steps._separator_extremes(kit, vals)
+    got = sx.separator_extremes(kit, vals)
     _without_tables(monkeypatch)
-    want = t5.steps._extremes(t5.steps._separator_table(kit, vals, None))
+    want = sx.extremes(sx.separator_table(kit, vals))
     for i in (0, 1, 3, 4, 5, 6):
         assert got[i].dtype == want[i].dtype and np.array_equal(got[i], want[i])
-    assert t5.steps._choose_steps(got, len(vals)) == t5.steps._choose_steps(want, len(vals))
+    assert sx.choose_steps(got, len(vals)) == sx.choose_steps(want, len(vals))
 
 
 def _choose_steps_reference(ext, n_vals, chunk=16):
-    """theorem5.steps._choose_steps as first written (the spreads of every candidate): the reference for the
+    """separators.exhaustive.choose_steps as first written (the spreads of every candidate): the reference for the
     version that computes them only on the candidates that separate some gap of a chunk."""
     W, B, Tv, pmin, pmax, smin, smax = ext
     out = {}
@@ -294,8 +295,8 @@ def test_choose_steps_equals_the_full_spread_reference(fmt, act):
     F = get_format(fmt)
     kit = t5.Kit(act, F, "exact")
     for vals in (np.unique(full_box(act, F, 1)[:, 0]), F.values()[::3]):
-        ext = t5.steps._separator_extremes(kit, vals)
-        got, want = t5.steps._choose_steps(ext, len(vals)), _choose_steps_reference(ext, len(vals))
+        ext = sx.separator_extremes(kit, vals)
+        got, want = sx.choose_steps(ext, len(vals)), _choose_steps_reference(ext, len(vals))
         assert list(got) == list(want)
         for key in want:
             assert (got[key] is None) == (want[key] is None)

@@ -15,7 +15,7 @@ from condcheck.ops import add_array, mul_array
 from condcheck.separators import find_separators
 from condcheck.targets import box_bound
 from condcheck.theorem5 import Kit
-from condcheck.theorem5.steps import _choose_steps, _extremes, _separator_table
+from condcheck.separators.exhaustive import choose_steps, extremes, separator_table
 
 
 def _box(fmt, act, n=None, seed=1):
@@ -52,7 +52,7 @@ def _check(kit, vals, key, sep):
 
 
 def _full_search(kit, vals):
-    return _choose_steps(_extremes(_separator_table(kit, vals, None)), len(vals))
+    return choose_steps(extremes(separator_table(kit, vals)), len(vals))
 
 
 def _spread(kit, vals, key, sep):

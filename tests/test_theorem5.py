@@ -310,13 +310,13 @@ def test_progress_with_workers_counts_up_to_every_point_twice():
 def test_near_grid_holds_every_value_within_one_ulp_of_a_point():
     from fractions import Fraction
 
-    from condcheck.theorem5.kit import _near
+    from condcheck.constructors.kit import near_values
 
     F = get_format("float16")
     rng = np.random.default_rng(5)
     V = F.values()
     for x in rng.choice(V[V != 0], 200):
-        near = set(_near(F, np.array([float(x)]), 1).tolist())
+        near = set(near_values(F, np.array([float(x)]), 1).tolist())
         for v in (Fraction(float(x)), F.next_up(Fraction(float(x))), F.next_down(Fraction(float(x)))):
             if v != 0 and abs(v) <= F.max:
                 assert float(v) in near, (x, v)

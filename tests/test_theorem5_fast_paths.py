@@ -7,15 +7,18 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import condcheck.theorem5 as t5
+import condcheck.theorem5.sets  # noqa: F401  (t5.sets)
 from condcheck import kernels
+from condcheck.constructors import kit as ckit
 from condcheck.formats import get_format
+from condcheck.separators import exhaustive as sx, separator_chooser
 from theorem5_helpers import assert_same_layer, assert_same_network, separable_grid
 
 
 def _scales_reference(F, g, w_g, d1, bmax, tries):
     """_Ctx._scales_search as first written: a loop over the (k2, k3) pairs and a sort of tuples."""
-    _lg = t5.kit._lg
-    want = (_lg(4 * bmax) + _lg(g) - _lg(F.max_float) - _lg(w_g) - _lg(d1) + 3) if g and d1 else 0.0
+    log2_abs = t5.sets.log2_abs
+    want = (log2_abs(4 * bmax) + log2_abs(g) - log2_abs(F.max_float) - log2_abs(w_g) - log2_abs(d1) + 3) if g and d1 else 0.0
     floor = abs(g) / float(F.max_float)
     base = abs(w_g * d1)
     pairs = []
@@ -28,7 +31,7 @@ def _scales_reference(F, g, w_g, d1, bmax, tries):
     for _, _, _, k2, k3 in pairs:
         for sg in (-1.0, 1.0):
             a2, a3 = math.ldexp(sg, k2), math.ldexp(1.0, k3)
-            if t5.kit._in(F, a2) and t5.kit._in(F, a3):
+            if ckit.in_format(F, a2) and ckit.in_format(F, a3):
                 out.append((a2, a3))
         if len(out) >= tries:
             break
@@ -66,7 +69,7 @@ def test_first_reached_picks_what_a_stable_argsort_of_the_unreached_picks(rows, 
     k = min(64, cols)
     pick = np.argsort(~reach, axis=1, kind="stable")[:, :k]
     expected = np.where(np.take_along_axis(reach, pick, axis=1), tv[pick], np.nan)
-    got = t5.kit._first_reached(tv, fine, k, chunk=int(rng.integers(1, 2000)))
+    got = t5.sets.first_reached(tv, fine, k, chunk=int(rng.integers(1, 2000)))
     assert got.shape == expected.shape
     assert np.array_equal(got, expected, equal_nan=True)
 
@@ -79,10 +82,10 @@ def test_preimage_by_bisection_equals_the_pass_over_every_value(fmt, seed, n_fac
     V = V[V != 0]
     rng = np.random.default_rng(seed)
     factors = [float(f) for f in rng.choice(V, n_factors)]
-    image = t5.kit._rn_products(F, rng.choice(V, 6), factors)
+    image = t5.sets.rn_products(F, rng.choice(V, 6), factors)
     S = np.concatenate([image[np.isfinite(image)], rng.choice(V, 2), [0.0, -0.0, np.inf, F.max_float]])
-    expected = V[np.isin(t5.kit._rn_products(F, V, factors), S)]
-    got = t5.kit._preimage_bisect(F, V, S, factors)
+    expected = V[np.isin(t5.sets.rn_products(F, V, factors), S)]
+    got = t5.sets.preimage_bisect(F, V, S, factors)
     assert np.array_equal(got, expected)
 
 
@@ -98,17 +101,17 @@ def test_compiled_preimage_runs_equal_the_python_bisection_including_overflow_an
     # large factors make products overflow (keyed as infinities), tiny ones reach the subnormals
     pool = np.concatenate([rng.choice(V, 8), [F.max_float, -F.max_float, float(V[V > 0][0]), -1.0, 0.5]])
     factors = [float(f) for f in rng.choice(pool, n_factors)]
-    image = t5.kit._rn_products(F, rng.choice(V, 6), factors)
+    image = t5.sets.rn_products(F, rng.choice(V, 6), factors)
     S = np.concatenate([image[np.isfinite(image)], rng.choice(V, 2), [0.0, -0.0, np.inf]])
-    got = t5.kit._preimage_bisect(F, V, S, factors)
+    got = t5.sets.preimage_bisect(F, V, S, factors)
     kernels_flag = kernels.HAVE_NUMBA
     try:
         kernels.HAVE_NUMBA = False
-        expected = t5.kit._preimage_bisect(F, V, S, factors)
+        expected = t5.sets.preimage_bisect(F, V, S, factors)
     finally:
         kernels.HAVE_NUMBA = kernels_flag
     assert np.array_equal(got, expected)
-    assert np.array_equal(got, V[np.isin(t5.kit._rn_products(F, V, factors), S[np.isfinite(S)])])
+    assert np.array_equal(got, V[np.isin(t5.sets.rn_products(F, V, factors), S[np.isfinite(S)])])
 
 
 @given(st.integers(1, 400), st.integers(0, 2**32 - 1))
@@ -117,7 +120,7 @@ def test_lex_first_is_the_first_index_of_a_stable_lexsort_with_ties(n, seed):
     rng = np.random.default_rng(seed)
     keys = [rng.integers(0, 2, n).astype(float), np.round(rng.standard_normal(n) * 2),
             np.abs(rng.integers(-3, 4, n)).astype(float) * rng.choice([1.0, -0.0 + 0.0], n)]
-    assert t5.kit._lex_first(*keys) == int(np.lexsort(keys[::-1])[0])
+    assert t5.sets.lex_first(*keys) == int(np.lexsort(keys[::-1])[0])
 
 
 class _RankProbe:
@@ -139,7 +142,7 @@ def test_target_ranks_by_16_bit_encoding_equal_the_stable_sorted_search(fmt):
     mask = rng.random(v.shape) < 0.8
     mask[np.isinf(v)] = False
     probe = _RankProbe(F)
-    assert t5.kit._codes16(F) is not None
+    assert t5.sets.codes16(F) is not None
     got = t5.context._Ctx._ranks_of(probe, [], tv, order, tv[order], v, mask)
     k = np.clip(np.searchsorted(tv[order], v), 0, len(tv) - 1)
     expected = np.where(mask & (tv[order][k] == v), order[k], len(tv) + 1)
@@ -147,8 +150,8 @@ def test_target_ranks_by_16_bit_encoding_equal_the_stable_sorted_search(fmt):
 
 
 def test_16_bit_encodings_are_chosen_by_the_formats_values_not_its_name():
-    assert t5.kit._codes16(get_format("b7_8")) is not None and t5.kit._codes16(get_format("b10_5")) is not None
-    assert t5.kit._codes16(get_format("b7_6")) is None and t5.kit._codes16(get_format("float8_e4m3")) is None
+    assert t5.sets.codes16(get_format("b7_8")) is not None and t5.sets.codes16(get_format("b10_5")) is not None
+    assert t5.sets.codes16(get_format("b7_6")) is None and t5.sets.codes16(get_format("float8_e4m3")) is None
 
 
 # ---- caches and whole-array checks of the d = 2 speedups --------------------------------------------------
@@ -163,7 +166,7 @@ def test_value_membership_by_set_equals_the_rounding_test(fmt):
         r = round_float(v, F) if math.isfinite(v) else None
         return r is not None and r == v
     for v in probes.tolist():
-        assert t5.kit._in(F, v) == by_rounding(v), v
+        assert ckit.in_format(F, v) == by_rounding(v), v
 
 
 @pytest.mark.parametrize("fmt", ["float8_e4m3", "float16"])
@@ -296,9 +299,9 @@ def test_chain_maps_refuse_a_row_with_a_number_outside_the_format():
 
 
 def _extremes_of_rows(W, B, I, src):
-    """The extremes ``_separator_extremes`` passes to ``_choose_steps``, from candidate rows."""
+    """The extremes ``separator_extremes`` passes to ``choose_steps``, from candidate rows."""
     T = src[I.T]
-    acc = t5.steps._accumulate
+    acc = sx._accumulate
     return (W, B, None, acc(np.minimum, T, False), acc(np.maximum, T, False), acc(np.minimum, T, True),
             acc(np.maximum, T, True))
 
@@ -328,8 +331,8 @@ def test_compiled_separator_choice_equals_choose_steps_on_random_rows_with_ties_
     rng, src, I = _random_rows(seed, n_vals, n_cand, huge)
     W, B = rng.standard_normal(n_cand), rng.standard_normal(n_cand)
     with np.errstate(over="ignore", invalid="ignore"):
-        want = t5.steps._choose_steps(_extremes_of_rows(W, B, I, src), n_vals)
-    _same_choice(t5.steps._choose_from_rows(W, B, I, src, n_vals), want)
+        want = sx.choose_steps(_extremes_of_rows(W, B, I, src), n_vals)
+    _same_choice(sx._choose_from_rows(W, B, I, src, n_vals), want)
 
 
 @pytest.mark.skipif(not kernels.HAVE_NUMBA, reason="needs numba")
@@ -339,8 +342,8 @@ def test_compiled_separator_choice_equals_choose_steps_on_format_values(fmt, act
     F = get_format(fmt)
     kit = t5.Kit(act, F, "exact")
     vals = F.values()[::4] if F.count_finite() > 100 else F.values()
-    want = t5.steps._choose_steps(t5.steps._separator_extremes(kit, vals), len(vals))
-    _same_choice(t5.steps._choose_steps_compiled(kit, vals), want)
+    want = sx.choose_steps(sx.separator_extremes(kit, vals), len(vals))
+    _same_choice(sx.choose_steps_compiled(kit, vals), want)
 
 
 def _same_arrays(got, want):
@@ -358,7 +361,7 @@ def test_numpy_separator_search_equals_the_kernel_on_random_rows_with_ties_and_o
     _, src, I = _random_rows(seed, n_vals, n_cand, huge)
     with np.errstate(over="ignore", invalid="ignore"):
         want = kernels.best_separators(I, src)
-    _same_arrays(t5.steps._best_separators_np(I, src), want)
+    _same_arrays(sx.best_separators_np(I, src), want)
 
 
 @pytest.mark.skipif(not kernels.HAVE_NUMBA, reason="needs numba")
@@ -370,14 +373,14 @@ def test_numpy_separator_search_equals_the_kernel_on_the_full_box_coordinates(fm
     F = get_format(fmt)
     kit = t5.Kit(act, F, "exact")
     vals = np.unique(full_box(act, F, 1)[:, 0])
-    W, B, I, t_all = t5.steps._separator_rows_indexed(kit, op_tables(F), vals)
+    W, B, I, t_all = sx.separator_rows(kit, op_tables(F), vals)
     src = t_all.astype(np.float32)
     assert np.array_equal(src.astype(np.float64), t_all, equal_nan=True)
-    got = t5.steps._best_separators_np(I, src)
+    got = sx.best_separators_np(I, src)
     _same_arrays(got, kernels.best_separators(I, src))
     assert (got[0][1:] >= 0).any()
-    _same_choice(t5.steps._choose_from_rows(W, B, I, src, len(vals), compiled=False),
-                 t5.steps._choose_from_rows(W, B, I, src, len(vals), compiled=True))
+    _same_choice(sx._choose_from_rows(W, B, I, src, len(vals), compiled=False),
+                 sx._choose_from_rows(W, B, I, src, len(vals), compiled=True))
 
 
 @pytest.mark.parametrize("fmt", ["float6_e3m2fn", "float8_e4m3", "float8_e5m2", "float8_e4m3b11fnuz"])
@@ -388,11 +391,11 @@ def test_the_row_sources_nan_decision_is_whether_some_row_reads_a_nan(fmt, act):
     F = get_format(fmt)
     kit = t5.Kit(act, F, "exact")
     vals = np.unique(full_box(act, F, 1)[:, 0])
-    W, B, I, t_all = t5.steps._separator_rows_indexed(kit, op_tables(F), vals)
+    W, B, I, t_all = sx.separator_rows(kit, op_tables(F), vals)
     assert np.isnan(t_all).any()                 # (the overflow index: the superset test must not stop there)
-    _, src, reads_nan = t5.steps._row_source(kit, t_all, I)
+    _, src, reads_nan = sx._row_source(kit, t_all, I)
     assert reads_nan == bool(np.isnan(src)[I].any())
-    _same_arrays(t5.steps._best_separators_np(I, src, reads_nan=reads_nan), t5.steps._best_separators_np(I, src))
+    _same_arrays(sx.best_separators_np(I, src, reads_nan=reads_nan), sx.best_separators_np(I, src))
 
 
 @given(st.integers(2, 40), st.integers(1, 300), st.integers(0, 2**32 - 1), st.booleans(), st.data())
@@ -403,8 +406,8 @@ def test_the_numpy_separator_search_of_a_range_of_gaps_equals_the_whole_search_o
     lo = data.draw(st.integers(1, n_vals - 1))
     hi = data.draw(st.integers(lo, n_vals - 1))
     with np.errstate(over="ignore", invalid="ignore"):
-        wi, ws = t5.steps._best_separators_np(I, src)
-        gi, gs = t5.steps._best_separators_np(I, src, gaps=(lo, hi))
+        wi, ws = sx.best_separators_np(I, src)
+        gi, gs = sx.best_separators_np(I, src, gaps=(lo, hi))
     inside = np.zeros(n_vals, bool)
     inside[lo:hi + 1] = True
     assert np.array_equal(gi[inside], wi[inside]) and np.array_equal(gs[inside], ws[inside], equal_nan=True)
@@ -416,10 +419,10 @@ def test_a_chooser_of_a_range_of_gaps_chooses_what_the_whole_chooser_chooses_the
     from condcheck.targets import full_box
     F = get_format("float8_e5m2" if act == "relu" else "float8_e4m3")
     vals = np.unique(full_box(act, F, 1)[:, 0])
-    whole = t5.steps._separator_chooser(t5.Kit(act, F, "exact"), vals)
+    whole = separator_chooser(t5.Kit(act, F, "exact"), vals)
     n = len(vals)
     for lo, hi in ((1, n // 2), (n // 2, n - 1), (5, 5)):
-        part = t5.steps._separator_chooser(t5.Kit(act, F, "exact"), vals, gaps=(lo, hi))
+        part = separator_chooser(t5.Kit(act, F, "exact"), vals, gaps=(lo, hi))
         keys = [(gap, up) for gap in range(lo, hi + 1) for up in (True, False)]
         _same_choice({k: part(*k) for k in keys}, {k: whole(*k) for k in keys})
 
@@ -479,19 +482,19 @@ def test_eight_bit_formats_choose_separators_without_compiled_code(monkeypatch):
     F = get_format("float8_e4m3")
     kit = t5.Kit("tanh", F, "exact")
     vals = F.values()[::8]
-    want = t5.steps._choose_steps(t5.steps._separator_extremes(kit, vals), len(vals))
+    want = sx.choose_steps(sx.separator_extremes(kit, vals), len(vals))
 
     def refuse(*a, **k):
         raise AssertionError("the compiled kernel was called")
     monkeypatch.setattr(kernels, "best_separators", refuse)
-    _same_choice(t5.steps._choose_steps_compiled(kit, vals), want)
+    _same_choice(sx.choose_steps_compiled(kit, vals), want)
 
 
 @given(st.lists(st.sampled_from([0.0, 1.0, 2.5, -1.0, np.inf, np.nan]), min_size=1, max_size=30))
 @settings(max_examples=300, deadline=None)
 def test_stable_first_is_the_first_element_of_the_stable_sort(values):
     k = np.array(values)
-    assert t5.kit._stable_first(k) == int(np.argsort(k, kind="stable")[0])
+    assert t5.sets.stable_first(k) == int(np.argsort(k, kind="stable")[0])
 
 
 @given(st.integers(1, 60), st.integers(0, 2**32 - 1), st.floats(-12, 12))
@@ -501,24 +504,24 @@ def test_gain_groups_pick_what_lex_first_picks_for_any_share(n, seed, share):
     gain = rng.choice([-3.0, -1.5, 0.0, 0.5, 1.0, 2.0, 2.5, 7.25], n)      # few values: ties on every key
     inexact = rng.choice([0.0, 1.0], n)
     abs_t = rng.choice([0.0, 0.25, 1.0, 3.0], n)
-    groups = t5.kit._GainGroups(gain, inexact, abs_t)
+    groups = t5.sets.GainGroups(gain, inexact, abs_t)
     for s in (share, round(share), share + 0.5):
-        assert groups.first(s) == t5.kit._lex_first(inexact, np.round(np.abs(gain - s)), abs_t)
+        assert groups.first(s) == t5.sets.lex_first(inexact, np.round(np.abs(gain - s)), abs_t)
 
 
 @given(st.integers(1, 80), st.integers(0, 2**32 - 1), st.floats(-40, 40))
 @settings(max_examples=300, deadline=None)
 def test_gain_groups_bisection_picks_what_the_whole_array_picks_with_half_way_ties(n, seed, share):
     """Gains spread finely (many at exactly k + 1/2 from the share, where rounding ties to even) and
-    shares beyond every gain: ``first`` (bisection and walk) equals ``_first_np`` and ``_lex_first``."""
+    shares beyond every gain: ``first`` (bisection and walk) equals ``_first_np`` and ``lex_first``."""
     rng = np.random.default_rng(seed)
     gain = np.concatenate([rng.uniform(-30, 30, n) // 0.125 * 0.125, share + rng.integers(-4, 5, n) + 0.5])
     gain = rng.choice(gain, n)
     inexact = rng.choice([0.0, 1.0], n)
     abs_t = rng.choice([0.0, 0.25, 1.0, 3.0], n)
-    groups = t5.kit._GainGroups(gain, inexact, abs_t)
+    groups = t5.sets.GainGroups(gain, inexact, abs_t)
     for s in (share, round(share), share + 0.5, share - 0.5, 100.0, -100.0):
-        want = t5.kit._lex_first(inexact, np.round(np.abs(gain - s)), abs_t)
+        want = t5.sets.lex_first(inexact, np.round(np.abs(gain - s)), abs_t)
         assert groups.first(s) == groups._first_np(s) == want
 
 
@@ -591,7 +594,7 @@ def test_reaches_says_no_only_when_no_value_maps_to_g_through_any_longer_chain(f
         factors = [float(x) for x in rng.choice(pow2, 2)] + [float(x) for x in rng.choice(small[small > 0], 2)]
         rng.shuffle(factors)
         g = float(rng.choice(nz))
-        image = t5.kit._rn_products(F, V, factors)
+        image = t5.sets.rn_products(F, V, factors)
         reaches = t5.context._Ctx._reaches(probe, g, factors)
         assert reaches == bool((image == g).any())
         # the same answer by the key the branch search passes (kept passes), on an empty memo
@@ -602,7 +605,7 @@ def test_reaches_says_no_only_when_no_value_maps_to_g_through_any_longer_chain(f
             said_no += 1
             for _ in range(3):
                 prefix = [float(x) for x in rng.choice(small, 3)]
-                assert not (t5.kit._rn_products(F, nz, prefix + factors) == g).any()
+                assert not (t5.sets.rn_products(F, nz, prefix + factors) == g).any()
     assert 10 < said_no < 290
 
 
@@ -759,7 +762,7 @@ def test_value_blocker_ends_kept_per_on_value_and_power_build_the_same_network_a
 def test_the_gate_weight_rows_of_a_gating_set_are_the_betas_of_every_shift_whose_betas_are_values(
         monkeypatch, act, fmt):
     from condcheck.targets import full_box, random_targets
-    from condcheck.theorem5.kit import _in
+    from condcheck.constructors.kit import in_format
     F = get_format(fmt)
     X = full_box(act, F, 1)
     X = X[np.linspace(0, len(X) - 1, 30).astype(int)]
@@ -769,7 +772,7 @@ def test_the_gate_weight_rows_of_a_gating_set_are_the_betas_of_every_shift_whose
 
     def checked(self, gating):
         got_e, got_B = shifts(self, gating)
-        want_e = [e for e in range(-F.M - 2, F.e_max + 1) if all(_in(F, b) for b in self._betas(gating, e))]
+        want_e = [e for e in range(-F.M - 2, F.e_max + 1) if all(in_format(F, b) for b in self._betas(gating, e))]
         want_B = np.array([self._betas(gating, e) for e in want_e]).reshape(len(want_e), len(gating))
         assert got_e == want_e and got_B.shape == want_B.shape and np.array_equal(got_B, want_B)
         seen.append(len(gating))
@@ -783,11 +786,12 @@ def test_the_gate_weight_rows_of_a_gating_set_are_the_betas_of_every_shift_whose
 @pytest.mark.parametrize("act", ["relu", "tanh", "sigmoid", "swish"])
 def test_the_boost_search_on_the_index_tables_equals_the_rounded_search(fmt, act):
     from condcheck.theorem5 import boosts
-    from condcheck.theorem5.states import _require_conditions, find_states
+    from condcheck.constructors.witnesses import require_conditions
+    from condcheck.theorem5.states import find_states
     F = get_format(fmt)
     try:
         kit = t5.Kit(act, F, "exact")
-        st_ = find_states(kit, _require_conditions(kit, F, "exact"))
+        st_ = find_states(kit, require_conditions(kit.act, F, "exact", 5))
     except t5.ConditionFailure:
         pytest.skip(f"{act} on {fmt} fails a condition")
     slow = t5.Kit(act, F, "exact")

@@ -13,6 +13,7 @@ import condcheck.theorem5 as t5
 from condcheck.formats import get_format
 from condcheck.targets import box_sample, random_targets
 from condcheck.verify import verify
+from condcheck.constructors.witnesses import require_conditions
 
 Y, G = -2.0 ** -24, 777.5
 GATE, D3 = 0.4921875, 0.25                     # the gate's forward value and T' at the point
@@ -24,7 +25,7 @@ def _ctx():
     """A context for sigmoid on float16 (one point: the transfer reads only the states and the format)."""
     F = get_format("float16")
     kit = t5.Kit("sigmoid", F, "exact")
-    st = t5.find_states(kit, t5.states._require_conditions(kit, F, "exact"))
+    st = t5.find_states(kit, require_conditions(kit.act, F, "exact", 5))
     return t5.context._Ctx(kit, st, F, np.array([[0.0287017822265625]]), [], [], lambda zi: [])
 
 

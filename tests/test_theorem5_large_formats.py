@@ -6,7 +6,7 @@ import pytest
 from condcheck.errors import CondcheckError
 from condcheck.formats import get_format
 from condcheck.rounding import round_array, round_down_up
-from condcheck.separators import _step
+from condcheck.separators.restricted import _step
 from condcheck.targets import (box_bound, box_sample, distinguishable_sample, random_targets, random_values,
                                separable_box_sample)
 from condcheck.theorem5 import ConstructionError, construct_theorem5, distinguishability

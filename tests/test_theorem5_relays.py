@@ -9,12 +9,13 @@ import pytest
 import condcheck.theorem5 as t5
 from condcheck.formats import get_format
 from condcheck.ops import add, mul
+from condcheck.constructors.witnesses import require_conditions
 
 
 def _sigmoid_ctx():
     F = get_format("float8_e4m3")
     kit = t5.Kit("sigmoid", F, "exact")
-    st = t5.find_states(kit, t5.states._require_conditions(kit, F, "exact"))
+    st = t5.find_states(kit, require_conditions(kit.act, F, "exact", 5))
     return F, kit, t5.context._Ctx(kit, st, F, np.zeros((1, 1)), [], [], lambda zi: [])
 
 

@@ -8,21 +8,22 @@ import dataclasses
 import numpy as np
 import pytest
 
+from condcheck.constructors.kit import Kit
+from condcheck.constructors.witnesses import require_conditions
 from condcheck.formats import get_format
 from condcheck.targets import full_box
 from condcheck.theorem5 import step_rounds as SR
 from condcheck.theorem5.gates import _gate_push_need
-from condcheck.theorem5.kit import Kit
-from condcheck.theorem5.states import _require_conditions, find_states
-from condcheck.theorem5.steps import _separator_chooser
+from condcheck.theorem5.states import find_states
+from condcheck.separators import separator_chooser
 
 
 def _setup(act, fmt):
     F = get_format(fmt)
     kit = Kit(act, F, "exact")
-    st = find_states(kit, _require_conditions(kit, F, "exact"))
+    st = find_states(kit, require_conditions(kit.act, F, "exact", 5))
     vals = np.unique(full_box(act, F, 1)[:, 0])
-    return kit, st, vals, SR.all_keys([vals]), _gate_push_need(st), _separator_chooser(kit, vals, st)
+    return kit, st, vals, SR.all_keys([vals]), _gate_push_need(st), separator_chooser(kit, vals, st)
 
 
 def _same_build(a, b) -> bool:

@@ -61,14 +61,14 @@ def test_a_sharpened_step_of_float8_e4m3b11fnuz_splits_where_its_separator_does_
     # it; a few sharpening layers T(w n + b) (exhaustive over F x F) pull the two sides apart
     from condcheck.theorem5 import Kit, find_states
     from condcheck.theorem5.gates import _gate_push_need
-    from condcheck.theorem5.states import _require_conditions
-    from condcheck.theorem5.steps import _separator_chooser
+    from condcheck.constructors.witnesses import require_conditions
+    from condcheck.separators import separator_chooser
     from condcheck.theorem5.boosts import _sharpened_split, _step_split
     F = get_format("float8_e4m3b11fnuz")
     kit = Kit("gelu", F, "exact")
-    st = find_states(kit, _require_conditions(kit, F, "exact"))
+    st = find_states(kit, require_conditions(kit.act, F, "exact", 5))
     vals = np.unique(full_box("gelu", F, 1)[:, 0])
-    w, b, s0, kappa0 = _separator_chooser(kit, vals, st)(1, True)
+    w, b, s0, kappa0 = separator_chooser(kit, vals, st)(1, True)
     n = kit.T(kit.row([(w, vals)], b))
     assert _step_split(kit, st, n, s0, kappa0, _gate_push_need(st))[0] is None
     on = np.arange(len(vals)) >= 1
@@ -96,10 +96,10 @@ def test_a_lift_gives_a_step_at_swishs_minimum_the_push_a_gate_needs():
     from condcheck.theorem5 import Kit, find_states
     from condcheck.theorem5.boosts import _boost, _lifted_boost
     from condcheck.theorem5.gates import _gate_push_need, _gate_reach
-    from condcheck.theorem5.states import _require_conditions
+    from condcheck.constructors.witnesses import require_conditions
     F = get_format("float8_e4m3b11fnuz")
     kit = Kit("swish", F, "exact")
-    st = find_states(kit, _require_conditions(kit, F, "exact"))
+    st = find_states(kit, require_conditions(kit.act, F, "exact", 5))
     V = F.values()
     V = V[np.isfinite(V)]
     pre = np.array([st.z_dead, float(V[np.argmin(kit.T(V))])])
@@ -143,10 +143,10 @@ def test_an_absorbed_output_weight_loses_the_smallest_subnormal_upstream_where_l
     # live states (T' != 0), and 0 at the live state 0
     from condcheck.rounding import round_float
     from condcheck.theorem5 import Kit, find_states
-    from condcheck.theorem5.states import _require_conditions
+    from condcheck.constructors.witnesses import require_conditions
     F = get_format("float8_e4m3b11fnuz")
     kit = Kit("tanh", F, "exact")
-    st = find_states(kit, _require_conditions(kit, F, "exact"))
+    st = find_states(kit, require_conditions(kit.act, F, "exact", 5))
     assert st.L == -1.0 and round_float(2.0 ** -13 * 0.5, F) == 0.0
     live = st.z > st.z_dead
     assert ((st.t == st.L) & (st.dt != 0) & live).any()

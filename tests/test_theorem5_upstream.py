@@ -13,11 +13,12 @@ from condcheck.check import check_activation
 from condcheck.formats import get_format
 from condcheck.targets import full_box, random_targets
 from condcheck.verify import verify
+from condcheck.constructors.witnesses import require_conditions
 
 
 def _constants(act, F):
     kit = t5.Kit(act, F, "exact")
-    st = t5.find_states(kit, t5.states._require_conditions(kit, F, "exact"))
+    st = t5.find_states(kit, require_conditions(kit.act, F, "exact", 5))
     return t5.assemble._Constants(F, *st.constants), kit
 
 

@@ -20,8 +20,8 @@ from condcheck.network import Layer, Network  # noqa: E402
 from condcheck.rounded_activation import get_rounded  # noqa: E402
 from condcheck.theorem5 import construct_theorem5  # noqa: E402
 from condcheck.torch_export import plain_export, to_torch, torch_value_and_gradient  # noqa: E402
-from condcheck.torch_impl import (COMPARISON_FORMATS, compare_with_exact, table_info,  # noqa: E402
-                                  torch_table_arrays)
+from condcheck.torch_comparison import COMPARISON_FORMATS, compare_with_exact  # noqa: E402
+from condcheck.torch_impl import table_info, torch_table_arrays  # noqa: E402
 from condcheck.verify import verify  # noqa: E402
 
 

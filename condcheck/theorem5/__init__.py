@@ -111,13 +111,13 @@ Where each block lives (one module per block):
 - ``construct``: ``construct_theorem5``: the construction end to end, then verification
 - ``distinguish``: distinguishability of a domain's points
 """
+from ..constructors.kit import Kit
 from . import tuning  # noqa: F401  (the tunables, read as tuning.NAME)
-from .errors import ConstructionError, ValueGainOverflow, SearchGaveUp, ConditionFailure
-from .kit import Kit
+from .errors import ConstructionError, ValueGainOverflow, SearchGaveUp, ConditionFailure, ConditionUndecided
 from .states import States, find_states
 from .steps import Step
 from .construct import construct_theorem5
-from .distinguish import distinguishability, indistinguishable_pairs
+from ..separators import distinguishability, indistinguishable_pairs
 
 __all__ = ["construct_theorem5", "distinguishability", "indistinguishable_pairs", "ConstructionError", "ValueGainOverflow",
-           "SearchGaveUp", "ConditionFailure", "Kit", "States", "find_states", "Step"]
+           "SearchGaveUp", "ConditionFailure", "ConditionUndecided", "Kit", "States", "find_states", "Step"]

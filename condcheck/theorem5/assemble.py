@@ -6,10 +6,10 @@ import math
 
 import numpy as np
 
+from ..constructors.kit import in_format
 from ..formats import Format
 from ..network import Network
 from .errors import ConstructionError
-from .kit import _in
 from .layers import _Cols, _one_term_layer
 
 
@@ -27,7 +27,7 @@ class _Constants:
 
     def pick(self, c: float):
         for b, K in self.states:
-            if _in(self.F, c / K):
+            if in_format(self.F, c / K):
                 return b, K
         raise ConstructionError(f"no constant state K = sigma~(b) of {self.F.name} makes the constant {c!r} an exact "
                                 f"multiple K * w with w in the format")
@@ -44,7 +44,7 @@ class _Constants:
             if C > F.max_float:
                 continue
             for b, K in self.states:
-                if _in(F, C / K) and (C / K) * h_max * max(1.0, abs(float(slope(b)))) <= F.max_float:
+                if in_format(F, C / K) and (C / K) * h_max * max(1.0, abs(float(slope(b)))) <= F.max_float:
                     self.absorbing = (b, K)
                     return C
         raise ConstructionError(f"no absorbing constant C fits upstream values up to {h_max!r} in {F.name}")

@@ -7,13 +7,12 @@ import math
 
 import numpy as np
 
+from ..constructors.kit import enumerated, in_format, Kit, near_values
 from ..formats import Format
 from ..ops import add_array, mul_array
-from ..targets import enumerated
 from . import tuning
 from .errors import ConstructionError
 from .gates import _gate_reach
-from .kit import _in, _near, Kit
 from .states import States
 from .steps import _quantize
 
@@ -52,7 +51,7 @@ def _boost_search(kit: Kit, st: States, on_vals, low=None):
             continue
         # the biases tried: every value, or (large formats) the values within a few ulps of z_d - a L,
         # where the largest bias keeping L dead lies (RN is monotone)
-        cand = G if G is not None else np.union1d(_near(F, np.array([st.z_dead - m_dead[0]]), 3), [0.0])
+        cand = G if G is not None else np.union1d(near_values(F, np.array([st.z_dead - m_dead[0]]), 3), [0.0])
         q, oq = add_array(np.full_like(cand, m_dead[0]), cand, F)
         ok = ~oq & st.dead(q)
         if not ok.any():
@@ -133,7 +132,7 @@ def _boost_weights(F: Format, sg: float, wide: bool):
     else:
         ks = range(F.e_max, F.e_min - 1, -1)
         sig = [1 + j / 8 for j in range(8)] if wide else [1.0]
-        mags = [x for x in (math.ldexp(m, k) for k in ks for m in sig[::-1]) if _in(F, x)]
+        mags = [x for x in (math.ldexp(m, k) for k in ks for m in sig[::-1]) if in_format(F, x)]
     return [float(sgn * m) for m in mags for sgn in (sg, -sg)]
 
 
@@ -152,7 +151,7 @@ def _step_split(kit: Kit, st: States, n, s0: float, kappa0: float, push_need: fl
     ups = [2.0 ** k for k in range(1, F.e_max + 1)] if up else []
     for scale in [1.0] + ups + [2.0 ** -k for k in range(2, 17, 2)]:
         s, kappa = s0 * scale, kappa0 * scale
-        if not (_in(F, s) and _in(F, kappa)):
+        if not (in_format(F, s) and in_format(F, kappa)):
             continue
         try:
             v = kit.add(kit.mul(s, n), kappa)
@@ -180,7 +179,7 @@ def _step_split(kit: Kit, st: States, n, s0: float, kappa0: float, push_need: fl
 
 def _orient(n, on):
     """(s, kappa) of a separation: s = +1 when every on value is above every dead value, else -1, and
-    kappa = -(the dead value nearest to the on side) * s (as ``_choose_steps`` gives them)."""
+    kappa = -(the dead value nearest to the on side) * s (as ``choose_steps`` gives them)."""
     if n[on].min() > n[~on].max():
         return 1.0, -float(n[~on].max())
     return -1.0, float(n[~on].min())

@@ -7,6 +7,8 @@ import os
 
 import numpy as np
 
+from ..constructors.kit import Kit
+from ..constructors.witnesses import require_conditions
 from ..errors import CondcheckError
 from ..formats import get_format
 from . import tuning
@@ -15,10 +17,9 @@ from .chunks import gc_frozen, gc_paused, point_chunks, resolve_jobs, run_rounds
 from .context import _Ctx
 from .errors import ConditionFailure, ConstructionError, ValueGainOverflow
 from .gates import _gate_push_need
-from .kit import Kit
 from .search import _gradient_branches
 from .sliced import _SlicedCtx
-from .states import _require_conditions, find_states
+from .states import find_states
 from .step_rounds import agree_steps, all_keys, chunk_keys, gating_keys, step_rounds
 
 
@@ -38,7 +39,7 @@ def construct_theorem5(activation, fmt, points, values, upstream, gradients, imp
     ``jobs``: the worker processes for the per-point searches (default ``tuning.JOBS``, else the
     environment variable CONDCHECK_JOBS, else the usable CPUs; 1 runs everything in this process).  The
     network does not depend on it (``chunks``)."""
-    from ..check import theorem_branch
+    from ..paper import theorem_branch
 
     args = (activation, fmt, points, values, upstream, gradients, implementation, verify_result, max_post,
             progress, gating, jobs)
@@ -79,7 +80,7 @@ def _construct_theorem5(activation, fmt, points, values, upstream, gradients, im
         X = X.reshape(-1, 1)
     X, fv, hv, gv = validate(F, kit.act.name, X, values, upstream, gradients)
     N, d = X.shape
-    st = find_states(kit, _require_conditions(kit, F, implementation))
+    st = find_states(kit, require_conditions(kit.act, F, implementation, 5))
 
     # constants: constant neurons whose values are positive powers of two
     cz, ct = st.constants

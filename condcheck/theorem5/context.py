@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..constructors.kit import enumerated, is_pow2
 from ..rounding import round_array
-from ..targets import enumerated
 from . import tuning
 from .gates import _Gates, _live_pass
 from .gradient_branches import _GradientBranches
-from .kit import _pow2
 from .transfer import _Transfers
 from .value_branches import _ValueBranches
 
@@ -39,7 +38,7 @@ class _Ctx(_Gates, _ValueBranches, _GradientBranches, _Transfers):
         self.pass_z, self.pass_t, self.pass_d = _live_pass(st)
         o = np.argsort(self.pass_z, kind="stable")
         self._pass_keys, self._pass_ranks = self.pass_z[o], o          # sorted states, their ranks
-        self.pow2_values = sorted({float(v) for v in t[live] if _pow2(v) and v > 0})
+        self.pow2_values = sorted({float(v) for v in t[live] if is_pow2(v) and v > 0})
         # gate states of gradient branches: pass states whose value differs from L by at least
         # 2 |z_d| / Omega first (a weight below Omega/2 can then separate them from the dead tail)
         # (gate states whose derivative is within a factor 4 of the largest: the gate should not eat the

@@ -1,12 +1,11 @@
-"""The errors a Theorem 5 construction raises.
+"""The errors a Theorem 5 construction raises: the constructors' ``ConstructionError`` and refusals
+(``condcheck.constructors.errors``), and the two kinds its search retries on.
 """
 from __future__ import annotations
 
-from ..errors import CondcheckError
+from ..constructors.errors import ConditionFailure, ConditionUndecided, ConstructionError
 
-
-class ConstructionError(CondcheckError):
-    """The constructor could not build the network; the message names the requirement that failed."""
+__all__ = ["ConditionFailure", "ConditionUndecided", "ConstructionError", "SearchGaveUp", "ValueGainOverflow"]
 
 
 class ValueGainOverflow(ConstructionError):
@@ -14,10 +13,6 @@ class ValueGainOverflow(ConstructionError):
 
 
 class SearchGaveUp(ConstructionError):
-    """A gradient branch search used up its transfer budget (``TRANSFER_BUDGET``): ``_gradient_branches``
+    """A gradient branch search used up its transfer budget (``TRANSFER_BUDGET``): ``search_gradient_branches``
     moves on to its next variant (or raises this, naming the point) instead of trying every source weight,
     scale, gate and depth, which can take hours on a 16-bit format."""
-
-
-class ConditionFailure(ConstructionError):
-    """The activation fails one of Conditions 1-3 on the format (a refusal, not a construction attempt)."""

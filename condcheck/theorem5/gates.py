@@ -10,12 +10,13 @@ import math
 import numpy as np
 
 from .. import kernels
+from ..constructors.kit import in_format, Kit, near_grid, near_values
 from ..formats import Format
 from ..ops import add_array, mul_array
 from . import tuning
 from .errors import ConstructionError
-from .kit import _codes16, _first_reached, _in, _lg, _near, _near_grid, Kit
 from .records import Gate
+from .sets import codes16, first_reached, log2_abs
 from .states import States
 
 
@@ -46,7 +47,7 @@ def _gate_reach(F: Format, st: States, on_t) -> float:
     lo = float(np.min(np.abs(on_t - st.L)))
     if top == 0:
         return math.inf
-    beta = math.ldexp(1.0, min(math.floor(_lg(float(F.max_float)) - _lg(top)), F.e_max))   # a value of F
+    beta = math.ldexp(1.0, min(math.floor(log2_abs(float(F.max_float)) - log2_abs(top)), F.e_max))   # a value of F
     return beta * lo
 
 
@@ -93,7 +94,7 @@ class _Gates:
 
             def is_value(sg, k):
                 if (sg, k) not in ok:
-                    ok[(sg, k)] = _in(F, sg * math.ldexp(1.0, k))
+                    ok[(sg, k)] = in_format(F, sg * math.ldexp(1.0, k))
                 return ok[(sg, k)]
             shifts = [e for e in range(-F.M - 2, F.e_max + 1)
                       if all(is_value(sg, e - x) for sg, x in zip(signs, exps))]
@@ -134,12 +135,12 @@ class _Gates:
                 base = self._betas(gating, e)
                 for offs in itertools.product((0, 1, -1), repeat=len(gating)):
                     row = [math.ldexp(b, o) for b, o in zip(base, offs)]
-                    if any(offs) and all(_in(F, b) for b in row):
+                    if any(offs) and all(in_format(F, b) for b in row):
                         rows.append(row)
                 if None not in top:
                     # the powers of two where they fit, else the largest weight
                     row = [b if abs(b) <= abs(t) else t for b, t in zip(base, top)]
-                    if all(_in(F, b) for b in row):
+                    if all(in_format(F, b) for b in row):
                         rows.append(row)
             cache[key] = np.array(rows, float).reshape(len(rows), len(gating))
         return cache[key]
@@ -149,7 +150,7 @@ class _Gates:
 
         For each size of the gating weights (all sizes at once, as rows of 2-D arrays) the candidate
         biases gamma are tried: every value of the format (small formats), else the values near
-        target - sum (``_near``; the exact test decides).  The sum is monotone in gamma and in each
+        target - sum (``near_values``; the exact test decides).  The sum is monotone in gamma and in each
         term, so the largest sum over the other points decides deadness: computed on every point for
         small domains, else bounded (see ``_gate_sums``).  ``small_first``: take the smallest weights
         that reach any target (a gradient gate's weights multiply its backward value, which must stay
@@ -192,8 +193,8 @@ class _Gates:
             # per row, the 64 best-ranked targets not finer than the sum's spacing (RN(at_z + gamma)
             # cannot land on a value much finer than at_z's ulp unless gamma cancels it exactly)
             fine = np.exp2(np.floor(np.log2(np.where(at_z == 0, 1.0, np.abs(at_z)))) - F.M)
-            want = _first_reached(tv, np.where(at_z == 0, -np.inf, fine), min(64, len(tv)))
-            Gb = _near_grid(F, want - at_z[:, None], 2).reshape(len(B), -1)
+            want = first_reached(tv, np.where(at_z == 0, -np.inf, fine), min(64, len(tv)))
+            Gb = near_grid(F, want - at_z[:, None], 2).reshape(len(B), -1)
             bad |= np.isnan(Gb).all(axis=1)
             Gb = np.where(np.isnan(Gb), 0.0, Gb)
         shape = Gb.shape
@@ -224,7 +225,7 @@ class _Gates:
         tv_sorted[k] == v[i]).  bfloat16 and float16 look the value up by its 16-bit encoding (a
         table over every encoding, made once per fixed target list; -0 and +0 share a rank)."""
         none = len(tv) + 1
-        code = _codes16(self.F)
+        code = codes16(self.F)
         if code is not None:
             fixed = self._fixed_targets(targets)
             tables = self.__dict__.setdefault("_fixed_codes", {})
@@ -581,7 +582,7 @@ class _Gates:
             A = self.nonzero_values
         else:   # the short weights, and those near (q - z0) / (v_on - v_off) for states q with T(q) = target
             q = self.st.z[self.st.t == on_target][:64]
-            A = np.union1d(self.block_weights, _near(F, (q[:, None] - zs[None, :]) / (v_on - v_off), 2))
+            A = np.union1d(self.block_weights, near_values(F, (q[:, None] - zs[None, :]) / (v_on - v_off), 2))
         A = A[np.argsort(np.abs(A), kind="stable")]     # smallest |a| first: smaller backward products
         r_off, o1 = mul_array(A, np.full_like(A, v_off), F)
         r_on, o2 = mul_array(A, np.full_like(A, v_on), F)

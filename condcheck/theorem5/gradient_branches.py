@@ -8,12 +8,13 @@ import math
 
 import numpy as np
 
+from ..constructors.kit import in_format, near_values
 from ..ops import add_array, mul_array
 from . import tuning
 from .errors import ConstructionError
 from .gates import _solve_affine
-from .kit import _in, _lg, _near, _rn_products
 from .records import _Branch
+from .sets import log2_abs, rn_products
 
 
 def _scale_pairs():
@@ -48,7 +49,7 @@ class _GradientBranches:
         if self.small_format:
             G = F.values()
         else:
-            G = _near(F, self.pass_z[:256] - base, 2)
+            G = near_values(F, self.pass_z[:256] - base, 2)
         ib = self.kit.index(base) if self.small_format and self.tables is not None else None
         if ib is not None:
             # RN(base + G) for every value G: a row of the sum table (NaN where it overflows; a zero sum
@@ -139,7 +140,7 @@ class _GradientBranches:
         def source_weights():           # a function of coordinate j's values only (sorted per g below)
             xmax = float(np.max(np.abs(xs)))
             powers = [math.ldexp(sg, k) for k in (0, -1, 1, -2, 2, -3, 3) for sg in (1.0, -1.0)]
-            return [w for w in powers if _in(F, w) and abs(w) * xmax <= F.max_float]
+            return [w for w in powers if in_format(F, w) and abs(w) * xmax <= F.max_float]
         # the order is a function of (j, |g|): kept (a new list each time, as the sort made one)
         powers = list(self._cached(("source_order", j, abs(g)), lambda: sorted(
             self._cached(("source_weights", j), source_weights),
@@ -252,7 +253,7 @@ class _GradientBranches:
                                   lambda: self._pad_relays(v_on, v_off))
             for m, rel in relays:
                 ow2 = math.ldexp(ow, -m)
-                if not _in(F, ow2):
+                if not in_format(F, ow2):
                     continue
                 try:
                     yw = kit.mul(y, ow2)
@@ -297,7 +298,7 @@ class _GradientBranches:
             rel = []
             for q, d in zip(self.pass_z, self.pass_d):
                 a = math.ldexp(1.0, m) / float(d)
-                if not _in(F, a):
+                if not in_format(F, a):
                     continue
                 try:
                     c = _solve_affine(kit, float(kit.mul(a, v_on)), float(q))
@@ -326,7 +327,7 @@ class _GradientBranches:
         sg = 1.0 if ow > 0 else -1.0
         e0 = math.frexp(abs(ow))[1]
         weights = sorted({sg * math.ldexp(k, e) for k in range(1, 16) for e in range(e0 - 8, e0 + 4)
-                          if _in(F, math.ldexp(k, e))}, key=lambda w: (abs(_lg(abs(w)) - _lg(abs(ow))), abs(w)))
+                          if in_format(F, math.ldexp(k, e))}, key=lambda w: (abs(log2_abs(abs(w)) - log2_abs(abs(ow))), abs(w)))
         for q, d in zip(self.pass_z, self.pass_d):
             t_on = float(kit.T(q))
             for ow2 in weights:
@@ -338,7 +339,7 @@ class _GradientBranches:
                     continue
                 if b == 0:
                     continue
-                for a in _near(F, t1 / b, 2):
+                for a in near_values(F, t1 / b, 2):
                     a = float(a)
                     try:
                         if a == 0 or float(kit.mul(b, a)) != t1:
@@ -437,7 +438,7 @@ class _GradientBranches:
 
     def _scales_search(self, g, w_g, d1, bmax, tries):
         F = self.F
-        want = (_lg(4 * bmax) + _lg(g) - _lg(F.max_float) - _lg(w_g) - _lg(d1) + 3) if g and d1 else 0.0
+        want = (log2_abs(4 * bmax) + log2_abs(g) - log2_abs(F.max_float) - log2_abs(w_g) - log2_abs(d1) + 3) if g and d1 else 0.0
         floor = abs(g) / float(F.max_float)           # every suffix product of the backward chain reaches this
         base = abs(w_g * d1)
         # every (k2, k3) in -12..12, sorted by (unsafe, |k2 + k3 - want|, |k2 - k3|, k2, k3): the same
@@ -447,7 +448,7 @@ class _GradientBranches:
         order = np.lexsort((k3, k2, spread, np.abs((k2 + k3) - want), unsafe))
         ok = self.__dict__.get("_scale_ok")
         if ok is None:       # which powers of two are values, once
-            ok = self._scale_ok = {(sg, k): _in(F, math.ldexp(sg, k)) for k in range(-12, 13) for sg in (-1.0, 1.0)}
+            ok = self._scale_ok = {(sg, k): in_format(F, math.ldexp(sg, k)) for k in range(-12, 13) for sg in (-1.0, 1.0)}
         out = []
         for p in order.tolist():
             e2, e3 = int(k2[p]), int(k3[p])
@@ -468,7 +469,7 @@ class _GradientBranches:
             for f in factors:
                 i = tb.mul(i, tb.index_of(float(f)))
             return tb.value(i)
-        return _rn_products(F, t, factors)
+        return rn_products(F, t, factors)
 
     def _blockers(self, v_on, share=None, weights=None):
         """``_blockers_search`` with the given weights (uncached), else once per on value (branches share

@@ -7,10 +7,11 @@ import math
 
 import numpy as np
 
+from ..constructors.kit import in_format
 from ..formats import Format
 from . import tuning
 from .errors import ConstructionError, SearchGaveUp
-from .kit import _in, _lg
+from .sets import log2_abs
 
 
 def _post_limit(F: Format, y: float, g: float, max_post) -> int:
@@ -33,7 +34,7 @@ def _post_limit(F: Format, y: float, g: float, max_post) -> int:
     """
     if max_post is not None:
         return max_post
-    r = _lg(g) - _lg(y) if y and g else 0.0
+    r = log2_abs(g) - log2_abs(y) if y and g else 0.0
     return int(min(40, max(5, math.ceil(max(r, 0.0) / (F.M + 1)) + 2)))
 
 
@@ -75,7 +76,7 @@ def _gradient_branches_search(ctx, zi, j, y, g, h_max, C, max_post, n_min=1):
 
     def source_gain():
         xmax = float(np.max(np.abs(ctx._coord_values(j))))
-        w_max = math.ldexp(1.0, min(math.floor(_lg(F.max_float) - _lg(xmax)), F.e_max)) if xmax else F.max_float
+        w_max = math.ldexp(1.0, min(math.floor(log2_abs(F.max_float) - log2_abs(xmax)), F.e_max)) if xmax else F.max_float
         return w_max * float(np.max(np.abs(ctx.pass_d)))
     gain = ctx._cached(("source_gain", j), source_gain)       # a function of coordinate j's values only
     first = next((k for k in (1, 2, 4, 8) if abs(g) / k / gain <= F.max_float), 16)
@@ -90,7 +91,7 @@ def _gradient_branches_search(ctx, zi, j, y, g, h_max, C, max_post, n_min=1):
     try:
         for parts in ((1, 2) if first == 1 else (first, 2 * first)):
             part = g / parts
-            if not _in(F, part):
+            if not in_format(F, part):
                 break
             if not sums_to_g(part, parts):
                 continue

@@ -7,10 +7,10 @@ import itertools
 import numpy as np
 
 from .. import kernels
+from ..constructors.kit import in_format, near_grid
 from ..ops import add_array, mul_array
 from .context import _Ctx
 from .errors import ConstructionError
-from .kit import _in, _near_grid
 from .records import Gate
 
 
@@ -222,7 +222,7 @@ class _SlicedCtx(_Ctx):
         sg = np.sign(diff)
         ex = np.frexp(np.abs(diff))[1]
         shifts = [e for e in range(F.e_min - F.M - 2, F.e_max + 2)
-                  if all(_in(F, float(b)) for b in sg * np.ldexp(1.0, e - ex))]
+                  if all(in_format(F, float(b)) for b in sg * np.ldexp(1.0, e - ex))]
         if not shifts:
             return None
         B = np.array([sg * np.ldexp(1.0, e - ex) for e in shifts])                 # (S, k)
@@ -239,7 +239,7 @@ class _SlicedCtx(_Ctx):
         if self.small_format:
             G = np.broadcast_to(F.values()[None, :], (S, len(F.values())))
         else:
-            G = _near_grid(F, tv[None, :64] - acc[:, -1:], 2).reshape(S, -1)
+            G = near_grid(F, tv[None, :64] - acc[:, -1:], 2).reshape(S, -1)
             G = np.where(np.isnan(G), 0.0, G)
         pre, o = add_array(np.broadcast_to(acc[:, :, None], (S, Pn, G.shape[1])),
                            np.broadcast_to(G[:, None, :], (S, Pn, G.shape[1])), F)

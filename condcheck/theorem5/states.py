@@ -1,18 +1,19 @@
-"""The activation's states: the dead tail, live states with T' != 0, constants and zeros,
-read from the conditions' witnesses (``_require_conditions``, ``find_states``).
+"""The activation's states: the dead tail, live states with T' != 0, constants and zeros (``find_states``,
+from Condition 1's witness).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from fractions import Fraction
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..constructors.kit import enumerated, is_pow2, Kit, near_values
 from ..formats import Format
 from ..rounding import round_array
-from ..targets import enumerated
-from .errors import ConditionFailure
-from .kit import _near, _pow2, Kit
+
+if TYPE_CHECKING:
+    from ..constructors.witnesses import Witnesses
 
 
 @dataclass
@@ -40,13 +41,13 @@ class States:
     @property
     def passes(self):
         """States with T' a nonzero power of two (exact gradient scaling)."""
-        m = np.array([_pow2(v) for v in self.dt])
+        m = np.array([is_pow2(v) for v in self.dt])
         return self.z[m], self.t[m], self.dt[m]
 
     @property
     def constants(self):
         """States whose value is a positive power of two (constant neurons)."""
-        m = np.array([_pow2(v) and v > 0 for v in self.t])
+        m = np.array([is_pow2(v) and v > 0 for v in self.t])
         return self.z[m], self.t[m]
 
 
@@ -68,16 +69,15 @@ def _state_candidates(F: Format, z_dead: float) -> np.ndarray:
         m = np.concatenate([m, np.ldexp(1.0, np.arange(F.e_min - F.M, F.e_max + 1))])
     z = np.concatenate([m, -m, [0.0]])
     z = z[z > z_dead]       # the tail below z_d is dead by Condition 1: only st.dead() asks about it
-    z = np.concatenate([z, _near(F, np.array([z_dead]), 2), [z_dead]])
+    z = np.concatenate([z, near_values(F, np.array([z_dead]), 2), [z_dead]])
     r, over = round_array(z, F)
     return np.unique(r[~over])
 
 
-def find_states(kit: Kit, tail: dict) -> States:
+def find_states(kit: Kit, witnesses: Witnesses) -> States:
     """The states of T on every value of the format (at most 16 bits), else on ``_state_candidates``;
-    the dead tail is Condition 1's witness ``tail``."""
-    z_dead = float(Fraction(tail["z_dead"]["fraction"]))
-    L = float(Fraction(tail["L"]["fraction"]))
+    the dead tail is Condition 1's (``witnesses``: ``constructors.witnesses.require_conditions``)."""
+    z_dead, L = witnesses.z_dead, witnesses.L
     if enumerated(kit.fmt):
         tab = kit.R.table()
         z, t, dt, o1, o2 = tab.points, tab.sigma, tab.dsigma, tab.sigma_overflow, tab.dsigma_overflow
@@ -131,19 +131,6 @@ def _pow2_preimages(kit: Kit, z: np.ndarray, t: np.ndarray, span: int = 64) -> n
         below = np.where(rising, tm < target, tm > target) & ~over & ~ot
         lo = np.where(open_ & below, mid, lo)
         hi = np.where(open_ & ~below, mid, hi)
-    cand = _near(F, _from_ordinal(np.concatenate([lo, hi])), 2)
+    cand = near_values(F, _from_ordinal(np.concatenate([lo, hi])), 2)
     tc, oc = kit.R.value_array(cand)
     return cand[~oc & (tc > 0) & (np.abs(np.frexp(tc)[0]) == 0.5)]
-
-
-def _require_conditions(kit: Kit, F: Format, implementation: str) -> dict:
-    """Refuse an activation that fails a condition, naming the condition and its failing clause;
-    return Condition 1's witness (its dead tail is the one the construction gates into)."""
-    from ..check import check_activation
-
-    res = check_activation(kit.act, F, implementation)
-    for k in ("1", "2", "3"):
-        c = res.conditions[k]
-        if c["holds"] is False:
-            raise ConditionFailure(f"{kit.act.name} on {F.name} fails Condition {k}: {c['failing_clause']}")
-    return res.conditions["1"]["witness"]

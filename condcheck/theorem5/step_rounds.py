@@ -19,13 +19,14 @@ import math
 
 import numpy as np
 
+from ..constructors.kit import is_neg_zero
 from ..op_tables import op_tables
+from ..separators import separator_chooser
 from . import tuning
 from .boosts import _boost, _lifted_boost, _padded_split, _reboosts, _sharpened_split, _step_split
 from .errors import ConstructionError
 from .gates import _gate_reach
-from .kit import _neg_zero
-from .steps import Step, _chain_index_maps, _separator_chooser
+from .steps import Step, _chain_index_maps
 
 
 def all_keys(coord_vals) -> list:
@@ -58,12 +59,12 @@ def step_rounds(kit, st, coord_vals, keys, push_need):
     """Build the steps of ``keys`` (a generator of rounds, ``chunks.run_rounds``; combine the reports with
     ``agree_steps``).  Returns ({key: Step}, {key: the step's values T on coordinate key[0]'s values}).
 
-    The separators are chosen per coordinate for the range of gaps the keys span (``_separator_chooser``:
+    The separators are chosen per coordinate for the range of gaps the keys span (``separator_chooser``:
     the same choice as over every gap)."""
     choosers = {}
     for j in sorted({key[0] for key in keys}):
         gaps = [key[1] for key in keys if key[0] == j]
-        choosers[j] = _separator_chooser(kit, coord_vals[j], st, gaps=(min(gaps), max(gaps)))
+        choosers[j] = separator_chooser(kit, coord_vals[j], st, gaps=(min(gaps), max(gaps)))
     built = _first_builds(kit, st, coord_vals, choosers, keys, push_need)
     # every step spans the same layers: a step with fewer sharpening layers than the deepest is boosted
     # again after its boost (each boost keeps L dead and its on values on one side of L, so the step
@@ -192,7 +193,7 @@ def _first_builds_indexed(kit, st, vals, choose, keys, push_need) -> dict:
     over = tb.over
     iv = kit.index(vals)
     iz = kit.index(st.z_dead)
-    if iv is None or iz is None or (iv == over).any() or _neg_zero(st.z_dead):
+    if iv is None or iz is None or (iv == over).any() or is_neg_zero(st.z_dead):
         return {}
     rows, scal = [], []
     for key in keys:
@@ -201,7 +202,7 @@ def _first_builds_indexed(kit, st, vals, choose, keys, push_need) -> dict:
             continue
         w, b, s0, kappa0 = ch
         ix = [kit.index(x) for x in (w, b, s0, kappa0)]
-        if any(i is None or i == over for i in ix) or _neg_zero(b) or _neg_zero(kappa0):
+        if any(i is None or i == over for i in ix) or is_neg_zero(b) or is_neg_zero(kappa0):
             continue
         rows.append((key, ch))
         scal.append(ix)
@@ -267,7 +268,7 @@ def _first_builds_indexed(kit, st, vals, choose, keys, push_need) -> dict:
         except ConstructionError:
             continue
         iba, ibc = kit.index(ba), kit.index(bc)
-        if iba is None or ibc is None or _neg_zero(bc):
+        if iba is None or ibc is None or is_neg_zero(bc):
             continue
         boosted = tb.add(tb.mul(iba, Ti[pre[r]]), ibc)
         if (boosted == over).any() or To[boosted[o]].any():

@@ -8,11 +8,12 @@ import math
 
 import numpy as np
 
+from ..constructors.kit import near_grid, near_values
 from ..errors import CondcheckError
 from ..ops import add_array, mul_array
 from . import tuning
 from .errors import SearchGaveUp
-from .kit import _GainGroups, _lg, _near, _near_grid, _preimage_bisect, _sample, _stable_first
+from .sets import GainGroups, log2_abs, preimage_bisect, spread_sample, stable_first
 from .steps import _distinct_indices
 
 
@@ -62,7 +63,7 @@ class _Transfers:
         if self.tables is None and self.nonzero_values is not None:
             # 16-bit formats: the values mapped to g, by bisection (an image of all 65,279 values per
             # factor tuple would be kept for the whole construction)
-            V = _preimage_bisect(F, V, [g], tail_factors)
+            V = preimage_bisect(F, V, [g], tail_factors)
             after_gate, image = self._rn_chain(V, [d3]), self._rn_chain(V, tail_factors)
         elif self.nonzero_values is not None:
             # V is every nonzero value whatever g: its images under the chains are the same arrays for
@@ -77,7 +78,7 @@ class _Transfers:
             self.transfer_why = "no value reaches the gradient through the factors before the gate"
             return None
         fixed = all(tail_factors)
-        need = (_lg(g) - _lg(y) - sum(_lg(f) for f in tail_factors)) if y and fixed else 0.0
+        need = (log2_abs(g) - log2_abs(y) - sum(log2_abs(f) for f in tail_factors)) if y and fixed else 0.0
         if self.zero_end:
             # the zero end spans two layers where ``_transfer_last`` places one
             if n_post < 2:
@@ -133,7 +134,7 @@ class _Transfers:
                 # next layer the most room for its weight
                 inexact = (np.abs(np.frexp(a * d)[0]) != 0.5).astype(float)
                 abs_t = np.abs(t)
-                return (a, c, t, d, gain, inexact, abs_t) + (_GainGroups(gain, inexact, abs_t),)
+                return (a, c, t, d, gain, inexact, abs_t) + (GainGroups(gain, inexact, abs_t),)
             # a function of the on value where every weight is tried (weights None: enumerated formats),
             # else of the on value and the weight window (the key of ``_blockers``' cache)
             if weights is None:
@@ -146,7 +147,7 @@ class _Transfers:
                 self.transfer_why = f"no blocker for layer {k + 1} (on value {v_on!r}, gain 2^{share:.0f})"
                 return None
             # the first of np.lexsort((abs_t, off, inexact)) without sorting (one blocker is tried): by
-            # the groups of equal gain, kept with the ranked blockers (``_GainGroups``)
+            # the groups of equal gain, kept with the ranked blockers (``GainGroups``)
             order = (np.lexsort((abs_t, np.round(np.abs(gain - share)), inexact)) if last_cap is not None
                      else [groups.first(share)])
             for i in order[:1 if last_cap is None else 32]:
@@ -228,7 +229,7 @@ class _Transfers:
                 As = self._output_weights(h_max)
             else:
                 with np.errstate(over="ignore", under="ignore"):
-                    As = _near(F, _sample(S, 16)[:, None] / y / d[chunk][None, :] / a[chunk][None, :], 2)
+                    As = near_values(F, spread_sample(S, 16)[:, None] / y / d[chunk][None, :] / a[chunk][None, :], 2)
                 As = As[np.abs(As) * h_max <= F.max_float]
             t1, o = mul_array(np.full(len(As), y), As, F)
             return As, np.where(o, np.nan, t1)
@@ -264,14 +265,14 @@ class _Transfers:
         # gate on 2^-133, where every blocker has |a| >= 3/4, and need = 2^-56 aimed the layer at 2^-28)
         share = min(max(need / 2, float(logs.min())), float(logs.max()))     # logs: the blockers' gains
         ks = sorted(range(F.e_min - F.M, F.e_max + 1), key=lambda k: abs(k - (math.log2(abs(y)) + need - share)))
-        As_all = _near(F, np.array([math.ldexp(sg, k) / y for k in ks[:16] for sg in (1.0, -1.0)]), 1)
+        As_all = near_values(F, np.array([math.ldexp(sg, k) / y for k in ks[:16] for sg in (1.0, -1.0)]), 1)
         As_all = As_all[np.abs(As_all) * h_max <= F.max_float]
         t1, o = mul_array(np.full(len(As_all), y), As_all, F)
         cand_A = np.where(o | (t1 == 0), np.nan, t1)
         strong = np.union1d(np.unique(np.abs(self.block_d))[::-1][:4], reached)
-        with np.errstate(over="ignore", under="ignore", divide="ignore"):   # _near drops what is not finite
-            want = _sample(S, 8)[:, None, None] / (cand_A[None, :, None] * strong[None, None, :])
-        a, c, p, t, d = self._blockers(v_on, weights=np.union1d(_near(F, want, 2), -_near(F, want, 2)))
+        with np.errstate(over="ignore", under="ignore", divide="ignore"):   # near_values drops what is not finite
+            want = spread_sample(S, 8)[:, None, None] / (cand_A[None, :, None] * strong[None, None, :])
+        a, c, p, t, d = self._blockers(v_on, weights=np.union1d(near_values(F, want, 2), -near_values(F, want, 2)))
         r = self._last_layer((a, c, t, d), np.arange(len(a)), lambda chunk: (As_all, cand_A), S, quarter)
         if r is None and self.join:
             r = self._last_join(y, S, v_on, h_max, quarter)
@@ -368,9 +369,9 @@ class _Transfers:
         if reach is None:
             return None
         p, tp, dp, Aw, ww, _ = reach
-        for s in _sample(S, 8):
+        for s in spread_sample(S, 8):
             s = float(s)
-            ag = _near_grid(F, abs(s) / ww, 2)          # |a| with RN(|w| |a|) = |s|
+            ag = near_grid(F, abs(s) / ww, 2)          # |a| with RN(|w| |a|) = |s|
             ag = np.where(np.isfinite(ag), ag, 0.0)
             prod, o5 = mul_array(np.broadcast_to(ww[:, None], ag.shape), ag, F)
             hit = ~o5 & (ag > 0) & (prod == abs(s))
@@ -428,7 +429,7 @@ class _Transfers:
         W = np.concatenate([tops, pows], axis=1)
         W = np.where(W <= w_top[:, None], W, 0.0)
         # the output weights |A| that give each |w|: values near w / (|y| |T'|), checked exactly
-        Ac = _near_grid(F, W / ay / ad[:, None], 1)
+        Ac = near_grid(F, W / ay / ad[:, None], 1)
         Ac = np.where(np.isfinite(Ac) & (Ac > 0) & (Ac <= A_top[:, None, None]) & (W[:, :, None] > 0), Ac, np.nan)
         ui, o3 = mul_array(np.full(Ac.shape, ay), np.where(np.isnan(Ac), 0.0, Ac), F)
         wi, o4 = mul_array(ui, np.broadcast_to(ad[:, None, None], ui.shape), F)
@@ -439,7 +440,7 @@ class _Transfers:
         _, first = np.unique(si * W.shape[1] + wj, return_index=True)      # one A per (state, w)
         si, wj, ak = si[first], wj[first], ak[first]
         ww = W[si, wj]
-        cap = _lg(float(ww.max())) + _lg(F.max_float) - _lg(y)
+        cap = log2_abs(float(ww.max())) + log2_abs(F.max_float) - log2_abs(y)
         return p[si], tp[si], dp[si], Ac[si, wj, ak], ww, cap
 
     def _last_layer(self, blockers, order, candidates, S, quarter):
@@ -477,7 +478,7 @@ class _Transfers:
         """``_last_layer`` with every A of a tabulated format at once: the map u -> RN(RN(u T'(p)) a) of
         each blocker (every blocker of the on value v_on) is one index table, kept for the next branch
         with the same on value; the first blocker with a hit in the stable sort order of ``key``
-        (``_stable_first``), as the chunked scan over that order picks.
+        (``stable_first``), as the chunked scan over that order picks.
 
         Which blockers have a hit depends on S only through the values it holds.  Per (v_on, y, quarter,
         h_max) seen more than REACH_ROWS_AFTER times (d = 2 boxes: thousands of calls per upstream
@@ -538,7 +539,7 @@ class _Transfers:
         hits = np.flatnonzero(cols)
         if not len(hits):
             return None
-        i = int(hits[_stable_first(key[hits])])
+        i = int(hits[stable_first(key[hits])])
         in_S = np.zeros(tb.over + 1, bool)
         in_S[si] = True
         # column i of the absorbed grid, by the same elementwise test
@@ -632,7 +633,7 @@ class _Transfers:
             for f in reversed(factors):           # the backward values between the factors, last first
                 q = q / float(f)
         q = q[np.isfinite(q) & (q != 0)]
-        return _near(self.F, q, 4) if len(q) else np.zeros(0)
+        return near_values(self.F, q, 4) if len(q) else np.zeros(0)
 
     def _set_index(self, S):
         """Table indices of the values of S (None when one is not a value): those kept with the last
@@ -650,7 +651,7 @@ class _Transfers:
         V = self._candidates_for(S, [d, a])
         if self.nonzero_values is not None:     # V is every nonzero value
             if self.tables is None and len(S) <= 8:
-                return _preimage_bisect(self.F, V, S, [d, a])
+                return preimage_bisect(self.F, V, S, [d, a])
             if self.tables is not None:         # 8-bit formats: the image of V is kept per (d, a)
                 tb = self.tables
                 iS = self._set_index(S)

@@ -50,13 +50,6 @@ CHUNK_MIN_POINTS = 32
 JOBS = None
 
 
-#: candidates per block of ``_best_separators_np``'s gather
-SEPARATOR_BLOCK = 4096
-
-#: formats of at most this many bits choose separators by ``_best_separators_np`` (no compiled code)
-NUMPY_SEPARATORS_BITS = 8
-
-
 #: rows at least this long take the chain maps of ``_ChainMaps`` on 16-bit formats (shorter rows: the
 #: rounded sums cost less than building the maps, about 2 CPU s once per format and process)
 CHAIN_MAP_MIN = 256

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..constructors.kit import in_format, near_values
 from .errors import ConstructionError, ValueGainOverflow
-from .kit import _in, _lg, _near
 from .records import _Branch
+from .sets import log2_abs
 
 
 class _ValueBranches:
@@ -44,7 +45,7 @@ class _ValueBranches:
             steps' sums; the first that fits, or None (every failure kept in errors)."""
             for parts in (1, 2, 4):
                 part = f / parts
-                if not _in(self.F, part):
+                if not in_format(self.F, part):
                     return None
                 for any_P in any_Ps:
                     try:
@@ -105,15 +106,15 @@ class _ValueBranches:
 
         def pow2_pairs():
             with np.errstate(over="ignore", under="ignore"):
-                pows = [P for P in self.pow2_values if _in(F, f / P)]
-            return [(P, f / P) for P in sorted(pows, key=lambda P: (abs(f) > P, abs(_lg(f) - _lg(P))))]
+                pows = [P for P in self.pow2_values if in_format(F, f / P)]
+            return [(P, f / P) for P in sorted(pows, key=lambda P: (abs(f) > P, abs(log2_abs(f) - log2_abs(P))))]
         # a function of f only (f != 0: -0 never keys it); pairs is rebound below, never mutated
         pairs = self._cached(("pow2_pairs", f), pow2_pairs)
         if any_P:
             pairs = []
             for P in np.unique(np.abs(cand_t[cand_t != 0]))[::-1]:
                 for sP in (float(P), -float(P)):
-                    pairs += [(sP, float(A)) for A in _near(F, np.array([f / sP]), 1)
+                    pairs += [(sP, float(A)) for A in near_values(F, np.array([f / sP]), 1)
                               if float(kit.mul(float(A), sP)) == f]
             pairs.sort(key=lambda pa: abs(pa[1]))
             pairs = pairs[:16]
@@ -122,7 +123,7 @@ class _ValueBranches:
             raise ConstructionError(f"point {zi + 1}: no {what} for f* = {f!r}")
         best = None
         # live states for V: prefer values near each candidate P and small derivatives
-        keys = lambda: [np.abs(cand_d), np.abs(lt - _lg(f))]        # |T(q3)| near |f*|: a_v near 1
+        keys = lambda: [np.abs(cand_d), np.abs(lt - log2_abs(f))]        # |T(q3)| near |f*|: a_v near 1
         if self.small_format:       # the order is a function of |f|: kept (a new list each time: it is edited)
             prefs = list(self._cached(("value_prefs", abs(f)), lambda: tuple(cand_z[np.lexsort(keys())])))
         else:   # few weights are tried: a power-of-two T(q3) maps onto P exactly; 1,024 by that order and

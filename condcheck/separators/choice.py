@@ -1,13 +1,28 @@
-"""Which points of a domain the first layer can tell apart (a precondition of Theorem 5).
+"""Which separator each gap of a coordinate gets (``separator_chooser``: the exhaustive search where it is
+small enough, else the restricted one), and which points of a domain the first layer can tell apart
+at all (``distinguishability``, ``indistinguishable_pairs``: a precondition of Theorem 5).
 """
 from __future__ import annotations
 
 import numpy as np
 
+from ..constructors.kit import Kit, enumerated
 from ..formats import get_format
 from ..ops import add_array, mul_array
-from .kit import Kit
-from .steps import _chosen_steps
+from .exhaustive import chosen_steps
+from .restricted import find_separators
+
+
+def separator_chooser(kit: Kit, vals, states=None, gaps=None):
+    """choose(gap, up) -> (w, b, s, kappa) or None.  Every (w, b) in F x F when that is small (8-bit
+    formats: the smallest spread), else the restricted search (``restricted``, 16-bit formats;
+    its "not found" is not a proof of inseparability, and the error says distinguishability fails).
+    ``gaps`` = (lo, hi): only those gaps are asked (the chosen ones are the same)."""
+    if kit.fmt.count_finite() ** 2 * len(vals) <= 2e8:
+        chosen = chosen_steps(kit, vals, gaps)
+        return lambda gap, up: chosen[(gap, up)]
+    found = find_separators(kit, vals, states=None if enumerated(kit.fmt) else states)
+    return lambda gap, up: found.get((gap, up))
 
 
 def distinguishability(activation, fmt, points, implementation="exact"):
@@ -29,7 +44,7 @@ def distinguishability(activation, fmt, points, implementation="exact"):
         vals = np.unique(X[:, j])
         if len(vals) < 2:
             continue
-        chosen = _chosen_steps(kit, vals)
+        chosen = chosen_steps(kit, vals)
         for gap in range(1, len(vals)):
             if chosen[(gap, True)] is None or chosen[(gap, False)] is None:
                 bad.append((j + 1, float(vals[gap - 1]), float(vals[gap])))

@@ -1,11 +1,11 @@
-"""Monotone separators for the first layer of the Theorem 5 construction, found without enumerating F x F.
+"""The restricted separator search: monotone first-layer separators found without enumerating F x F.
 
 For sorted distinct coordinate values ``vals`` and a gap ``g`` (1 <= g < n: between ``vals[g-1]`` and
 ``vals[g]``) a *separator* is a neuron n(x) = T(RN(RN(w x) + b)) (w, b values of the format, every
 intermediate finite on all of ``vals``) whose values on the *on side* are all strictly above (s = +1) or
 all strictly below (s = -1) its values on the *dead side*.  ``up=True``: on side ``vals[g:]``;
 ``up=False``: on side ``vals[:g]``.  The result per (g, up) is ``(w, b, s, kappa)`` with the meaning of
-``theorem5.steps._choose_steps``: kappa = -(dead-side value nearest the on side) * s, and among the candidates
+``exhaustive.choose_steps``: kappa = -(dead-side value nearest the on side) * s, and among the candidates
 tried the one with the smallest spread (hi_on - edge) / (lo_on - edge) is kept.
 
 How it scales (theorem5 tries every (w, b) in F x F on every value: 4 * 10^9 pairs for 16-bit formats):
@@ -40,9 +40,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .ops import add_array, mul_array
-from .rounding import round_down_up
-from .rounded_activation import _table_index
+from ..ops import add_array, mul_array
+from ..rounding import round_down_up
+from ..rounded_activation import table_index
+from .exhaustive import choose_steps, extremes, separator_table
 
 _SMALL = 2e8                    # |F|^2 * len(vals) of the formats where spreads are optimized by default
 _CHUNK_ELEMS = 1 << 20          # elements per (candidates x values) block: ~8 MB per float64 array
@@ -71,12 +72,12 @@ class _Act:
     def T(self, z):
         """(T(z), overflow) for an array of finite values of F."""
         flat = z.ravel()
-        idx = _table_index(self.F, self.pts, flat)
+        idx = table_index(self.F, self.pts, flat)
         return self.sig[idx].reshape(z.shape), self.over[idx].reshape(z.shape)
 
     def offset(self, z, offsets):
         """The values k places above (k > 0) or below z in F, for each k of offsets (new last axis)."""
-        j = _table_index(self.F, self.pts, np.asarray(z, float).ravel()).reshape(np.shape(z))[..., None]
+        j = table_index(self.F, self.pts, np.asarray(z, float).ravel()).reshape(np.shape(z))[..., None]
         return self.pts[np.clip(j + np.asarray(offsets), 0, len(self.pts) - 1)]
 
     def top_weights(self, vmax: float, n: int) -> np.ndarray:
@@ -212,7 +213,7 @@ class _Best:
 
 
 def _spreads(on_min, on_max, d_min, d_max):
-    """(spread, ok) for s = +1 and s = -1 (theorem5.steps._choose_steps' criterion); spread inf if not ok."""
+    """(spread, ok) for s = +1 and s = -1 (exhaustive.choose_steps' criterion); spread inf if not ok."""
     out = []
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         for lo_on, hi_on, edge in ((on_min, on_max, d_max), (-on_max, -on_min, -d_min)):
@@ -481,9 +482,8 @@ def find_separators(kit, vals, stats: dict | None = None, full_search_limit: flo
     full = False
     open_entries = [(g, up) for up in (False, True) for g in range(1, n) if (g, up) not in res]
     if open_entries and F.count_finite() ** 2 * n <= full_search_limit:
-        from .theorem5.steps import _choose_steps, _extremes, _separator_table
         full = True
-        chosen = _choose_steps(_extremes(_separator_table(kit, vals, None)), n)
+        chosen = choose_steps(extremes(separator_table(kit, vals)), n)
         for g, up in open_entries:
             ch = chosen[(g, up)]
             if ch is not None:

@@ -1,25 +1,29 @@
-"""Exact arithmetic on arrays of format values (``Kit``: rounded sums, products and the rounded
-activation T and T'), and the small set helpers the searches share.
+"""Exact arithmetic on arrays of format values for the constructors (``Kit``: rounded sums, products
+and the rounded activation T and T'), and the value helpers both theorems share: membership, the values
+near a real, powers of two.
 """
 from __future__ import annotations
 
-import bisect
 import math
 
 import numpy as np
 
-from .. import kernels
 from ..errors import CondcheckError
-from ..formats import Format, get_format
+from ..formats import Format
 from ..op_tables import op_tables
 from ..ops import add_array, add_float, mul_array, mul_float
 from ..rounded_activation import get_rounded
 from ..rounding import round_array, round_float
-from ..targets import enumerated
 from .errors import ConstructionError
 
 
-def _neg_zero(x) -> bool:
+def enumerated(fmt: Format) -> bool:
+    """Formats whose values the constructors list in full (at most 16 bits: the activation's table too);
+    larger ones are sampled."""
+    return fmt.enumerable and fmt.bits <= 16
+
+
+def is_neg_zero(x) -> bool:
     """Whether the number x is -0 (an index has no sign of zero: the table paths refuse a -0 bias)."""
     return x == 0 and math.copysign(1.0, x) < 0
 
@@ -151,7 +155,7 @@ class Kit:
 
     def row(self, terms, bias):
         """The paper-order affine row: products, summed left to right, bias last."""
-        if terms and _ndim(bias) == 0 and not _neg_zero(bias):
+        if terms and _ndim(bias) == 0 and not is_neg_zero(bias):
             r = self._row_indexed(terms, bias)
             if r is not None:
                 return r
@@ -181,7 +185,7 @@ class Kit:
     def T_row(self, terms, bias, what="an activation value"):
         """T(row(terms, bias)): on a tabulated format T read at the row's table indices (the values kit.T
         gives at the row's values: T by index is T of the value), else as written."""
-        if terms and _ndim(bias) == 0 and not _neg_zero(bias):
+        if terms and _ndim(bias) == 0 and not is_neg_zero(bias):
             s = self._row_index(terms, bias)
             if s is not None:
                 v, o = self.by_index(False)
@@ -227,11 +231,11 @@ class Kit:
         return s
 
 
-#: id(format) -> (format, the set of its values as floats), for ``_in`` on enumerated formats
+#: id(format) -> (format, the set of its values as floats), for ``in_format`` on enumerated formats
 _VALUE_SETS: dict = {}
 
 
-def _in(F: Format, v) -> bool:
+def in_format(F: Format, v) -> bool:
     """Is the number v a finite value of F?  (RN_F(v) == v on the scalar fast path; Fractions otherwise.)
 
     An enumerated format answers by set membership: its values are every finite float v with
@@ -254,7 +258,7 @@ def _in(F: Format, v) -> bool:
     return F.contains(v)
 
 
-def _near_grid(F: Format, x, k: int = 2) -> np.ndarray:
+def near_grid(F: Format, x, k: int = 2) -> np.ndarray:
     """For each real x (any shape): the values RN(x + j u/2), |j| <= 2k, u the spacing of F at x (half
     steps also reach the finer binade below a power of two), as an array of shape x.shape + (4k+1,),
     NaN where x is not finite or the value overflows."""
@@ -269,188 +273,17 @@ def _near_grid(F: Format, x, k: int = 2) -> np.ndarray:
     return np.where(over.reshape(cand.shape) | ~fin[..., None], np.nan, r)
 
 
-def _near(F: Format, x, k: int = 2) -> np.ndarray:
+def near_values(F: Format, x, k: int = 2) -> np.ndarray:
     """The distinct finite nonzero values of F within about k ulps of the reals x (any shape).
 
     Candidate sets for searches on formats too large to try every value: the values RN(x + j u/2),
     |j| <= 2k, u the spacing at x (half steps also reach the finer binade below a power of two).
     """
-    r = _near_grid(F, x, k).ravel()
+    r = near_grid(F, x, k).ravel()
     return np.unique(r[np.isfinite(r) & (r != 0)])
 
 
-def _sample(S, n: int) -> np.ndarray:
-    """At most n elements of the sorted array S, evenly spread, ends included."""
-    S = np.asarray(S, float)
-    return S if len(S) <= n else S[np.unique(np.linspace(0, len(S) - 1, n).astype(int))]
-
-
-def _first_reached(tv: np.ndarray, fine: np.ndarray, k: int, chunk: int = 1024) -> np.ndarray:
-    """Row r: tv at the first k columns j with |tv_j| >= fine[r], in column order, NaN-padded to k.
-
-    What a stable argsort of the unreached columns picks (tests/test_theorem5_fast_paths.py compares
-    the two), found by scanning |tv| in chunks once per distinct threshold: the first k columns are
-    usually near the front, and a gate's rows share a few thresholds."""
-    a = np.abs(tv)
-    out = np.full((len(fine), k), np.nan)
-    for f in np.unique(fine):
-        found, n = [], 0
-        for s in range(0, len(a), chunk):
-            found.append(s + np.flatnonzero(a[s:s + chunk] >= f))
-            n += len(found[-1])
-            if n >= k:
-                break
-        idx = np.concatenate(found)[:k] if found else np.zeros(0, int)
-        out[np.ix_(fine == f, np.arange(len(idx)))] = tv[idx]
-    return out
-
-
-def _rn_products(F: Format, t, factors) -> np.ndarray:
-    """RN(...RN(RN(t f_1) f_2)... f_k) for an array t, NaN where a product overflows."""
-    out = np.asarray(t, float)
-    for f in factors:
-        r, o = mul_array(out, np.full_like(out, f), F)
-        out = np.where(o | np.isnan(out), np.nan, r)
-    return out
-
-
-def _preimage_bisect(F: Format, V: np.ndarray, S, factors) -> np.ndarray:
-    """The values t of the ascending array V with RN(...RN(t f_1)... f_k) in S, in V's order: what
-    ``V[np.isin(_rn_products(F, V, factors), S)]`` gives, by bisection instead of a pass over V.
-
-    t -> RN(t f) is monotone (RN is, and so is multiplication by a constant), so is the chain, and the
-    t's mapped to one s form a run of V: two bisections per s (2 log2 |V| scalar chains, ``mul_float``)
-    find it.  An overflowing product lies at an end of V; it is keyed as the infinity of the product's
-    sign and never matches, since only finite s are searched."""
-    sign = math.prod(math.copysign(1.0, float(f)) for f in factors)
-    fs = [float(f) for f in factors]
-    # (the compiled kernel multiplies in float64 before rounding to F: exact only while a product of two
-    # values of F, subnormals included, has at most 53 bits and stays inside float64's normal range)
-    exact64 = 2 * (F.M + 1) <= 53 and 2 * (F.e_min - F.M) >= -1022 and 2 * (F.e_max + 1) <= 1023
-    if kernels.HAVE_NUMBA and F.fits_float64 and exact64 and V.dtype == np.float64:
-        # the same bisections compiled (``kernels.preimage_runs``; tests/test_theorem5_fast_paths.py)
-        Su = np.unique(np.asarray(S, float))
-        Su = Su[np.isfinite(Su)]
-        if not len(Su):
-            return V[:0]
-        lo, hi = kernels.preimage_runs(V, fs, sign * Su, sign, F)
-        return V[np.unique(np.concatenate([np.arange(a, b) for a, b in zip(lo.tolist(), hi.tolist())]))]
-
-    def key(t):
-        r = float(t)
-        for f in fs:
-            r = mul_float(r, f, F)
-            if r is None:
-                return math.copysign(math.inf, float(t))
-        return sign * r
-
-    runs = []
-    for s in np.unique(np.asarray(S, float)):
-        if math.isfinite(s):
-            lo = bisect.bisect_left(V, sign * s, key=key)
-            runs.append(np.arange(lo, bisect.bisect_right(V, sign * s, lo=lo, key=key)))
-    return V[np.unique(np.concatenate(runs))] if runs else V[:0]
-
-
-def _same_values(F: Format, name: str) -> bool:
-    """Whether F has the finite values of the built-in format ``name`` (by its fields, not its name: a
-    custom b7_8 has bfloat16's values, b10_5 float16's)."""
-    G = get_format(name)
-    return (F.M, F.e_min, F.e_max, F.max) == (G.M, G.e_min, G.e_max, G.max)
-
-
-def _codes16(F: Format):
-    """For formats with the values of bfloat16 or float16: a function from an array of values of F
-    (float64) to their 16-bit encodings (exact conversions: every value of F is a float32, and a float16);
-    None for other formats."""
-    if _same_values(F, "bfloat16"):
-        return lambda v: (np.asarray(v, np.float64).astype(np.float32).view(np.uint32) >> 16).astype(np.int64)
-    if _same_values(F, "float16"):
-        return lambda v: np.asarray(v, np.float64).astype(np.float16).view(np.uint16).astype(np.int64)
-    return None
-
-
-def _stable_first(k: np.ndarray) -> int:
-    """``int(np.argsort(k, kind="stable")[0])`` without the sort: the first smallest value, NaN after
-    every number (as the sort places it), the first NaN when all are NaN.  (k not empty.)"""
-    nan = np.isnan(k)
-    if not nan.any():
-        return int(np.argmin(k))
-    if nan.all():
-        return 0
-    num = np.flatnonzero(~nan)
-    return int(num[int(np.argmin(k[num]))])
-
-
-def _lex_first(*keys) -> int:
-    """The first index of np.lexsort(keys[::-1]) (keys[0] the primary key; ties to the lowest index, as
-    the stable sort keeps them), by successive minima instead of a sort.  Keys hold no NaN."""
-    m = np.ones(len(keys[0]), bool)
-    for k in keys:
-        m &= k == k[m].min()
-    return int(np.argmax(m))
-
-
-class _GainGroups:
-    """``_lex_first(inexact, np.round(np.abs(gain - share)), abs_t)`` for any share, from a table made once
-    per ranked blocker list (``_Ctx._transfer_greedy`` asks for one share per layer and branch: 233,000
-    times on the d = 2 float8_e5m2 box with relu).
-
-    Why it is the same index: the first key is fixed, so only the entries with the smallest inexact
-    compete; the second key is a function of the gain alone (the same float operations on the same
-    value), so all entries of one gain value tie on it, and the winner is, among the gain values with
-    the smallest rounded distance to share, the entry with the smallest (abs_t, index), which is kept
-    per gain value here.  Keys hold no NaN.  tests/test_theorem5_fast_paths.py compares it with
-    ``_lex_first``."""
-
-    def __init__(self, gain, inexact, abs_t):
-        idx = np.flatnonzero(inexact == inexact.min()) if len(inexact) else np.zeros(0, np.int64)
-        self.gains, inv = np.unique(gain[idx], return_inverse=True)
-        inv = inv.reshape(-1)
-        o = np.lexsort((idx, abs_t[idx], inv))              # by gain value, then abs_t, then index
-        starts = np.flatnonzero(np.concatenate(([True], inv[o][1:] != inv[o][:-1]))) if len(o) else o
-        self.best = idx[o][starts]                          # per gain value: its smallest (abs_t, index)
-        self.best_t = abs_t[self.best]
-        self._lists = (self.gains.tolist(), self.best.tolist(), self.best_t.tolist())
-
-    def first(self, share: float) -> int:
-        """The index for this share: among the gain values (ascending) the ones with the smallest
-        round(|gain - share|), a function that does not increase up to share's position and does not
-        decrease after it, so they are a run around that position, found by bisection and a walk (the same
-        float64 differences, and Python's round ties to even as np.round does); then the smallest
-        (abs_t, index).  ``_first_np`` is the whole-array version (empty tables, a share that is not
-        finite); tests/test_theorem5_fast_paths.py compares both with ``_lex_first``."""
-        g, best, best_t = self._lists
-        n = len(g)
-        if not n or not math.isfinite(share):
-            return self._first_np(share)
-        p = bisect.bisect_left(g, share)
-        m = min(round(abs(g[k] - share)) for k in (p - 1, p) if 0 <= k < n)
-        lo = p - 1 if p > 0 and round(abs(g[p - 1] - share)) == m else p
-        while lo > 0 and round(abs(g[lo - 1] - share)) == m:
-            lo -= 1
-        hi = p if p < n and round(abs(g[p] - share)) == m else p - 1
-        while hi < n - 1 and round(abs(g[hi + 1] - share)) == m:
-            hi += 1
-        if lo == hi:
-            return best[lo]
-        return best[min(range(lo, hi + 1), key=lambda k: (best_t[k], best[k]))]
-
-    def _first_np(self, share: float) -> int:
-        off = np.round(np.abs(self.gains - share))
-        k = np.flatnonzero(off == off.min())
-        if len(k) == 1:
-            return int(self.best[k[0]])
-        return int(self.best[k][_lex_first(self.best_t[k], self.best[k])])
-
-
-def _lg(x) -> float:
-    """log2 |x| of a nonzero float (subnormals included); sums of these replace products and quotients
-    that would overflow or underflow float64 when the format is float64 itself."""
-    return math.log2(abs(float(x)))
-
-
-def _pow2(x: float) -> bool:
+def is_pow2(x: float) -> bool:
     if x == 0 or not math.isfinite(x):
         return False
     m, _ = math.frexp(abs(x))

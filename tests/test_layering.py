@@ -1,0 +1,130 @@
+"""The house's structure: every module of condcheck/, conditions/ and reports/ imports on its own, and no
+import statement anywhere (top level or inside a function) closes a cycle between modules."""
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("condcheck", "conditions", "reports")
+
+
+def _modules() -> dict:
+    """module name -> path, for every .py file of the packages."""
+    out = {}
+    for pkg in PACKAGES:
+        for p in sorted((ROOT / pkg).rglob("*.py")):
+            parts = list(p.relative_to(ROOT).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            out[".".join(parts)] = p
+    return out
+
+
+def _imports(name: str, path: Path, modules: dict) -> set:
+    """The modules of the packages that ``name`` imports anywhere in its file, each import resolved to
+    the most specific module (``from . import kit`` is the module kit, ``from .kit import Kit`` too)."""
+    out = set()
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                target = alias.name
+                while target and target not in modules:
+                    target = target.rpartition(".")[0]
+                if target:
+                    out.add(target)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                up = package.split(".")[:len(package.split(".")) - (node.level - 1)]
+                base = ".".join(up + ([node.module] if node.module else []))
+            for alias in node.names:
+                sub = f"{base}.{alias.name}" if base else alias.name
+                if sub in modules:
+                    out.add(sub)
+                elif base in modules:
+                    out.add(base)
+    out.discard(name)
+    return out
+
+
+def _cycles(graph: dict) -> list:
+    """The strongly connected components with more than one module (Tarjan's algorithm, iterative)."""
+    index, low, stack, on, found, counter = {}, {}, [], set(), [], [0]
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = counter[0]
+        counter[0] += 1
+        stack.append(root)
+        on.add(root)
+        while work:
+            v, it = work[-1]
+            w = next(it, None)
+            if w is not None:
+                if w not in index:
+                    index[w] = low[w] = counter[0]
+                    counter[0] += 1
+                    stack.append(w)
+                    on.add(w)
+                    work.append((w, iter(sorted(graph[w]))))
+                elif w in on:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                comp = []
+                while True:
+                    w = stack.pop()
+                    on.discard(w)
+                    comp.append(w)
+                    if w == v:
+                        break
+                if len(comp) > 1:
+                    found.append(sorted(comp))
+    return found
+
+
+def test_the_cycle_finder_finds_a_cycle_and_only_the_modules_on_it():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
+    assert _cycles(graph) == [["a", "b", "c"]]
+
+
+def test_no_import_closes_a_cycle_between_modules():
+    modules = _modules()
+    graph = {name: _imports(name, path, modules) for name, path in modules.items()}
+    assert "condcheck.formats" in graph["condcheck.rounding"]          # the graph is read
+    assert _cycles(graph) == []
+
+
+# the third-party libraries the child processes start with already imported (none of them imports this
+# project, so what each child imports of ours it imports on its own, as in a fresh interpreter)
+_ZYGOTE = r"""
+import importlib, os, sys, traceback
+import numpy, scipy.sparse, sympy, mpmath, ml_dtypes
+failed = []
+for name in sys.argv[1:]:
+    pid = os.fork()
+    if pid == 0:
+        try:
+            importlib.import_module(name)
+        except BaseException:
+            traceback.print_exc()
+            os._exit(1)
+        os._exit(0)
+    if os.waitpid(pid, 0)[1] != 0:
+        failed.append(name)
+print(" ".join(failed))
+"""
+
+
+def test_every_module_imports_on_its_own_in_a_fresh_process():
+    names = sorted(n for n in _modules() if not n.endswith("__main__"))     # (__main__ runs the CLI)
+    out = subprocess.run([sys.executable, "-c", _ZYGOTE, *names], capture_output=True, text=True, cwd=ROOT,
+                         timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.split() == [], out.stderr[-3000:]
