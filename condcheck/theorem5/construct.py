@@ -24,7 +24,7 @@ from .step_rounds import agree_steps, all_keys, chunk_keys, gating_keys, step_ro
 
 
 def construct_theorem5(activation, fmt, points, values, upstream, gradients, implementation="exact",
-                       verify_result=True, max_post=None, progress=None, gating="auto", jobs=None):
+                       verify_result=True, max_post=None, progress=None, gating="auto", jobs=None, scheduler=None):
     """Build a network f with f(x) = values and D_(f,x)(upstream) = gradients on every point.
 
     ``progress(done, total)`` is called once per point and coordinate for the gradient branches, then once
@@ -38,11 +38,14 @@ def construct_theorem5(activation, fmt, points, values, upstream, gradients, imp
 
     ``jobs``: the worker processes for the per-point searches (default ``tuning.JOBS``, else the
     environment variable CONDCHECK_JOBS, else the usable CPUs; 1 runs everything in this process).  The
-    network does not depend on it (``chunks``)."""
+    network does not depend on it (``chunks``).  Formats with more than 4,096 values on domains of more
+    than ``tuning.SPREAD_FROM`` points (d = 1: the 16-bit boxes) run their chunks on Dask workers
+    (``spread``): a LocalCluster of ``jobs`` worker processes (jobs = 1: all in this process), or the
+    cluster at ``scheduler`` (an address such as tcp://HOST:PORT); the network depends on neither."""
     from ..paper import theorem_branch
 
     args = (activation, fmt, points, values, upstream, gradients, implementation, verify_result, max_post,
-            progress, gating, jobs)
+            progress, gating, jobs, scheduler)
     try:
         with gc_frozen():
             try:
@@ -64,98 +67,146 @@ def construct_theorem5(activation, fmt, points, values, upstream, gradients, imp
 
 
 def _construct_theorem5(activation, fmt, points, values, upstream, gradients, implementation, verify_result,
-                        max_post, progress, gating, jobs, wide_boosts=False):
-    from ..netfile import Claim
-    from ..targets import validate
+                        max_post, progress, gating, jobs, scheduler, wide_boosts=False):
     from ..verify import VerifyResult
 
     if gating not in ("auto", "points", "slices"):
         raise CondcheckError(f"gating must be 'auto', 'points' or 'slices', not {gating!r}")
-    F = get_format(fmt)
     jobs = resolve_jobs(jobs)
-    kit = Kit(activation, F, implementation)
-    kit.wide_boosts = wide_boosts
-    X = np.asarray(points, float)
-    if X.ndim == 1:
-        X = X.reshape(-1, 1)
-    X, fv, hv, gv = validate(F, kit.act.name, X, values, upstream, gradients)
-    N, d = X.shape
-    st = find_states(kit, require_conditions(kit.act, F, implementation, 5))
+    build = _Build(activation, fmt, points, values, upstream, gradients, implementation, verify_result, max_post,
+                   gating, wide_boosts)
+    N, d = build.X.shape
+    total = N * d + N
+    report = (lambda done: progress(done, total)) if progress else None
+    chunks = point_chunks(N, d, build.small_format, by_coordinate=build.sliced)
+    if build.spread_chunks(chunks):
+        # large formats on large domains: chunks of fresh contexts, in this process or on Dask workers
+        # (``spread``); each verifies nothing itself (the network is verified below, by parts)
+        from .spread import run_spread
+        net, checked = run_spread(build, chunks, jobs, scheduler, report)
+    else:
+        build.prepare()
+        checked = run_rounds(chunks, build.rounds, build.combine, jobs, report)
+        net = build.assembled[0]
+    if verify_result:
+        # every point: by the chunks that built the value branches (side by side in the workers), else here
+        res = VerifyResult.merged(checked) if checked[0] is not None else _verify_points(net, build.claim, range(N))
+        if not res.ok:
+            raise ConstructionError("the constructed network failed exact verification: " + res.summary())
+    return net, build.claim
 
-    # constants: constant neurons whose values are positive powers of two
-    cz, ct = st.constants
-    if len(cz) == 0:
-        raise ConditionFailure(f"Condition 1 (constants) fails: {kit.act.name} takes no positive power of two "
-                                f"value on {F.name}")
 
-    # ---- steps ------------------------------------------------------------------------------------------
-    coord_vals = [np.unique(X[:, j]) for j in range(d)]
-    coord_idx = [np.searchsorted(coord_vals[j], X[:, j]) for j in range(d)]
-    push_need = _gate_push_need(st)
-    keys = all_keys(coord_vals)
-    step_of = {key: i for i, key in enumerate(keys)}
+class _Build:
+    """What every chunk of one construction reads (the kit, states, domain, targets, step keys, absorber),
+    and the chunks' rounds (``rounds``) with what the chunks agree on between them (``combine``).
 
-    def build_steps(chunk_step_keys):
+    A function of its arguments only, so that a worker process can make its own from them (``spread``)."""
+
+    def __init__(self, activation, fmt, points, values, upstream, gradients, implementation, verify_result,
+                 max_post, gating, wide_boosts):
+        from ..netfile import Claim
+        from ..targets import validate
+
+        F = self.F = get_format(fmt)
+        kit = self.kit = Kit(activation, F, implementation)
+        kit.wide_boosts = wide_boosts
+        self.activation, self.implementation = activation, implementation
+        self.verify_result, self.max_post = verify_result, max_post
+        X = np.asarray(points, float)
+        if X.ndim == 1:
+            X = X.reshape(-1, 1)
+        X, fv, hv, gv = self.X, self.fv, self.hv, self.gv = validate(F, kit.act.name, X, values, upstream, gradients)
+        N, d = X.shape
+        # (a worker makes its own from these: ``spread``)
+        self.args = (activation, F, X, fv, hv, gv, implementation, verify_result, max_post, gating, wide_boosts)
+        st = self.st = find_states(kit, require_conditions(kit.act, F, implementation, 5))
+
+        # constants: constant neurons whose values are positive powers of two
+        cz, ct = st.constants
+        if len(cz) == 0:
+            raise ConditionFailure(f"Condition 1 (constants) fails: {kit.act.name} takes no positive power of two "
+                                    f"value on {F.name}")
+
+        # ---- steps --------------------------------------------------------------------------------------
+        self.coord_vals = [np.unique(X[:, j]) for j in range(d)]
+        self.coord_idx = [np.searchsorted(self.coord_vals[j], X[:, j]) for j in range(d)]
+        self.push_need = _gate_push_need(st)
+        self.keys = all_keys(self.coord_vals)
+        self.step_of = {key: i for i, key in enumerate(self.keys)}
+        if gating == "auto":
+            gating = "slices" if d >= 2 and N > tuning.EXACT_GATE_POINTS else "points"
+        self.sliced = gating == "slices" and d >= 2 and N > 1
+        self.small_format = _Ctx.is_small_format(F)
+        self.ctx = None
+        self.process_ctx = {}
+        self.fresh_ctx = False           # every chunk its own context (``spread``)
+        self.h_max = float(np.max(np.abs(hv))) if N else 0.0
+        self.consts = _Constants(F, cz, ct)
+        C = self.C = self.consts.absorber(self.h_max, kit.dT)
+        # the number of layers after the gates: each extra pass layer lets a gradient branch carry a larger
+        # ratio g*/h* (its forward value at z is re-centred once more); every branch gets the same depth
+        self.quarter = math.ldexp(1.0, math.frexp(C)[1] - 1 - F.M - 2)
+        # every branch must span the same layers: build each with at least the depth reached so far, and
+        # rebuild (or pad) the ones that came out shorter than the final depth.  The points are searched in
+        # chunks (``chunks.point_chunks``), side by side in worker processes where there are cores: each
+        # chunk's search starts from one layer, and the chunks agree on the depth between the rounds.
+        # Sliced gating searches each branch from the fewest layers (``tuning.SHORTEST_FIRST_SLICED``) only
+        # where T(0) != 0 (the activations with T(0) = 0 built their branches faster from the depth
+        # reached so far: relu on the float8_e5m2 box 108 s from one layer up against 61 s, elu, gelu, swish,
+        # tanh on float8_e4m3 20-30 % slower; sigmoid on float8_e4m3 331 s -> 85 s)
+        self.shortest = (tuning.SHORTEST_FIRST_SLICED and self.sliced and self.small_format
+                         and float(kit.T(0.0)) != 0)
+        self.claim = Claim(5, X, fv, hv, gv)
+        self.assembled = []
+
+    def spread_chunks(self, chunks) -> bool:
+        """Whether the chunks run as ``spread`` runs them: more than one, on a format too large for the
+        forked chunks' shared caches (``chunks.point_chunks``), with per-point gating."""
+        return len(chunks) > 1 and not self.small_format and not self.sliced
+
+    def prepare(self):
+        """Sliced gating: every step, built here (its slices' AND gates span every coordinate)."""
+        if self.sliced and self.ctx is None:
+            step_map, val_map = run_rounds([self.keys], lambda k, report: self.build_steps(k), agree_steps)[0]
+            steps = [step_map[key] for key in self.keys]
+            self.ctx = _SlicedCtx(self.kit, self.st, self.F, self.X, steps, [val_map[key] for key in self.keys],
+                                  self.coord_vals, self.coord_idx, self.step_of)
+
+    def build_steps(self, chunk_step_keys):
         """The steps of the keys, in rounds (``step_rounds``)."""
-        return step_rounds(kit, st, coord_vals, chunk_step_keys, push_need)
+        return step_rounds(self.kit, self.st, self.coord_vals, chunk_step_keys, self.push_need)
 
-    if gating == "auto":
-        gating = "slices" if d >= 2 and N > tuning.EXACT_GATE_POINTS else "points"
-    sliced = gating == "slices" and d >= 2 and N > 1
-    small_format = _Ctx.is_small_format(F)
-    ctx = None
-    if sliced:
-        # sliced gating reads every step (its slices' AND gates span every coordinate): built here
-        step_map, val_map = run_rounds([keys], lambda k, report: build_steps(k), agree_steps)[0]
-        steps = [step_map[key] for key in keys]
-        ctx = _SlicedCtx(kit, st, F, X, steps, [val_map[key] for key in keys], coord_vals, coord_idx, step_of)
-        step_map = val_map = None
-
-    process_ctx = {}
-
-    def point_ctx(step_map, val_map):
+    def point_ctx(self, step_map, val_map):
         """The per-point gating context of this process, with the steps of the chunks it ran (the others
         None: a point's gates read only its own gating steps).  The chunks one process runs share it, so
-        they share its caches, as one chunk of every point would; a forked worker starts without one."""
+        they share its caches, as one chunk of every point would; a forked worker starts without one.
+        With ``fresh_ctx`` every chunk gets a new one (its searches then depend on its points only)."""
+        coord_idx, step_of, keys, coord_vals = self.coord_idx, self.step_of, self.keys, self.coord_vals
         indexed = [(step_of[key], s, val_map[key][coord_idx[key[0]]]) for key, s in step_map.items()]
-        c = process_ctx.get(os.getpid())
+        c = None if self.fresh_ctx else self.process_ctx.get(os.getpid())
         if c is None:
-            c = process_ctx[os.getpid()] = _Ctx(kit, st, F, X, [None] * len(keys), [None] * len(keys),
-                                                lambda zi: [step_of[key] for key in gating_keys(coord_vals, coord_idx, zi)])
+            c = _Ctx(self.kit, self.st, self.F, self.X, [None] * len(keys), [None] * len(keys),
+                     lambda zi: [step_of[key] for key in gating_keys(coord_vals, coord_idx, zi)])
+            if not self.fresh_ctx:
+                self.process_ctx[os.getpid()] = c
         c.add_steps(indexed)
         return c
 
-    h_max = float(np.max(np.abs(hv))) if N else 0.0
-    consts = _Constants(F, cz, ct)
-    C = consts.absorber(h_max, kit.dT)
-    # the number of layers after the gates: each extra pass layer lets a gradient branch carry a larger
-    # ratio g*/h* (its forward value at z is re-centred once more); every branch gets the same depth
-    quarter = math.ldexp(1.0, math.frexp(C)[1] - 1 - F.M - 2)
-    # every branch must span the same layers: build each with at least the depth reached so far, and
-    # rebuild (or pad) the ones that came out shorter than the final depth.  The points are searched in
-    # chunks (``chunks.point_chunks``), side by side in worker processes where there are cores: each
-    # chunk's search starts from one layer, and the chunks agree on the depth between the rounds.
-    # Sliced gating searches each branch from the fewest layers (``tuning.SHORTEST_FIRST_SLICED``) only
-    # where T(0) != 0 (the activations with T(0) = 0 built their branches faster from the depth
-    # reached so far: relu on the float8_e5m2 box 108 s from one layer up against 61 s, elu, gelu, swish,
-    # tanh on float8_e4m3 20-30 % slower; sigmoid on float8_e4m3 331 s -> 85 s)
-    shortest = (tuning.SHORTEST_FIRST_SLICED and sliced and small_format
-                and float(kit.T(0.0)) != 0)
-    claim = Claim(5, X, fv, hv, gv)
-
-    def rounds(chunk, report):
+    def rounds(self, chunk, report):
         """The chunk's part: with per-point gating, the steps its points read (``step_rounds``); its
         gradient branches (then rebuilt or padded to the depth of every chunk's deepest); once every
         chunk has counted its gradient gates per point, its points' value branches at the final depth;
         then, once the network is assembled from every chunk's branches, the verification of its
         points (None without verification)."""
+        fv, hv, gv, h_max, C, max_post = self.fv, self.hv, self.gv, self.h_max, self.C, self.max_post
+        shortest = self.shortest
         step_map = {}
-        if sliced:
-            c = ctx
+        if self.sliced:
+            c = self.ctx
         else:
-            step_map, val_map = yield from build_steps(
-                chunk_keys(coord_vals, coord_idx, sorted(set(chunk.grad_points) | set(chunk.points))))
-            c = point_ctx(step_map, val_map)
+            step_map, val_map = yield from self.build_steps(
+                chunk_keys(self.coord_vals, self.coord_idx, sorted(set(chunk.grad_points) | set(chunk.points))))
+            c = self.point_ctx(step_map, val_map)
             val_map = None
         grad_part, n_cur = [], 1
         if shortest:
@@ -168,14 +219,14 @@ def _construct_theorem5(activation, fmt, points, values, upstream, gradients, im
                 n_cur = max(n_cur, len(brs[0].post))
                 grad_part += brs
         n_cur = (yield {"depth": n_cur})["depth"]
-        _to_depth(c, grad_part, n_cur, shortest, h_max, C, quarter)
+        _to_depth(c, grad_part, n_cur, shortest, h_max, C, self.quarter)
         gates = {}
         for br in grad_part:
             gates[br.zi] = gates.get(br.zi, 0) + 1
         every = yield {"depth": max([len(br.post) for br in grad_part] + [1]), "gates": gates}
         n_final = every["depth"]
         for br in grad_part:
-            c.pad_gradient(br, n_final, h_max, quarter)
+            c.pad_gradient(br, n_final, h_max, self.quarter)
         # the value gates share each point's gating steps with its gradient gates, of every chunk
         # (``gradient_at``, read where gating is per point, holds this chunk's branches: all of its
         # points' there, since such chunks split the points, not the coordinates)
@@ -192,54 +243,44 @@ def _construct_theorem5(activation, fmt, points, values, upstream, gradients, im
         c = None             # its per-point arrays (steps x points) and caches are not needed to verify
         net = (yield {"branches": (grad_part, values_part, indicators, step_map)})["network"]
         grad_part = values_part = indicators = None
-        return None if net is None else _verify_points(net, claim, chunk.points)
+        return None if net is None else _verify_points(net, self.claim, chunk.points)
 
-    assembled = []
-
-    def combine(reports):
+    def combine(self, reports):
         """Between rounds: the steps' agreement (``agree_steps``), the branches' (``_agree``), and last
         the network, assembled from every chunk's branches (with the chunks' steps merged in key order)."""
-        nonlocal ctx
         if "step_depth" in reports[0] or "step_failure" in reports[0]:
             return agree_steps(reports)
         if "branches" not in reports[0]:
             return _agree(reports)
-        parts = [r["branches"] for r in reports]
+        net = self.assemble([r["branches"] for r in reports])
+        # the chunks verify their points only on the index tables (the sparse interpreter's compiled loops
+        # already run on every core, and their OpenMP threads may not start in a process forked after
+        # their use)
+        return {"network": net if self.verify_result and _tables_verify(net, len(self.X)) else None}
+
+    def assemble(self, parts):
+        """The network from every chunk's branches (``rounds``' last report of each, in chunk order)."""
         # point by point, each point's coordinates in order, as one chunk of every point would list them
         grad_part = sorted((br for p in parts for br in p[0]), key=lambda br: (br.zi, br.coord, br.part))
         values_part = [br for p in parts for br in p[1]]
-        if sliced:
-            steps = ctx.steps
+        if self.sliced:
+            steps = self.ctx.steps
             for p in parts:
                 for key, gate in p[2].items():
-                    ctx._indicators.setdefault(key, gate)
+                    self.ctx._indicators.setdefault(key, gate)
         else:
             built = {}
             for p in parts:
                 for key, s in p[3].items():
                     built.setdefault(key, s)       # (a step two chunks read: the same from each)
-            steps = [built[key] for key in keys]
+            steps = [built[key] for key in self.keys]
         with gc_paused():       # (sigmoid on a 64 x 64 float8_e4m3 grid: 0.41-0.52 s with collections, 0.19 s without)
-            net = _assemble(kit, st, F, d, steps, values_part, grad_part, consts, C, activation, implementation,
-                            ctx if sliced else None)
-        ctx = None           # its per-point arrays (steps x points) and caches are not needed to verify
-        process_ctx.clear()
-        assembled.append(net)
-        # the chunks verify their points only on the index tables (the sparse interpreter's compiled loops
-        # already run on every core, and their OpenMP threads may not start in a process forked after
-        # their use)
-        return {"network": net if verify_result and _tables_verify(net, N) else None}
-
-    total = N * d + N
-    checked = run_rounds(point_chunks(N, d, small_format, by_coordinate=sliced), rounds, combine, jobs,
-                         (lambda done: progress(done, total)) if progress else None)
-    net = assembled[0]
-    if verify_result:
-        # every point: by the chunks that built the value branches (side by side in the workers), else here
-        res = VerifyResult.merged(checked) if checked[0] is not None else _verify_points(net, claim, range(N))
-        if not res.ok:
-            raise ConstructionError("the constructed network failed exact verification: " + res.summary())
-    return net, claim
+            net = _assemble(self.kit, self.st, self.F, self.X.shape[1], steps, values_part, grad_part, self.consts,
+                            self.C, self.activation, self.implementation, self.ctx if self.sliced else None)
+        self.ctx = None           # its per-point arrays (steps x points) and caches are not needed to verify
+        self.process_ctx.clear()
+        self.assembled.append(net)
+        return net
 
 
 def _tables_verify(net, n_points) -> bool:

@@ -45,6 +45,16 @@ POINT_CHUNKS = 2
 #: domains with fewer points are one chunk (a worker costs a fork and a cold cache)
 CHUNK_MIN_POINTS = 32
 
+#: formats with more than 4,096 values (16 bits and up) split domains of more points than this into chunks
+#: of SPREAD_CHUNK_POINTS points, each searched in a fresh context, on Dask workers (``spread``); smaller
+#: domains stay one chunk in this process
+SPREAD_FROM = 8192
+SPREAD_CHUNK_POINTS = 512
+
+#: points per verification task of a spread construction (each task evaluates every neuron of the network
+#: on its points: tables of neurons x points)
+SPREAD_VERIFY_POINTS = 256
+
 #: worker processes for the chunks (None: the environment variable CONDCHECK_JOBS if set, else the CPUs
 #: this process may use; 1: none, all in this process)
 JOBS = None
