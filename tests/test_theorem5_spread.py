@@ -33,6 +33,9 @@ class _Toy:
     def __init__(self, fail=None):
         self.fail, self.runs, self.fresh_ctx = fail or {}, [], False
 
+    def for_spread(self):
+        self.fresh_ctx = True
+
     def rounds(self, chunk, report):
         self.runs.append(chunk.points.start)
         if self.fail.get(chunk.points.start) == 1:
@@ -117,7 +120,7 @@ def test_speculation_builds_the_network_of_the_chunks_run_in_lockstep(small_spre
     net, _ = t5.construct_theorem5("gelu", "float16", X, f, h, g, jobs=1)
     # the reference: every chunk alive at once, fed each round's agreement of all chunks (``run_rounds``)
     build = _Build("gelu", "float16", X, f, h, g, "exact", False, None, "auto", False)
-    build.fresh_ctx = True
+    build.for_spread()
     parts = chunks.point_chunks(len(X), 1, False)
     assert len(parts) == 4
     chunks.run_rounds(parts, build.rounds, build.combine, 1)

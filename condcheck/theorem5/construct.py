@@ -7,7 +7,7 @@ import os
 
 import numpy as np
 
-from ..constructors.kit import Kit
+from ..constructors.kit import Kit, enumerated
 from ..constructors.witnesses import require_conditions
 from ..errors import CondcheckError
 from ..formats import get_format
@@ -140,6 +140,7 @@ class _Build:
         self.ctx = None
         self.process_ctx = {}
         self.fresh_ctx = False           # every chunk its own context (``spread``)
+        self.compact = False             # steps on four values, no step rows (``spread``, ``step_extremes``)
         self.h_max = float(np.max(np.abs(hv))) if N else 0.0
         self.consts = _Constants(F, cz, ct)
         C = self.C = self.consts.absorber(self.h_max, kit.dT)
@@ -164,6 +165,12 @@ class _Build:
         forked chunks' shared caches (``chunks.point_chunks``), with per-point gating."""
         return len(chunks) > 1 and not self.small_format and not self.sliced
 
+    def for_spread(self):
+        """Chunks of fresh contexts (``spread``); where the gates read the steps at their own points only
+        (large domains of enumerated formats), steps on four values and no step rows (``step_extremes``)."""
+        self.fresh_ctx = True
+        self.compact = enumerated(self.F) and len(self.X) > tuning.EXACT_GATE_POINTS
+
     def prepare(self):
         """Sliced gating: every step, built here (its slices' AND gates span every coordinate)."""
         if self.sliced and self.ctx is None:
@@ -174,7 +181,7 @@ class _Build:
 
     def build_steps(self, chunk_step_keys):
         """The steps of the keys, in rounds (``step_rounds``)."""
-        return step_rounds(self.kit, self.st, self.coord_vals, chunk_step_keys, self.push_need)
+        return step_rounds(self.kit, self.st, self.coord_vals, chunk_step_keys, self.push_need, self.compact)
 
     def point_ctx(self, step_map, val_map):
         """The per-point gating context of this process, with the steps of the chunks it ran (the others
@@ -182,11 +189,13 @@ class _Build:
         they share its caches, as one chunk of every point would; a forked worker starts without one.
         With ``fresh_ctx`` every chunk gets a new one (its searches then depend on its points only)."""
         coord_idx, step_of, keys, coord_vals = self.coord_idx, self.step_of, self.keys, self.coord_vals
-        indexed = [(step_of[key], s, val_map[key][coord_idx[key[0]]]) for key, s in step_map.items()]
+        indexed = [(step_of[key], s, None if val_map[key] is None else val_map[key][coord_idx[key[0]]])
+                   for key, s in step_map.items()]
         c = None if self.fresh_ctx else self.process_ctx.get(os.getpid())
         if c is None:
             c = _Ctx(self.kit, self.st, self.F, self.X, [None] * len(keys), [None] * len(keys),
                      lambda zi: [step_of[key] for key in gating_keys(coord_vals, coord_idx, zi)])
+            c.compact = self.compact
             if not self.fresh_ctx:
                 self.process_ctx[os.getpid()] = c
         c.add_steps(indexed)

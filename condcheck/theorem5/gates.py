@@ -69,8 +69,27 @@ def _solve_affine(kit: Kit, x_at: float, target: float):
     return c if float(kit.add(x_at, c)) == target else None
 
 
+class _AtPoint:
+    """A gate's pre-activation known at its own point only (``_Gates.compact``): pre[zi]."""
+
+    __slots__ = ("zi", "v")
+
+    def __init__(self, zi, v):
+        self.zi, self.v = zi, v
+
+    def __getitem__(self, i):
+        if i != self.zi:
+            raise IndexError(f"the gate's pre-activation is known at point {self.zi + 1} only")
+        return self.v
+
+
 class _Gates:
-    """The gate searches of ``_Ctx``: value and gradient gates, live at their point, dead elsewhere."""
+    """The gate searches of ``_Ctx``: value and gradient gates, live at their point, dead elsewhere.
+
+    ``compact``: the gating steps' rows over the domain are not held (None in ``U_X``; large domains,
+    whose gates read them at their own point only, through ``_step_at``)."""
+
+    compact = False
 
     def _betas(self, gating, shift_exp):
         out = []
@@ -107,6 +126,20 @@ class _Gates:
         if extra is not None:
             terms.append(extra)
         return np.broadcast_to(self.kit.row(terms, gamma), (len(self.X),))     # no terms: the bias alone
+
+    def _gate_at(self, zi, gating, betas, extra, gamma) -> float:
+        """The gate's pre-activation at its own point zi alone (``compact``: the same products and sums
+        as the row's element zi)."""
+        terms = [(b, self._step_at(i, zi)) for b, i in zip(betas, gating)]
+        if extra is not None:
+            terms.append((extra[0], float(np.asarray(extra[1], float)[zi])))
+        return float(self.kit.row(terms, gamma))
+
+    def _step_at(self, i, zi) -> float:
+        """Gating step i's value at point zi, where it is dead (zi is a point it gates): L.  (Its row,
+        where the context holds one, says the same: tests/test_theorem5_step_extremes.py.)"""
+        u = self.U_X[i]
+        return self.st.L if u is None else float(u[zi])
 
     def _offset_rows(self, gating):
         """Gating weight rows beyond ``_shifts``: each step's weight times 2^-1, 1 or 2, independently
@@ -214,6 +247,13 @@ class _Gates:
             si = int(np.nonzero(best_s <= len(tv))[0][0]) if small_first else int(np.argmin(best_s))
             gi = int(np.argmin(ranks[si]))
             betas, gamma = [float(b) for b in B[si]], float(Gb[si, gi])
+            if self.compact:
+                # the steps' rows are not kept: the sum at z, and the bounds above (exact by monotony:
+                # see ``_gate_sums``) for every other point; the network is verified on every point
+                pz = self._gate_at(zi, gating, betas, extra, gamma)
+                if (tv == pz).any():
+                    return betas, gamma, _AtPoint(zi, pz)
+                return None
             pre = self._gate_row(zi, gating, betas, extra, gamma)
             if (tv == pre[zi]).any() and st.dead(np.delete(pre, zi)).all():      # (isin would sort tv)
                 return betas, gamma, pre
@@ -286,10 +326,11 @@ class _Gates:
         R = len(B)
         rowsum = self._rowsum
 
-        cols = [(B[:, k:k + 1], self.U_X[i][None, :]) for k, i in enumerate(gating)]
+        cols = []
         if extra is not None:
             cols.append((np.full((R, 1), extra[0]), np.asarray(extra[1], float)[None, :]))
         if n <= tuning.EXACT_GATE_POINTS:
+            cols = [(B[:, k:k + 1], self.U_X[i][None, :]) for k, i in enumerate(gating)] + cols
             allx, bad = rowsum(R, cols)
             allx = np.where(bad[:, None], 0.0, allx)
             others = np.delete(allx, zi, axis=1) if n > 1 else np.full((R, 1), -F.max_float)
@@ -371,8 +412,8 @@ class _Gates:
         if last is not None and last[0] == key and last[1] is B:
             return last[2]
         R = len(B)
-        cols = [(B[:, k:k + 1], self.U_X[i][None, :]) for k, i in enumerate(gating)]
-        acc_z, over_z = self._rowsum(R, [(w, v[:, zi:zi + 1]) for w, v in cols])
+        acc_z, over_z = self._rowsum(R, [(B[:, k:k + 1], np.array([[self._step_at(i, zi)]]))
+                                         for k, i in enumerate(gating)])
         bad_g = np.zeros(R, bool)
         pats = []
         for lo_cols, hi_cols, bad in self._pattern_cols(zi, gating, B):

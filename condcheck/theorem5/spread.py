@@ -53,7 +53,7 @@ def speculate(build, chunk, history) -> dict:
 
     def report(k=1):
         count[0] += k
-    build.fresh_ctx = True
+    build.for_spread()
     reports, fed = [], []
     gen = build.rounds(chunk, report)
     try:
