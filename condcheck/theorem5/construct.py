@@ -24,7 +24,8 @@ from .step_rounds import agree_steps, all_keys, chunk_keys, gating_keys, step_ro
 
 
 def construct_theorem5(activation, fmt, points, values, upstream, gradients, implementation="exact",
-                       verify_result=True, max_post=None, progress=None, gating="auto", jobs=None, scheduler=None):
+                       verify_result=True, max_post=None, progress=None, gating="auto", jobs=None, scheduler=None,
+                       stats=None):
     """Build a network f with f(x) = values and D_(f,x)(upstream) = gradients on every point.
 
     ``progress(done, total)`` is called once per point and coordinate for the gradient branches, then once
@@ -41,11 +42,13 @@ def construct_theorem5(activation, fmt, points, values, upstream, gradients, imp
     network does not depend on it (``chunks``).  Formats with more than 4,096 values on domains of more
     than ``tuning.SPREAD_FROM`` points (d = 1: the 16-bit boxes) run their chunks on Dask workers
     (``spread``): a LocalCluster of ``jobs`` worker processes (jobs = 1: all in this process), or the
-    cluster at ``scheduler`` (an address such as tcp://HOST:PORT); the network depends on neither."""
+    cluster at ``scheduler`` (an address such as tcp://HOST:PORT); the network depends on neither.
+    ``stats`` (a dict): filled there with the chunks, the chunk runs (runs again included), the workers
+    and their peak memory (``spread.run_spread``)."""
     from ..paper import theorem_branch
 
     args = (activation, fmt, points, values, upstream, gradients, implementation, verify_result, max_post,
-            progress, gating, jobs, scheduler)
+            progress, gating, jobs, scheduler, stats)
     try:
         with gc_frozen():
             try:
@@ -67,7 +70,7 @@ def construct_theorem5(activation, fmt, points, values, upstream, gradients, imp
 
 
 def _construct_theorem5(activation, fmt, points, values, upstream, gradients, implementation, verify_result,
-                        max_post, progress, gating, jobs, scheduler, wide_boosts=False):
+                        max_post, progress, gating, jobs, scheduler, stats, wide_boosts=False):
     from ..verify import VerifyResult
 
     if gating not in ("auto", "points", "slices"):
@@ -84,6 +87,8 @@ def _construct_theorem5(activation, fmt, points, values, upstream, gradients, im
         # (``spread``); each verifies nothing itself (the network is verified below, by parts)
         from .spread import run_spread
         net, checked = run_spread(build, chunks, jobs, scheduler, report)
+        if stats is not None:
+            stats.update(build.spread_stats)
     else:
         build.prepare()
         checked = run_rounds(chunks, build.rounds, build.combine, jobs, report)

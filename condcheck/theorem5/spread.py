@@ -73,16 +73,21 @@ def speculate(build, chunk, history) -> dict:
     return {"reports": reports, "fed": fed, "count": count[0]}
 
 
-def agree(build, chunks, run):
+def agree(build, chunks, run, stats=None):
     """Every chunk's branches (``speculate``'s last report), each chunk fed the true agreements.
 
     ``run(items)`` runs ``speculate`` on (chunk, history) items and returns their results in order.  A
     ConstructionError of a chunk is raised at the round where it happened with true agreements before it,
-    the first chunk's first, as the chunks run in one process would raise it."""
+    the first chunk's first, as the chunks run in one process would raise it.  ``stats`` (a dict) gets
+    "chunk_runs" (chunks run, again ones included) and "passes"."""
     history = []
     results = [None] * len(chunks)
     todo = list(range(len(chunks)))
+    stats = {} if stats is None else stats
+    stats.update(chunk_runs=0, passes=0)
     while True:
+        stats["chunk_runs"] += len(todo)
+        stats["passes"] += 1
         for i, r in zip(todo, run([(chunks[i], [view(chunks[i], h) for h in history]) for i in todo])):
             results[i] = r
         k = len(history)
@@ -113,9 +118,8 @@ def run_spread(build, chunks, jobs: int, scheduler, report):
     """(network, verification results of its parts, or [None] without verification): ``build``'s chunks
     in this process (jobs = 1 and no scheduler) or on Dask workers (``jobs`` of them on a LocalCluster,
     or the cluster at ``scheduler``)."""
-    from .construct import _verify_points
-
     parts = verify_parts(len(build.X))
+    stats = build.spread_stats = {"chunks": len(chunks), "verify_parts": len(parts) if build.verify_result else 0}
     if jobs <= 1 and scheduler is None:
         def run(items):
             out = []
@@ -124,10 +128,12 @@ def run_spread(build, chunks, jobs: int, scheduler, report):
                 if report:
                     report(out[-1]["count"])
             return out
-        net = build.assemble(agree(build, chunks, run))
-        checked = [_verify_points(net, build.claim, p) for p in parts] if build.verify_result else [None]
+        stats.update(workers=0, engine="this process")
+        net = build.assemble(agree(build, chunks, run, stats))
+        checked = [verify_part(net, build.claim, p) for p in parts] if build.verify_result else [None]
         return net, checked
     with _DaskRunner(jobs, scheduler) as dk:
+        stats.update(workers=dk.workers, engine=dk.kind)
         spec = dk.client.scatter(_spec(build), broadcast=True)
         counted = set()
 
@@ -137,11 +143,12 @@ def run_spread(build, chunks, jobs: int, scheduler, report):
                     counted.add(id(items[i][0]))
                     report(r["count"])
             return dk.map(_chunk_task, [(spec, chunk, history) for chunk, history in items], done)
-        net = build.assemble(agree(build, chunks, run))
-        if not build.verify_result:
-            return net, [None]
-        held = dk.client.scatter((net, build.claim), broadcast=True)
-        checked = dk.map(_verify_task, [(held, p.start, p.stop) for p in parts])
+        net = build.assemble(agree(build, chunks, run, stats))
+        checked = [None]
+        if build.verify_result:
+            held = dk.client.scatter((net, build.claim), broadcast=True)
+            checked = dk.map(_verify_task, [(held, p.start, p.stop) for p in parts])
+        stats["worker_peak_mib"] = dk.worker_peaks()
         return net, checked
 
 
@@ -186,11 +193,27 @@ def _chunk_task(item):
         return speculate(build, chunk, history)
 
 
+def verify_part(net, claim, points):
+    """The exact verification of the claim on the points (a range): on the network pruned for them
+    (``interval_pruning``: the same values and gradients there, the neurons their box can not tell from
+    constants made constant) on the formats of at most 16 bits, else as ``construct._verify_points``."""
+    from ..constructors.kit import enumerated
+    from ..interval_pruning import pruned_for
+    from .construct import _verify_points
+    if not enumerated(net.format) or net.ieee:
+        return _verify_points(net, claim, points)
+    return _verify_points(pruned_for(net, claim.points[points])[0], claim, points)
+
+
 def _verify_task(item):
     """A worker's task: the exact verification of the network on points start .. stop - 1."""
-    from .construct import _verify_points
     (net, claim), start, stop = item
-    return _verify_points(net, claim, range(start, stop))
+    return verify_part(net, claim, range(start, stop))
+
+
+def _peak_mib() -> float:
+    import resource
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 class _DaskRunner:
@@ -229,6 +252,20 @@ class _DaskRunner:
             self.cluster.close()
         self.client = self.cluster = None
         return False
+
+    @property
+    def workers(self) -> int:
+        return len(self.client.scheduler_info()["workers"])
+
+    @property
+    def kind(self) -> str:
+        if self.cluster is not None:
+            return f"dask LocalCluster ({self.workers} worker processes, {MEMORY_LIMIT} each)"
+        return f"dask cluster at {self.scheduler} ({self.workers} workers)"
+
+    def worker_peaks(self) -> dict:
+        """Peak resident memory (MiB) of each worker process so far."""
+        return {addr: round(v, 1) for addr, v in self.client.run(_peak_mib).items()}
 
     def map(self, fn, items, on_result=None):
         from distributed import as_completed
