@@ -564,14 +564,26 @@ def construct_theorem7(activation, fmt, points, values, gradient_table_or_callab
                    verify_result)
 
 
+#: claims with more points are verified in parts of this many points (``_finish``)
+VERIFY_PART_POINTS = 512
+
+
 def _finish(net, claim, parts: dict, verify_result: bool) -> "Theorem7Network":
     """The result record, with the paper's depth bound, verified exactly unless the caller opts out."""
     from .paper import depth_bounds
     from .verify import verify as _verify
     res = Theorem7Network(net, claim, net.depth, net.widths, depth_bounds(net.format)["theorem7"]["openreview"], parts)
     if verify_result:
-        # the sparse interpreter: the dense one's numbers on the active neurons only (condcheck.sparse_ad)
-        vr = _verify(net, claim, method="sparse")
+        # the sparse interpreter: the dense one's numbers on the active neurons only (condcheck.sparse_ad);
+        # beyond VERIFY_PART_POINTS points part by part, each on the network pruned for it (its memory
+        # grows with points x upstream values: 2.9 GiB for 1,024 points x 239 y at once)
+        if len(claim.points) > VERIFY_PART_POINTS:
+            from .interval_pruning import verify_in_parts
+            n = len(claim.points)
+            vr = verify_in_parts(net, claim, [range(a, min(n, a + VERIFY_PART_POINTS))
+                                              for a in range(0, n, VERIFY_PART_POINTS)])
+        else:
+            vr = _verify(net, claim, method="sparse")
         if not vr.ok:
             raise ConstructionError("the constructed network fails verification: " + vr.summary())
         res.verification = vr
@@ -1748,7 +1760,20 @@ def _chains_off_check(act: "_Act", built, ymax: float, quarter: float, C: float)
 
 
 def _construct_generic_gated(act: "_Act", F: Format, X, fv, Y, G, implementation, verify_result):
-    """Several points, any activation (see the module docstring, "Several points, any activation")."""
+    """Several points, any activation (see the module docstring, "Several points, any activation").
+
+    d >= 2: every gate is checked on every point (theorem5's exact gate sums, ``tuning.EXACT_GATE_POINTS``
+    raised to N): the bounds theorem5 takes beyond 512 points combine each gating step's extremes over the
+    whole domain, coordinate by coordinate, and on d = 2 sub-boxes of more than 512 points (a 32 x 32
+    float8_e4m3 sub-box) they left a corner point without a gate."""
+    from .theorem5 import tuning
+    if X.shape[1] >= 2 and X.shape[0] > tuning.EXACT_GATE_POINTS:
+        with tuning.overridden({"EXACT_GATE_POINTS": X.shape[0]}):
+            return _construct_generic_gated_points(act, F, X, fv, Y, G, implementation, verify_result)
+    return _construct_generic_gated_points(act, F, X, fv, Y, G, implementation, verify_result)
+
+
+def _construct_generic_gated_points(act: "_Act", F: Format, X, fv, Y, G, implementation, verify_result):
     from .netfile import Claim
 
     N = X.shape[0]

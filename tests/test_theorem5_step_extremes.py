@@ -93,3 +93,32 @@ def test_compact_steps_build_the_network_the_step_rows_build(monkeypatch):
     monkeypatch.setattr("condcheck.theorem5.construct.enumerated", lambda F: False)     # step rows kept
     rows, _ = t5.construct_theorem5("gelu", "float16", X, f, h, g, jobs=1)
     assert_same_network(compact, rows)
+
+
+def test_side_bounds_of_a_gate_bound_its_sum_at_every_other_point(monkeypatch):
+    # step rows kept (the exact sums at every point are computable) and the gates bounded by patterns
+    monkeypatch.setattr(t5.tuning, "SPREAD_FROM", 64)
+    monkeypatch.setattr(t5.tuning, "SPREAD_CHUNK_POINTS", 48)
+    monkeypatch.setattr(t5.tuning, "EXACT_GATE_POINTS", 32)
+    monkeypatch.setattr("condcheck.theorem5.construct.enumerated", lambda F: False)
+    sums = t5.context._Ctx._gate_sums
+    checked = []
+
+    def both(self, zi, gating, B, extra):
+        at_z, hi_o, lo_o, bad = sums(self, zi, gating, B, extra)
+        assert self.side_bounds
+        cols = [(B[:, k:k + 1], self.U_X[i][None, :]) for k, i in enumerate(gating)]
+        if extra is not None:
+            cols.append((np.full((len(B), 1), extra[0]), np.asarray(extra[1], float)[None, :]))
+        allx, over = self._rowsum(len(B), cols)
+        ok = ~bad & ~over
+        others = np.delete(allx, zi, axis=1)
+        assert (others[ok] <= hi_o[ok, None]).all() and (others[ok] >= lo_o[ok, None]).all()
+        assert np.array_equal(at_z[ok], allx[ok, zi])
+        checked.append(int(ok.sum()))
+        return at_z, hi_o, lo_o, bad
+    monkeypatch.setattr(t5.context._Ctx, "_gate_sums", both)
+    X = box_sample("gelu", "float16", 1, 96, 5)
+    f, h, g = random_targets("float16", X, 5, 0.25)
+    t5.construct_theorem5("gelu", "float16", X, f, h, g, jobs=1)
+    assert len(checked) > 100 and sum(checked) > 1000

@@ -200,7 +200,7 @@ class _Build:
         if c is None:
             c = _Ctx(self.kit, self.st, self.F, self.X, [None] * len(keys), [None] * len(keys),
                      lambda zi: [step_of[key] for key in gating_keys(coord_vals, coord_idx, zi)])
-            c.compact = self.compact
+            c.compact, c.side_bounds = self.compact, self.fresh_ctx
             if not self.fresh_ctx:
                 self.process_ctx[os.getpid()] = c
         c.add_steps(indexed)

@@ -22,7 +22,6 @@ Dask is imported only here, and only when a construction spreads over workers.
 """
 from __future__ import annotations
 
-import contextlib
 import uuid
 
 from ..errors import CondcheckError
@@ -167,29 +166,16 @@ def _worker_build(spec):
     b = _BUILDS.get(spec["token"])
     if b is None:
         _BUILDS.clear()
-        with tunables(spec["tuning"]):
+        with tuning.overridden(spec["tuning"]):
             b = _BUILDS[spec["token"]] = _Build(*spec["args"])
     return b
-
-
-@contextlib.contextmanager
-def tunables(values: dict):
-    """``tuning``'s constants set to values inside the block (as they were after)."""
-    old = {k: getattr(tuning, k) for k in values}
-    try:
-        for k, v in values.items():
-            setattr(tuning, k, v)
-        yield
-    finally:
-        for k, v in old.items():
-            setattr(tuning, k, v)
 
 
 def _chunk_task(item):
     """A worker's task: ``speculate`` on a chunk."""
     spec, chunk, history = item
     build = _worker_build(spec)
-    with tunables(spec["tuning"]):
+    with tuning.overridden(spec["tuning"]):
         return speculate(build, chunk, history)
 
 

@@ -3,6 +3,9 @@
 """
 from __future__ import annotations
 
+import contextlib
+import sys
+
 
 #: domains with at most this many points evaluate each gate's sum on every point; larger ones bound it
 EXACT_GATE_POINTS = 512
@@ -67,3 +70,18 @@ CHAIN_MAP_MIN = 256
 
 #: the most sharpening layers a step may take before its row
 MAX_SHARPEN = 6
+
+
+@contextlib.contextmanager
+def overridden(values: dict):
+    """These constants set to ``values`` inside the block (as they were after): what a worker process
+    applies to read its caller's (``spread``)."""
+    module = sys.modules[__name__]
+    old = {k: getattr(module, k) for k in values}
+    try:
+        for k, v in values.items():
+            setattr(module, k, v)
+        yield
+    finally:
+        for k, v in old.items():
+            setattr(module, k, v)
