@@ -228,7 +228,7 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--gate-pass", action="store_true", help="gates also read a step of x_1 (a pass)")
     a = ap.parse_args()
-    from condcheck import sparse_ad
+    from condcheck.interpreters import get_interpreter
     from condcheck.targets import random_values
     if a.bound:
         V = get_format(a.fmt).values()
@@ -242,9 +242,10 @@ def main():
     print(f"{a.fmt} {a.act}: N = {len(X):,} points, widths {net.widths}, depth {net.depth}, "
           f"{sum(l.weight.nnz for l in net.layers):,} weights, {len(np.unique(Y)):,} distinct y "
           f"(built in {time.time() - t0:.1f} s)", flush=True)
-    sparse_ad.evaluate_sparse(net, X[:50], Y[:50])            # compile
+    sparse = get_interpreter("sparse")
+    sparse.evaluate(net, X[:50], Y[:50])                      # compile
     w0, c0 = time.time(), time.process_time()
-    values, grads = sparse_ad.evaluate_sparse(net, X, Y)
+    values, grads = sparse.evaluate(net, X, Y)
     w1, c1 = time.time(), time.process_time()
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2 ** 20
     print(f"sparse per-point pass: wall {w1 - w0:.2f} s, CPU {c1 - c0:.2f} s, peak RSS {peak:.2f} GiB", flush=True)

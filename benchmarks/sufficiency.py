@@ -25,11 +25,11 @@ SMALL_FORMATS = ["float8_e5m2", "float8_e4m3", "float8_e4m3fn", "float8_e3m4", "
 def build_box(act: str, fmt: str, seed: int):
     """(outcome, detail): 'ok' with the network's size (condcheck.bench's full-box case), else
     'indistinguishable' or 'fails' with the constructor's error."""
-    from condcheck.bench import _construct_box
+    from condcheck.bench import construct_box
     from condcheck.theorem5 import ConstructionError
 
     try:
-        return "ok", _construct_box(act, fmt, seed)
+        return "ok", construct_box(act, fmt, seed)
     except ConstructionError as e:
         return ("indistinguishable" if str(e).startswith("distinguishability fails") else "fails"), str(e)
 

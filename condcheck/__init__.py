@@ -3,30 +3,31 @@
 Layers, bottom up (each imports only those below it): errors -> formats -> rounding -> ops, op_tables,
 kernels -> activations, intervals -> torch_impl, rounded_activation -> network and its interpreters ->
 netfile, verify -> conditions (top-level package) -> paper, check -> constructors -> separators ->
-targets -> theorem5 -> theorem7 -> reports, cli, bench.
+targets -> theorem5 -> theorem7 -> reports (top-level package), cli, bench.
 
 ``import condcheck`` is light: the names below are imported from their modules at their first use
-(PEP 562), so sympy, numba, scipy, matplotlib, torch and dask load only where a command needs them.
+(PEP 562), so sympy, numba, scipy, matplotlib, torch, dask and the reports package load only where a
+command needs them.
 """
 import importlib
 import sys
 import types
 
-#: public name -> the module (of this package) that defines it
+#: public name -> the module that defines it (relative: a module of this package)
 _EXPORTS = {
-    "CondcheckError": "errors",
-    "Format": "formats", "all_formats": "formats", "get_format": "formats",
-    "round_fraction": "rounding",
-    "PAPER_ACTIVATIONS": "activations", "get_activation": "activations", "list_activations": "activations",
-    "register_activation": "activations",
-    "get_rounded": "rounded_activation",
-    "check_activation": "check",
-    "Layer": "network", "Network": "network",
-    "Claim": "netfile", "load_network": "netfile", "save_network": "netfile",
-    "verify": "verify",
-    "construct_theorem5": "theorem5",
-    "construct_theorem7": "theorem7",
-    "write_report": "reports",          # the reports package sits above condcheck (absolute name)
+    "CondcheckError": ".errors",
+    "Format": ".formats", "all_formats": ".formats", "get_format": ".formats",
+    "round_fraction": ".rounding",
+    "PAPER_ACTIVATIONS": ".activations", "get_activation": ".activations", "list_activations": ".activations",
+    "register_activation": ".activations",
+    "get_rounded": ".rounded_activation",
+    "check_activation": ".check",
+    "Layer": ".network", "Network": ".network",
+    "Claim": ".netfile", "load_network": ".netfile", "save_network": ".netfile",
+    "verify": ".verify",
+    "construct_theorem5": ".theorem5",
+    "construct_theorem7": ".theorem7",
+    "write_report": "reports",          # the reports package sits above condcheck
 }
 
 __all__ = sorted(_EXPORTS)
@@ -37,8 +38,7 @@ def __getattr__(name):
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    target = module if module == "reports" else f"{__name__}.{module}"
-    value = getattr(importlib.import_module(target), name)
+    value = getattr(importlib.import_module(module, __name__), name)
     setattr(sys.modules[__name__], name, value)
     return value
 
@@ -52,7 +52,7 @@ class _Package(types.ModuleType):
     (``condcheck.verify``), the import system's binding of the submodule keeps the function instead."""
 
     def __setattr__(self, name, value):
-        if isinstance(value, types.ModuleType) and _EXPORTS.get(name) == name:
+        if isinstance(value, types.ModuleType) and _EXPORTS.get(name) == "." + name:
             value = getattr(value, name)
         super().__setattr__(name, value)
 

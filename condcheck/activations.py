@@ -46,7 +46,7 @@ from typing import Callable, Optional
 
 import sympy
 
-from .errors import CondcheckError, UnknownNameError
+from .errors import CondcheckError, PluginError, UnknownNameError
 
 #: The one real symbol every activation expression is written in.
 x = sympy.Symbol("x", real=True)
@@ -127,28 +127,40 @@ def _taken(name: str) -> bool:
     return name in _REGISTRY or name in _ALIASES
 
 
+def _first_line(exc: BaseException) -> str:
+    base = getattr(exc, "base_exc", None) or exc
+    if isinstance(base, SyntaxError) or type(base).__name__ == "TokenError":
+        return "invalid syntax"
+    text = str(base).strip().splitlines()
+    return f"{type(base).__name__}: {text[0][:120]}" if text else type(base).__name__
+
+
 def _parse(expr) -> sympy.Expr:
     if isinstance(expr, str):
         try:
             parsed = sympy.sympify(expr, locals={"x": x})
-        except (sympy.SympifyError, SyntaxError, TypeError) as exc:
-            raise CondcheckError(f"could not parse activation expression {expr!r}: {exc}") from None
+        except Exception as exc:                      # noqa: BLE001 -- sympify evaluates the text
+            raise PluginError(f"could not parse activation expression {expr!r} as a sympy expression in x "
+                              f"({_first_line(exc)})") from None
     else:
         try:
             parsed = sympy.sympify(expr)
-        except sympy.SympifyError as exc:
-            raise CondcheckError(f"activation expression must be a sympy expression or a string, "
-                                 f"not {expr!r}: {exc}") from None
-    if not isinstance(parsed, sympy.Expr):
-        raise CondcheckError(f"activation expression {expr!r} is not an expression (got {type(parsed).__name__})")
+        except Exception as exc:                      # noqa: BLE001
+            raise PluginError(f"activation expression must be a sympy expression or a string, not "
+                              f"{type(expr).__name__} ({_first_line(exc)})") from None
+    if not isinstance(parsed, sympy.Expr) or isinstance(parsed, sympy.Lambda):
+        raise PluginError(f"activation expression {expr!r} is not an expression in x (got {type(parsed).__name__})")
     # A user's own Symbol('x') (without real=True) means our x.
     plain = [s for s in parsed.free_symbols if s.name == "x" and s != x]
     if plain:
         parsed = parsed.subs({s: x for s in plain})
     others = sorted(str(s) for s in parsed.free_symbols if s != x)
     if others:
-        raise CondcheckError(f"activation expression {parsed} has free symbols {', '.join(others)}; "
-                             f"only x is allowed (substitute numbers for parameters)")
+        raise PluginError(f"activation expression {parsed} has free symbols {', '.join(others)}; "
+                          f"only x is allowed (substitute numbers for parameters)")
+    if parsed.has(sympy.zoo, sympy.nan, sympy.oo, -sympy.oo, sympy.I):
+        raise PluginError(f"activation expression {parsed} contains an infinite, undefined or imaginary constant; "
+                          f"an activation is a real function of x")
     return parsed
 
 
@@ -168,7 +180,7 @@ def _real_number(v, what: str, point):
         return mpmath.mpf(v.numerator) / v.denominator
     if isinstance(v, (int, float, mpmath.mpf)) and not isinstance(v, bool):
         return mpmath.mpf(v)
-    raise CondcheckError(f"{what} returned {v!r} (a {type(v).__name__}) at x = {point}; it must return a real "
+    raise PluginError(f"{what} returned {v!r} (a {type(v).__name__}) at x = {point}; it must return a real "
                          f"number (an mpmath mpf, int, float or Fraction) for an mpmath mpf input")
 
 
@@ -189,7 +201,7 @@ def check_callable_derivative(name: str, function, derivative, points=DERIVATIVE
             except CondcheckError:
                 raise
             except Exception as e:                                    # noqa: BLE001 -- user code
-                raise CondcheckError(f"the derivative of activation {name!r} failed at x = {p}: "
+                raise PluginError(f"the derivative of activation {name!r} failed at x = {p}: "
                                      f"{type(e).__name__}: {e}") from None
             try:
                 _real_number(function(t), f"the function of {name!r}", p)
@@ -197,14 +209,14 @@ def check_callable_derivative(name: str, function, derivative, points=DERIVATIVE
             except CondcheckError:
                 raise
             except Exception as e:                                    # noqa: BLE001
-                raise CondcheckError(f"the function of activation {name!r} failed at x = {p}: "
+                raise PluginError(f"the function of activation {name!r} failed at x = {p}: "
                                      f"{type(e).__name__}: {e}") from None
             if not (mpmath.isfinite(d) and mpmath.isfinite(num)):
-                raise CondcheckError(f"activation {name!r}: the derivative or the numerical derivative of the "
+                raise PluginError(f"activation {name!r}: the derivative or the numerical derivative of the "
                                      f"function is not finite at x = {p} ({d}, {num})")
             scale = max(abs(d), abs(num))
             if abs(d - num) > rtol * scale:
-                raise CondcheckError(
+                raise PluginError(
                     f"activation {name!r}: the derivative does not match the function at x = {p}: derivative "
                     f"gives {mpmath.nstr(d, 12)}, mpmath.diff of the function gives {mpmath.nstr(num, 12)} "
                     f"(relative difference {mpmath.nstr(abs(d - num) / scale, 3)} > {rtol:g})")
@@ -222,22 +234,22 @@ def make_activation(name: str, expr=None, description: str = "", *, function=Non
     it, for the ``"torch"`` implementation.
     """
     if not isinstance(name, str) or not name.strip():
-        raise CondcheckError(f"activation name must be a non-empty string, not {name!r}")
+        raise PluginError(f"activation name must be a non-empty string, not {name!r}")
     name = name.strip()
     if torch_function is not None and not callable(torch_function):
-        raise CondcheckError(f"torch_function of activation {name!r} must be callable")
+        raise PluginError(f"torch_function of activation {name!r} must be callable")
     if expr is not None:
         if function is not None or derivative is not None:
-            raise CondcheckError(f"activation {name!r}: give either an expression or function= and derivative=, "
+            raise PluginError(f"activation {name!r}: give either an expression or function= and derivative=, "
                                  f"not both")
         e = _parse(expr)
         return Activation(name=name, expr=e, derivative=sympy.diff(e, x), description=description or str(e),
                           source="sympy", torch_function=torch_function)
     if function is None or derivative is None:
-        raise CondcheckError(f"activation {name!r}: give an expression, or both function= and derivative= "
+        raise PluginError(f"activation {name!r}: give an expression, or both function= and derivative= "
                              f"(mpmath-capable callables)")
     if not callable(function) or not callable(derivative):
-        raise CondcheckError(f"activation {name!r}: function= and derivative= must be callables")
+        raise PluginError(f"activation {name!r}: function= and derivative= must be callables")
     if check_derivative:
         check_callable_derivative(name, function, derivative)
     return Activation(name=name, expr=None, derivative=None,
@@ -265,15 +277,15 @@ def register_activation(name, expr=None, description: str = "", *, function=None
         act = name
     else:
         if not isinstance(name, str) or not name.strip():
-            raise CondcheckError(f"activation name must be a non-empty string, not {name!r}")
+            raise PluginError(f"activation name must be a non-empty string, not {name!r}")
         if _taken(name.strip()):
-            raise CondcheckError(f"activation name {name.strip()!r} is already taken; choose another name")
+            raise PluginError(f"activation name {name.strip()!r} is already taken; choose another name")
         act = make_activation(name, expr, description, function=function, derivative=derivative,
                               torch_function=torch_function)
     if _taken(act.name):
         if _REGISTRY.get(act.name) is act:
             return act
-        raise CondcheckError(f"activation name {act.name!r} is already taken; choose another name")
+        raise PluginError(f"activation name {act.name!r} is already taken; choose another name")
     return _add(act)
 
 
@@ -316,12 +328,12 @@ def _load_one(ep) -> None:
         else:
             acts = []
     else:
-        raise CondcheckError(f"it loads a {type(obj).__name__}, not an Activation or a callable that registers one")
+        raise PluginError(f"it loads a {type(obj).__name__}, not an Activation or a callable that registers one")
     for act in acts:
         if _REGISTRY.get(act.name) is act or (act.name in _REGISTRY and _REGISTRY[act.name] == act):
             continue
         if _taken(act.name):
-            raise CondcheckError(f"activation name {act.name!r} is already taken")
+            raise PluginError(f"activation name {act.name!r} is already taken")
         _add(_replace(act, source=f"{act.source} ({where})"))
 
 
@@ -374,7 +386,7 @@ def load_plugin_spec(spec: str) -> list[str]:
         for part in filter(None, attr.split(".")):
             obj = getattr(obj, part)
     except Exception as e:                                            # noqa: BLE001
-        raise CondcheckError(f"cannot load plug-in {spec!r}: {type(e).__name__}: {e}") from None
+        raise PluginError(f"cannot load plug-in {spec!r}: {_first_line(e)}") from None
     if attr:
         class _EP:                                       # the entry point protocol: .name, .value, .load()
             name, value, dist = attr, spec, None
@@ -385,9 +397,9 @@ def load_plugin_spec(spec: str) -> list[str]:
         try:
             _load_one(_EP)
         except CondcheckError as e:
-            raise CondcheckError(f"plug-in {spec!r}: {e}") from None
+            raise PluginError(f"plug-in {spec!r}: {e}") from None
         except Exception as e:                                        # noqa: BLE001
-            raise CondcheckError(f"plug-in {spec!r} failed: {type(e).__name__}: {e}") from None
+            raise PluginError(f"plug-in {spec!r} failed: {_first_line(e)}") from None
     return [n for n in _REGISTRY if n not in before]
 
 

@@ -18,9 +18,9 @@ CASES = {}
 #: its verification load on first use (about 0.1-0.15 s), start-up counted in the time with process
 #: start and imports, not in the case's
 IMPORTS = {"theorem5-": ("condcheck.targets", "condcheck.theorem5", "condcheck.verify", "condcheck.netfile",
-                         "condcheck.index_interpreter"),
+                         "condcheck.interpreters.tables"),
            "theorem7-": ("condcheck.targets", "condcheck.theorem7", "condcheck.verify", "condcheck.netfile",
-                         "condcheck.sparse_ad")}
+                         "condcheck.interpreters.sparse")}
 
 
 def case(name, target):
@@ -62,7 +62,54 @@ for _fmt, _target in _CHECK_TARGETS.items():
         case(f"check-{_fmt}-{_act}", _target)(lambda f=_fmt, a=_act: _check(a, f))
 
 
-def _construct_box(act, fmt_name, seed=0, h_max=0.25):
+def _exhaustive_float32(act, impl):
+    """Every float32 value on the Dask engine (a LocalCluster on all cores): verdicts and how."""
+    from .check import check_activation
+    res = check_activation(act, "float32", impl, "exhaustive", progress=False)
+    e = res.enumeration
+    marks = "".join({True: "h", False: "F", None: "?"}[res.conditions[k]["holds"]] for k in "123")
+    return (f"{act} float32 ({impl}): {marks}; {e['points']:,} values in {e['chunks']} chunks of "
+            f"{e['magnitudes_per_chunk']:,} magnitudes (both signs) on {e['engine']}; chunks: "
+            f"{e['chunk_cpu_seconds']:.0f} CPU s ({e['chunk_cpu_seconds'] / e['chunks']:.2f} per chunk), "
+            f"{e['chunk_seconds']:.0f} s wall in the workers, "
+            f"{e['chunks_evaluated_again']} chunks evaluated again; peak per worker "
+            f"{max(e['worker_peak_mib'].values()):.0f} MiB")
+
+
+def _exhaustive_float32_sample(act, impl, workers, n_chunks=32):
+    """The summaries of n_chunks chunks spread over float32 (no verdict), on 1 or 2 workers: the
+    scaling from 1 to 2 workers, and the per-chunk cost of the full check."""
+    from conditions.chunked import CHUNK_MAGNITUDES, summarize
+    from conditions.chunks import ChunkJob, plan_chunks
+
+    from .distributed import Engine
+    ranges = plan_chunks(0x7F800000, CHUNK_MAGNITUDES)
+    pick = [ranges[i * len(ranges) // n_chunks] for i in range(n_chunks)]
+    with Engine(workers=workers, progress=False) as eng:
+        eng.map(summarize, [ChunkJob(act, "float32", impl, 0, 1 << 12)])      # warm up every worker's imports
+        t0 = time.perf_counter()
+        out = eng.map(summarize, [ChunkJob(act, "float32", impl, lo, hi) for lo, hi in pick])
+        wall = time.perf_counter() - t0
+        peaks = eng.worker_peaks()
+    cpu = sum(s.cpu_seconds for s in out)
+    return (f"{n_chunks} of the {len(ranges)} float32 chunks ({impl} {act}), evenly spread: {wall:.1f} s wall on "
+            f"{workers} worker(s), {cpu:.1f} CPU s in the chunks ({cpu / n_chunks:.2f} per chunk); peak per worker "
+            f"{max(peaks.values()):.0f} MiB; all {len(ranges)} chunks at this rate: "
+            f"{wall * len(ranges) / n_chunks / 60:.0f} min")
+
+
+for _impl in ("exact", "float32-upcast", "torch"):
+    case(f"exhaustive-float32-tanh-{_impl}", "every float32 value, chunked on Dask (issue 31; hours on 2 cores)")(
+        lambda i=_impl: _exhaustive_float32("tanh", i))
+    for _w in (1, 2):
+        case(f"exhaustive-float32-tanh-{_impl}-sample-{_w}worker{'s' if _w > 1 else ''}",
+             "32 evenly spread float32 chunks on 1 and on 2 workers: the scaling (issue 31)")(
+            lambda i=_impl, w=_w: _exhaustive_float32_sample("tanh", i, w))
+
+
+def construct_box(act, fmt_name, seed=0, h_max=0.25):
+    """Theorem 5 on the full d = 1 box of the activation with random targets, built and verified (a bench
+    case; benchmarks/sufficiency.py runs it on every accepted pair)."""
     from .targets import full_box, random_targets
     from .theorem5 import construct_theorem5
     X = full_box(act, fmt_name, 1)
@@ -72,14 +119,14 @@ def _construct_box(act, fmt_name, seed=0, h_max=0.25):
             f"{net.nonzero_parameters:,} nonzero parameters; verified")
 
 
-case("theorem5-relu-float6_e3m2fn-box", "construct and verify")(lambda: _construct_box("relu", "float6_e3m2fn", 1))
+case("theorem5-relu-float6_e3m2fn-box", "construct and verify")(lambda: construct_box("relu", "float6_e3m2fn", 1))
 for _act in ("relu", "elu", "gelu", "swish", "tanh"):          # sigmoid's b2_6 box is not distinguishable
     case(f"theorem5-{_act}-b2_6-box", "construct and verify the full box of a custom format with E >= 6 (issue 4)")(
-        lambda a=_act: _construct_box(a, "b2_6"))
+        lambda a=_act: construct_box(a, "b2_6"))
 for _fmt in ("float8_e4m3", "float8_e5m2"):
     for _act in ("relu", "elu", "gelu", "swish", "sigmoid", "tanh"):
         case(f"theorem5-{_act}-{_fmt}-box", "construct and verify the full float8 box, d = 1, under 2 s (issue 4)")(
-            lambda f=_fmt, a=_act: _construct_box(a, f))
+            lambda f=_fmt, a=_act: construct_box(a, f))
 
 
 def _construct_box2(act, fmt_name, seed=0, h_max=0.25, grid=0):
@@ -254,8 +301,8 @@ def _theorem7(act, fmt_name, n_points, seed=0, grid=0, separable=False):
     t0 = time.perf_counter()
     res = construct_theorem7(act, F, X, f, G, upstream=Y, verify_result=False)
     t1 = time.perf_counter()
-    from .theorem7 import _finish
-    res = _finish(res.network, res.claim, res.layers, True)
+    from .theorem7.assemble import finish
+    res = finish(res.network, res.claim, res.layers, True)
     t2 = time.perf_counter()
     dropped = f" (of the {n_box}-point box: {n_box - len(X)} inseparable points left out)" if separable else ""
     return (f"{len(X)} points{dropped} (d = {X.shape[1]}) x {len(Y)} upstream values y, random:{seed} odd tables; depth "

@@ -1,7 +1,9 @@
 """``check_activation``: the verdict on Conditions 1-3 for one (activation, format, implementation).
 
 Formats of at most 16 bits are checked exhaustively (every value enumerated); wider formats
-symbolically (a witness checked with certain rounding proves "holds"; otherwise "undecided").
+symbolically (a witness checked with certain rounding proves "holds"; otherwise "undecided"), or, with
+``method="exhaustive"``, by enumerating every value of a format of at most 32 bits (float32) in chunks
+on a Dask cluster (:mod:`conditions.chunked`, :mod:`condcheck.distributed`), for any implementation.
 
 Condition 1 is condcheck's own statement (``conditions.condition1``: the dead tail and the states the
 Theorem 5 constructor gates with); it is decided exhaustively for formats of at most 16 bits and
@@ -23,7 +25,7 @@ from .formats import Format, get_format
 from .paper import depth_bounds, paper_constants, theorem_branch
 from .rounded_activation import get_rounded
 
-SCHEMA = "condcheck.check/1"
+SCHEMA = "condcheck.check/2"
 #: Conditions 1-3 are checked under finite semantics only: the IEEE-through-Inf option (condcheck.ieee)
 #: applies to networks (``Network.semantics``, ``condcheck verify``), not to these checks.
 SEMANTICS = ("finite-only (Inf or NaN anywhere is an error, SPEC 2.1; the IEEE-through-Inf option "
@@ -42,20 +44,17 @@ class CheckResult:
     depth_bounds: dict
     seconds: float
     semantics: str = SEMANTICS
-    verdicts: dict = field(default_factory=dict, repr=False)   # the Verdict objects of 2 and 3
+    verdicts: dict = field(default_factory=dict, repr=False)   # "1", "2", "3" -> the Verdict objects
     #: Where sigma~ and sigma~' came from when they are not certified (callable plug-in, torch table).
     source_note: str = ""
+    #: How a chunked exhaustive check (beyond 16 bits) enumerated the format (conditions.chunked); {} otherwise.
+    enumeration: dict = field(default_factory=dict)
 
     def to_certificate(self) -> dict:
-        """The condition certificate of SPEC 6."""
-        return {"schema": SCHEMA, "activation": self.activation, "format": self.format,
-                "implementation": self.implementation, "holds": self.holds, "semantics": self.semantics,
-                "conditions": self.conditions, "theorem_branch": self.branch,
-                "M_sigma": self.constants["M_sigma"], "H_sigma": self.constants["H_sigma"],
-                "constants_source": ("paper (SPEC 4)" if self.activation in PAPER_ACTIVATIONS else
-                                     "unknown: the paper's formulas for M_sigma, H_sigma from witnesses are not available"),
-                "depth_bounds": self.depth_bounds, "seconds": round(self.seconds, 3),
-                **({"sigma_source": self.source_note} if self.source_note else {})}
+        """The condition certificate (SPEC 6; ``schema: "condcheck.check/2"``, every field a statement
+        ``condcheck recheck`` re-derives: :mod:`condcheck.recheck.schema`)."""
+        from .certificate import certificate
+        return certificate(self)
 
     def text(self) -> str:
         verdict = {True: "HOLDS", False: "FAILS", None: "UNDECIDED"}[self.holds]
@@ -63,6 +62,9 @@ class CheckResult:
                  f"semantics: {self.semantics}"]
         if self.source_note:
             lines.append(f"sigma~ and sigma~': {self.source_note}")
+        if self.enumeration:
+            e = self.enumeration
+            lines.append(f"enumerated: {e['points']:,} values in {e['chunks']:,} chunks on {e['engine']}")
         for key in ("1", "2", "3"):
             v = self.verdicts.get(key)
             if v is None:
@@ -82,24 +84,36 @@ class CheckResult:
 
 
 METHODS = ("auto", "exhaustive", "symbolic")
+#: the widest exponent field check accepts (float64's; the paper's constants are computed in float64)
+MAX_EXPONENT_BITS = 11
 
 
-def check_activation(activation, format, implementation: str = "exact", method: str = "auto") -> CheckResult:
+def check_activation(activation, format, implementation: str = "exact", method: str = "auto", *,
+                     scheduler: str | None = None, workers: int | None = None, progress=None) -> CheckResult:
     """Decide Conditions 1-3 for an activation on a format, with witnesses and evidence.
 
-    ``method``: "auto" (exhaustive for formats of at most 16 bits, symbolic beyond), "exhaustive" (at
-    most 16 bits) or "symbolic" (any format; on small formats it is the cross-check of the exhaustive
-    checker)."""
+    ``method``: "auto" (exhaustive for formats of at most 16 bits, symbolic beyond), "exhaustive" (every
+    value; beyond 16 bits, up to 32, in chunks on Dask: a LocalCluster of ``workers`` processes, default
+    all cores, or the cluster at ``scheduler`` "tcp://HOST:PORT"; ``progress`` a bar on stderr, default
+    when stderr is a terminal) or "symbolic" (any format; on small formats it is the cross-check of the
+    exhaustive checker)."""
     t0 = time.perf_counter()
     if method not in METHODS:
         raise CondcheckError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
     act = get_activation(activation)
     fmt = get_format(format)
+    if fmt.E > MAX_EXPONENT_BITS:
+        raise CondcheckError(f"format {fmt.name!r} has E = {fmt.E} exponent bits; check supports formats with at "
+                             f"most {MAX_EXPONENT_BITS} (float64's exponent range), e.g. b60_11")
     rounded = get_rounded(act, fmt, implementation)
     exhaustive = fmt.bits <= 16 if method == "auto" else method == "exhaustive"
-    verdicts = {}
+    verdicts, enumeration = {}, {}
+    if exhaustive and fmt.bits > 16:
+        from conditions.chunked import check_chunked
+        verdicts, enumeration = check_chunked(rounded, scheduler=scheduler, workers=workers, progress=progress)
     for key, module in (("1", condition1), ("2", condition2), ("3", condition3)):
-        verdicts[key] = module.check_exhaustive(rounded) if exhaustive else module.check_symbolic(rounded)
+        if key not in verdicts:
+            verdicts[key] = module.check_exhaustive(rounded) if exhaustive else module.check_symbolic(rounded)
     note = source_note(act, fmt, rounded.implementation)
     if note:
         for v in verdicts.values():
@@ -109,7 +123,7 @@ def check_activation(activation, format, implementation: str = "exact", method: 
     holds = False if False in states else (None if None in states else True)
     return CheckResult(act.name, fmt.name, rounded.implementation, holds, conditions, theorem_branch(fmt),
                        paper_constants(act.name, fmt), depth_bounds(fmt), time.perf_counter() - t0,
-                       verdicts=verdicts, source_note=note)
+                       verdicts=verdicts, source_note=note, enumeration=enumeration)
 
 
 def source_note(act, fmt: Format, implementation: str) -> str:

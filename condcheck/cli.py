@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 
 import click
@@ -16,8 +17,14 @@ class _Group(click.Group):
         try:
             return super().invoke(ctx)
         except CondcheckError as e:
-            click.echo(f"error: {e}", err=True)
+            click.echo(f"error: {one_line(str(e))}", err=True)
             ctx.exit(2)
+
+
+def one_line(message: str) -> str:
+    """A message as one line, with any numpy scalar repr (np.float64(0.3)) shown as its number."""
+    message = re.sub(r"\bnp\.[a-z]+[0-9]*\(([^()]*)\)", r"\1", message)
+    return " ".join(message.split())
 
 
 def _progress(label: str):
@@ -125,24 +132,33 @@ def _cell(v) -> str:
 @click.argument("format")
 @click.option("--implementation", "-i", default="exact", show_default=True,
               help="How sigma~ and sigma~' are computed: exact (correctly rounded), float32-upcast, or torch "
-                   "(observed PyTorch CPU table, formats of at most 16 bits).")
+                   "(PyTorch CPU: its table up to 16 bits, its float32 kernels on float32).")
 @click.option("--method", "-m", type=click.Choice(["auto", "exhaustive", "symbolic"]), default="auto",
-              show_default=True, help="auto: enumerate formats of at most 16 bits, symbolic beyond; symbolic: "
+              show_default=True, help="auto: enumerate formats of at most 16 bits, symbolic beyond; exhaustive: "
+                                      "enumerate every value (float32: 2^32 values in chunks on Dask); symbolic: "
                                       "the certified symbolic checkers on any format.")
+@click.option("--scheduler", default=None, metavar="tcp://HOST:PORT",
+              help="With --method exhaustive beyond 16 bits: run the chunks on this Dask cluster (default: a local "
+                   "cluster of worker processes on all cores).")
+@click.option("--workers", type=click.IntRange(min=1), default=None,
+              help="Worker processes of the local Dask cluster (default: all usable cores).")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar (it is shown only when stderr is a terminal).")
 @click.option("--json", "as_json", is_flag=True, help="Print the condition certificate (SPEC 6) as JSON.")
-def check(activation, format, implementation, method, as_json):
+def check(activation, format, implementation, method, scheduler, workers, quiet, as_json):
     """Decide Conditions 1-3 for an activation on a format.
 
     \b
     Examples:
       condcheck check gelu float8_e4m3
       condcheck check relu b3_6 --json
+      condcheck check tanh float32 --implementation torch --method exhaustive
     Conditions are checked under finite semantics (SPEC 2.1); the output says so.
     Exit status 0 when all conditions hold, 1 when one fails, 3 when undecided, 2 on bad input.
     """
     from .check import check_activation
 
-    res = check_activation(activation, format, implementation, method)
+    res = check_activation(activation, format, implementation, method, scheduler=scheduler, workers=workers,
+                           progress=False if quiet else None)
     click.echo(json.dumps(res.to_certificate(), indent=1) if as_json else res.text())
     sys.exit({True: 0, False: 1, None: 3}[res.holds])
 
@@ -151,8 +167,8 @@ def check(activation, format, implementation, method, as_json):
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--exact", is_flag=True, help="Use the exact rational reference interpreter (slow).")
 @click.option("--dense", is_flag=True, help="Use the dense vectorized interpreter on every neuron (default: the "
-                                            "sparse one where it applies, bit-identical, much faster on "
-                                            "constructed networks).")
+                                            "tables one for small networks, else the sparse one where it "
+                                            "applies; bit-identical, much faster on constructed networks).")
 @click.option("--tables", is_flag=True, help="Use the interpreter on the format's rounding tables (formats of at "
                                              "most 1024 values: the same values, fastest on small networks; "
                                              "elsewhere the dense one).")
@@ -178,7 +194,7 @@ def verify(file, exact, dense, tables, semantics, as_json):
     if claim is None:
         click.echo(f"{file}: the network has no claim; nothing to verify")
         sys.exit(2)
-    method = "exact" if exact else "tables" if tables else "fast" if dense else "sparse"
+    method = "exact" if exact else "tables" if tables else "dense" if dense else "auto"
     res = run(net, claim, method=method, progress=_progress("verifying"))
     if as_json:
         click.echo(json.dumps(res.to_dict(), indent=1))
@@ -193,25 +209,32 @@ def verify(file, exact, dense, tables, semantics, as_json):
 @click.argument("certificate", type=click.Path(dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def recheck(certificate, as_json):
-    """Re-check a condition certificate's witnesses without the search code.
+    """Re-derive every statement of a condition certificate without the search code.
 
     \b
     Example:
       condcheck check gelu float8_e4m3 --json > cert.json
       condcheck recheck cert.json
-    Exit status 0 when every "holds" re-checks, 1 when one does not, 2 for an unreadable certificate.
+    Every field of the certificate (schema condcheck.check/2) is re-proved: witnesses and reported
+    values recomputed, "fails" re-enumerated (at most 16 bits) or re-proved from their covers, the
+    overall verdict, the theorem branch, M_sigma, H_sigma and the depth bounds derived again.
+    Exit status 0 when every statement was re-proved, 1 naming the first statement that was not
+    (false, unknown or not provable), 2 for a file that is not a certificate.
     """
     from .recheck import recheck_file
 
     res = recheck_file(certificate)
     if as_json:
         click.echo(json.dumps(res, indent=1))
-    else:
+    elif res["ok"]:
         for k, v in res["conditions"].items():
-            state = ("re-checked: " + ("ok" if not v["problems"] else "FAILED " + "; ".join(v["problems"]))
-                     if v["rechecked"] else "not re-checked (only 'holds' verdicts carry a witness)")
-            click.echo(f"Condition {k} ({v['verdict']}): {state}")
-        click.echo(f"{res['activation']} on {res['format']}: " + ("certificate re-checked" if res["ok"] else "RE-CHECK FAILED"))
+            state = "nothing claimed" if v["verdict"] == "undecided" else "re-proved"
+            click.echo(f"Condition {k}: {v['verdict']} ({v['method']}): {state}")
+        click.echo(f"{res['activation']} on {res['format']} ({res['implementation']}): certificate re-checked, "
+                   f"every statement re-proved ({res['checks']:,} checks)")
+    else:
+        p = res["problem"]
+        click.echo(f"RE-CHECK FAILED at {p['statement']}: {p['problem']}")
     sys.exit(0 if res["ok"] else 1)
 
 
@@ -240,28 +263,21 @@ def matrix(markdown, as_json):
     click.echo(f"\n{len(results)} checks in {seconds:.1f} s")
 
 
-def _domain_points(act, fmt, domain, dim):
+def _domain_points(act, fmt, domain, dim, dim_given=True):
     """The points of --domain: the full box of dimension dim, 'sample:N[:SEED]' (N distinct random points of
-    the box), or a JSON list of points."""
-    import numpy as np
-
-    from .targets import box_sample, full_box
+    the box), or a JSON file of points (its dimension must be --dim's when --dim is given)."""
+    from .cli_checks import dimension, sample_spec
+    from .targets import box_sample, full_box, load_points
     if domain == "full":
-        return full_box(act, fmt, dim)
+        return full_box(act, fmt, dimension(dim))
     if domain.startswith("sample:"):
-        parts = domain.split(":")
-        try:
-            n, seed = int(parts[1]), int(parts[2]) if len(parts) > 2 else 0
-        except (ValueError, IndexError):
-            raise click.BadParameter(f"expected sample:N or sample:N:SEED with integers, got {domain!r}",
-                                     param_hint="--domain")
-        return box_sample(act, fmt, dim, n, seed)
-    try:
-        with open(domain) as fh:
-            X = np.array(json.load(fh), dtype=float)
-    except (OSError, ValueError) as e:
-        raise click.BadParameter(f"cannot read points from {domain!r}: {e}", param_hint="--domain")
-    return X.reshape(len(X), -1)
+        n, seed = sample_spec(domain)
+        return box_sample(act, fmt, dimension(dim), n, seed)
+    return load_points(domain, dimension(dim) if dim_given else None)
+
+
+def _dim_given(ctx) -> bool:
+    return ctx.get_parameter_source("dim") is not click.core.ParameterSource.DEFAULT
 
 
 def _network_summary(out, fmt, act, X, net, seconds, bounds, extra=None) -> dict:
@@ -306,7 +322,8 @@ def construct():
               help="A Dask scheduler for the chunks of large-format domains (16-bit boxes); default: a local "
                    "cluster of --jobs worker processes. The network is the same either way.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-def construct_theorem5_cmd(activation, format, domain, dim, targets, upstream_max, implementation, out, jobs,
+@click.pass_context
+def construct_theorem5_cmd(ctx, activation, format, domain, dim, targets, upstream_max, implementation, out, jobs,
                            scheduler, as_json):
     """Theorem 5: f(x) = f*(x) and D_(f,x)(h*(x)) = g*(x) on every point of the domain.
 
@@ -325,11 +342,17 @@ def construct_theorem5_cmd(activation, format, domain, dim, targets, upstream_ma
     from .theorem5 import ConstructionError, construct_theorem5
     from .activations import get_activation
     from .check import depth_bounds
+    from .cli_checks import output_file
+    from .rounded_activation import get_implementation
+    from .cli_checks import upstream_max as check_upstream_max
 
     fmt = get_format(format)
     act = get_activation(activation).name
-    X = _domain_points(act, fmt, domain, dim)
+    get_implementation(implementation)
+    output_file(out)
     kind, arg = parse_targets(targets)
+    check_upstream_max(upstream_max)
+    X = _domain_points(act, fmt, domain, dim, _dim_given(ctx))
     if kind == "random":
         f, h, g = random_targets(fmt, X, arg, upstream_max)
     elif kind == "python":
@@ -372,7 +395,8 @@ def construct_theorem5_cmd(activation, format, domain, dim, targets, upstream_ma
 @click.option("--implementation", "-i", default="exact", show_default=True)
 @click.option("--out", required=True, type=click.Path(dir_okay=False), help="Network file to write (SPEC 6).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-def construct_theorem7_cmd(activation, format, domain, dim, targets, implementation, out, as_json):
+@click.pass_context
+def construct_theorem7_cmd(ctx, activation, format, domain, dim, targets, implementation, out, as_json):
     """Theorem 7: f(x) = f*(x) and D_(f,x)(y) = g*(x, y) for every x of the domain and every y.
 
     \b
@@ -401,13 +425,18 @@ def construct_theorem7_cmd(activation, format, domain, dim, targets, implementat
     from .targets import load_odd_tables, parse_targets, random_odd_tables
     from .theorem7 import ConstructionError, construct_theorem7
 
+    from .cli_checks import output_file
+    from .rounded_activation import get_implementation
+
     fmt = get_format(format)
     act = get_activation(activation).name
+    get_implementation(implementation)
     if domain == "full" and dim != 1:
         raise CondcheckError(f"--domain full supports d = 1 (the full d = {dim} box is the d = 1 box to the power "
                              f"{dim}); for d = {dim} use --domain sample:N[:SEED] or a JSON file of points")
-    X = _domain_points(act, fmt, domain, dim)
+    output_file(out)
     kind, arg = parse_targets(targets)
+    X = _domain_points(act, fmt, domain, dim, _dim_given(ctx))
     if kind == "random":
         from .check import paper_constants
         Y = fmt.values().astype(float)
@@ -536,6 +565,13 @@ def report(activation, format, implementation, all_, network, out, pdf, no_figur
     modes = sum([bool(activation or format), all_, bool(network)])
     if modes != 1 or (activation and not format):
         raise click.UsageError("give ACTIVATION FORMAT, or --all, or --network FILE (exactly one)")
+    from .cli_checks import output_folder
+    if activation:
+        from .activations import get_activation
+        from .formats import get_format
+        from .rounded_activation import get_implementation
+        get_activation(activation), get_format(format), get_implementation(implementation)
+    output_folder(out)
     figures = not no_figures
     say = (lambda msg: None) if as_json else click.echo
     t0 = time.perf_counter()

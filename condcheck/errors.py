@@ -34,6 +34,14 @@ class NotInFormatError(CondcheckError, ValueError):
     """A value that is not a finite value of the format it was given for."""
 
 
+class PluginError(CondcheckError, ValueError):
+    """An activation plug-in (expression, callables, entry point) that fails validation."""
+
+
+class ArgumentError(CondcheckError, ValueError):
+    """A command-line argument, or a file it names (points, targets), that is not allowed."""
+
+
 class FormatOverflowError(CondcheckError, ArithmeticError):
     """A rounded result beyond the largest finite value of the format (or a NaN)."""
 
@@ -44,3 +52,7 @@ class NetworkOverflowError(FormatOverflowError):
     def __init__(self, message: str, *, pass_name: str, layer: int, neuron: int, input_index=None):
         super().__init__(message)
         self.pass_name, self.layer, self.neuron, self.input_index = pass_name, layer, neuron, input_index
+
+
+class InterpreterRefusedError(CondcheckError):
+    """An interpreter asked to evaluate a network it does not handle (a format, the semantics): says why."""

@@ -36,7 +36,9 @@ ML_DTYPES_FORMATS = (
 NUMPY_FORMATS = ("float16", "float32", "float64")
 REFUSED_FORMATS = {"float8_e8m0fnu": "it has no zero (every value is a power of two), so affine maps "
                                      "and AD can not be expressed in it"}
-_CUSTOM = re.compile(r"^b(\d+)_(\d+)$")
+_CUSTOM = re.compile(r"^b([0-9]+)_([0-9]+)$")
+#: the widest exponent field of a custom format (binary128 has 15; 2^(2^23) is already a megabyte)
+MAX_CUSTOM_E = 24
 # Largest formats enumerated as whole arrays.
 MAX_ENUMERATION_BITS = 24
 
@@ -348,7 +350,7 @@ def _values_float64_cached(fmt: Format) -> np.ndarray:
         raise CondcheckError(f"{fmt.name} has {fmt.count_finite():,} finite values; enumerating it as an "
                              f"array is limited to formats of at most {MAX_ENUMERATION_BITS} bits")
     if not fmt.fits_float64:
-        raise CondcheckError(f"{fmt.name}: its values do not all fit float64; use fractions()")
+        raise CondcheckError(f"{fmt.name}: its values do not all fit float64, so they cannot be listed as float64 numbers")
     M = fmt.M
     pos = [np.arange(1, 2 ** M, dtype=np.float64) * 2.0 ** (fmt.e_min - M)]
     sig = np.arange(2 ** M, 2 ** (M + 1), dtype=np.float64)
@@ -451,6 +453,10 @@ def get_format(name) -> Format:
     m = _CUSTOM.match(key)
     if m:
         M, E = int(m.group(1)), int(m.group(2))
+        if f"b{M}_{E}" != key:
+            raise CondcheckError(f"custom format {key!r}: write it b{M}_{E} (no leading zeros)")
+        if E > MAX_CUSTOM_E:
+            raise CondcheckError(f"custom format {key!r} has E = {E} exponent bits; at most {MAX_CUSTOM_E} are supported")
         if (M, E) == (52, 11):
             return _builtin("float64")
         if (M, E) == (23, 8):

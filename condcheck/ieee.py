@@ -16,7 +16,8 @@ Two semantics, chosen per network (``Network.semantics``, ``"semantics"`` in the
   certified enclosure path of ``rounded_activation.certain_round``).  The same limits serve every
   implementation ("exact", "float32-upcast", "torch"): they are properties of sigma, not of a table.
   Any NaN fails verification with a message naming pass, layer, neuron and input; the final output and
-  the gradient must be finite.
+  the gradient must be finite.  The interpreters compute by these rules: exactly
+  (``interpreters.arithmetic``) and on arrays (:func:`rn_array`, :func:`activation_array`).
 
 So where lim_{-oo} sigma is the dead value L (sigmoid, relu, gelu, swish -> 0; tanh, elu -> -1), a
 neuron whose pre-activation is -Inf is dead: value L, derivative 0.
@@ -26,7 +27,6 @@ that may overflow.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
@@ -178,51 +178,6 @@ def inf_values(activation, fmt) -> InfValues:
     return _inf_values(get_activation(activation), get_format(fmt))
 
 
-# ---- exact (reference) arithmetic on Fraction | +-inf | nan ----------------------------------------------
-def _is_special(v) -> bool:
-    return isinstance(v, float)
-
-
-def ext_round(q: Fraction, fmt: Format):
-    """RN_F of an exact rational under IEEE: +-Inf on overflow (NaN for a format without Inf)."""
-    try:
-        return round_fraction(q, fmt)
-    except FormatOverflowError:
-        return (INF if q > 0 else -INF) if fmt.has_inf else NAN
-
-
-def ext_mul(a, b, fmt: Format):
-    if _is_special(a) or _is_special(b):
-        fa, fb = float(a), float(b)
-        if math.isnan(fa) or math.isnan(fb) or fa == 0 or fb == 0:
-            return NAN
-        return INF if (fa > 0) == (fb > 0) else -INF
-    return ext_round(a * b, fmt)
-
-
-def ext_add(a, b, fmt: Format):
-    if _is_special(a) or _is_special(b):
-        r = float(a) + float(b)                       # inf + finite = inf; inf - inf = nan (exact enough)
-        return r if not math.isfinite(r) else NAN    # a finite float here cannot happen: one side is special
-    return ext_round(a + b, fmt)
-
-
-def ext_activation(rounded, z, derivative: bool):
-    """sigma~(z) or sigma~'(z) under IEEE for z a Fraction or +-inf/nan."""
-    fmt = rounded.format
-    if _is_special(z):
-        if math.isnan(z):
-            return NAN
-        return inf_values(rounded.activation, fmt).value(z, derivative)
-    try:
-        return rounded.derivative(z) if derivative else rounded.value(z)
-    except FormatOverflowError:
-        if not fmt.has_inf:
-            return NAN
-        vals, _ = (rounded.derivative_array if derivative else rounded.value_array)(np.array([float(z)]))
-        return math.copysign(INF, float(vals[0]))
-
-
 # ---- fast path helpers ---------------------------------------------------------------------------------
 def rn_array(x: np.ndarray, fmt: Format) -> np.ndarray:
     """round_array under IEEE: overflow -> +-Inf (NaN without Inf), NaN stays NaN."""
@@ -248,21 +203,6 @@ def activation_array(rounded, z: np.ndarray, derivative: bool, base) -> np.ndarr
         out[np.isnan(z)] = np.nan
     if not rounded.format.has_inf:
         out = np.where(np.isinf(out), np.nan, out)
-    return out
-
-
-def nan_from_zero_weights(V: np.ndarray, pattern, out: np.ndarray) -> np.ndarray:
-    """Dense semantics of a sparse matrix under IEEE: ``out[..., i]`` is NaN where some ``V[..., j]`` is
-    +-Inf and ``A_ij = 0`` (``0 x Inf = NaN``).  ``pattern``: the (n_out, n_in) 0/1 sparsity pattern."""
-    inf = np.isinf(V)
-    if not inf.any():
-        return out
-    flat = inf.reshape(-1, V.shape[-1]).astype(np.float64)
-    total = flat.sum(axis=1)
-    hit = np.asarray((pattern @ flat.T).T)                # (B, n_out): Infs that meet a nonzero weight
-    bad = (hit < total[:, None]).reshape(V.shape[:-1] + (pattern.shape[0],))
-    if bad.any():
-        out = np.where(bad, np.nan, out).astype(out.dtype)
     return out
 
 

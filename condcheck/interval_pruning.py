@@ -126,20 +126,17 @@ def _compile():
     global numba, _rn, _interval_rows
     if _interval_rows is None:
         from . import kernels
-        kernels._compile()
-        numba, _rn = kernels.numba, kernels._rn
+        numba, _rn = kernels.numba_module(), kernels.rn
         _interval_rows = numba.njit(cache=True, parallel=True)(_interval_rows_py)
 
 
 def intervals(net, box_lo, box_hi):
     """Per layer (pre-activation lower bounds, upper bounds, unsure mask) of every neuron over the box
     [box_lo, box_hi] of inputs (arrays of length d, values of the format)."""
+    from .kernels import rn_params
     _compile()
     fmt, tr = net.format, _tables(net)
-    native = fmt.M == 52
-    shift = 52 - fmt.M if not native else 1
-    consts = (shift, np.int64((1 << (shift - 1)) - 1), np.int64(~((1 << shift) - 1)),
-              np.float64(2.0 ** fmt.e_min).view(np.int64), 2.0 ** (fmt.e_min - fmt.M + 52), float(fmt.max), native)
+    consts = (*rn_params(fmt), False)           # (formats of at most 16 bits: never float64's native rounding)
     lo, hi = np.asarray(box_lo, float), np.asarray(box_hi, float)
     unsure = np.zeros(len(lo), bool)
     out = []
@@ -159,13 +156,12 @@ def intervals(net, box_lo, box_hi):
 
 
 def _sorted_csr(layer):
-    w = getattr(layer, "_sorted_csr", None)
-    if w is None:
+    def make():
         w = layer.weight.tocsr(copy=True)
         w.sort_indices()
         w.eliminate_zeros()
-        layer._sorted_csr = w
-    return w
+        return w
+    return layer.derived("interval_pruning.sorted_csr", make)
 
 
 def pruned_for(net, points):

@@ -1,14 +1,11 @@
-"""Compiled inner loops (numba) for the vectorized interpreter: rounded left-to-right sums.
+"""Compiled loops (numba): RN_F on a float64 inside a kernel, and the constructors' search kernels.
 
-``rounded_row_sums`` computes, for every batch row b and output r,
-``(((V[b,c_1] (x) w_1) (+) (V[b,c_2] (x) w_2)) (+) ...) (+) bias[r]`` with RN_F after every operation,
-exactly what ``network._SumPlan.apply`` does with numpy, but in one pass and on both cores.
-
-Rounding inside the kernel: values of a format with ``fits_float64`` are float64 numbers; their
-products are exact in float64 and their sums are rounded innocuously twice (see ``ops``), so
-``RN_F(float64 result)`` is the correctly rounded result.  ``_rn`` rounds a float64 to F with the
-same bit trick as ``rounding.round_array``.  Overflow gives +-Inf, which the caller reports.  tests/test_kernels.py proves the kernel equal to the
-numpy path and to the exact path.
+``rn`` rounds a float64 to F with the same bit trick as ``rounding.round_array`` (``rn_params`` gives
+its constants): values of a format with ``fits_float64`` are float64 numbers, their products are exact
+in float64 and their sums are rounded innocuously twice (see ``ops``), so ``RN_F(float64 result)`` is
+the correctly rounded result.  Overflow gives +-Inf, which the caller reports.  The interpreters'
+kernels (``interpreters.dense_kernels``, ``interpreters.sparse``) call it; so do the separator, preimage
+and gate kernels of the Theorem 5 constructor below (tests/test_theorem5_fast_paths.py).
 """
 from __future__ import annotations
 
@@ -21,7 +18,7 @@ import numpy as np
 # import costs 0.1-0.4 s, which runs that use no kernel (the d = 1 float8 boxes: numpy paths) save
 HAVE_NUMBA = importlib.util.find_spec("numba") is not None   # else the numpy path in network.py is used
 numba = None
-_COMPILED = ("_rn", "_row_sums", "_lookup", "_best_separators", "_preimage_runs", "_gate_pick")
+_COMPILED = ("rn", "_rn", "_best_separators", "_preimage_runs", "_gate_pick")
 
 
 def load_numba():
@@ -38,29 +35,41 @@ def load_numba():
 
 def _compile():
     """Import numba and make the compiled kernels (once); without numba, their Python fallbacks."""
-    global numba, _rn, _row_sums
+    global numba, _rn, rn
     if "_rn" in globals():
         return
     if not HAVE_NUMBA:  # pragma: no cover
-        _rn, _row_sums = _rn_py, None
+        _rn = rn = _rn_py
         return
     numba = load_numba()
-    _rn = numba.njit(cache=True, inline="always")(_rn_py)     # before the kernels that call it
-    _row_sums = numba.njit(cache=True, parallel=True)(_row_sums_py)
-    globals().update(_lookup=numba.njit(cache=True, parallel=True)(_lookup_py),
-                     _best_separators=numba.njit(cache=True)(_best_separators_py),
+    _rn = rn = numba.njit(cache=True, inline="always")(_rn_py)     # before the kernels that call it
+    globals().update(_best_separators=numba.njit(cache=True)(_best_separators_py),
                      _preimage_runs=numba.njit(cache=True)(_preimage_runs_py),
                      _gate_pick=numba.njit(cache=True)(_gate_pick_py))
 
 
 def __getattr__(name):
-    """``kernels._rn`` and the other compiled kernels: made on first access (``from .kernels import _rn``
-    in sparse_ad included)."""
+    """``kernels.rn`` and the other compiled kernels: made on first access (``from ..kernels import rn``
+    included)."""
     if name in _COMPILED:
         _compile()
         if name in globals():
             return globals()[name]
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def numba_module():
+    """The numba module, after the kernels here are made (for modules that compile kernels calling ``rn``)."""
+    _compile()
+    return numba
+
+
+def rn_params(fmt) -> tuple:
+    """``rn``'s constants for fmt (a format of fewer than 52 fraction bits): (shift, half, mask,
+    small_bits, K, omega)."""
+    shift = 52 - fmt.M
+    return (shift, np.int64((1 << (shift - 1)) - 1), np.int64(~((1 << shift) - 1)),
+            np.float64(2.0 ** fmt.e_min).view(np.int64), 2.0 ** (fmt.e_min - fmt.M + 52), float(fmt.max))
 
 
 def _rn_py(x, shift, half, mask, small_bits, K, omega, native):
@@ -75,56 +84,6 @@ def _rn_py(x, shift, half, mask, small_bits, K, omega, native):
     if not abs(r) <= omega:                        # beyond Omega, Inf or NaN
         return math.copysign(math.inf, x)
     return r
-
-
-def _row_sums_py(V, cols, weights, starts, counts, bias, out, shift, half, mask, small_bits, K, omega, native):
-    B, R = out.shape
-    for b in numba.prange(B):
-        for r in range(R):
-            acc = 0.0
-            s = starts[r]
-            for t in range(s, s + counts[r]):
-                p = _rn(V[b, cols[t]] * weights[t], shift, half, mask, small_bits, K, omega, native)
-                acc = _rn(acc + p, shift, half, mask, small_bits, K, omega, native)
-            out[b, r] = _rn(acc + bias[r], shift, half, mask, small_bits, K, omega, native)
-
-
-def rounded_row_sums(V: np.ndarray, cols, weights, starts, counts, bias, fmt) -> np.ndarray:
-    """out[b, r] = left-to-right rounded sum of row r's terms applied to V[b], plus bias[r]."""
-    _compile()
-    V = np.ascontiguousarray(V, dtype=np.float64)
-    out = np.empty((V.shape[0], len(starts)), dtype=np.float64)
-    native = fmt.M == 52
-    shift = 52 - fmt.M if not native else 1
-    _row_sums(V, cols, weights, starts, counts, bias, out, shift, np.int64((1 << (shift - 1)) - 1),
-              np.int64(~((1 << shift) - 1)), np.float64(2.0 ** fmt.e_min).view(np.int64),
-              2.0 ** (fmt.e_min - fmt.M + 52), float(fmt.max), native)
-    return out
-
-
-def _lookup_py(z, table, zero_index, M, e_min, out):
-    """out[i] = table[index of z[i] among the format's ascending values], from z's float64 bits."""
-    n = z.shape[0]
-    sub_scale = 2.0 ** (M - e_min)
-    for i in numba.prange(n):
-        v = z[i]
-        a = abs(v)
-        bits = np.float64(a).view(np.int64)
-        e = (bits >> 52) - 1023
-        if e < e_min:                               # zero or subnormal: a = k * 2**(e_min - M)
-            rank = np.int64(a * sub_scale)
-        else:
-            rank = ((e - e_min + 1) << M) | ((bits & 0xFFFFFFFFFFFFF) >> (52 - M))
-        out[i] = table[zero_index + rank] if v >= 0 else table[zero_index - rank]
-
-
-def table_lookup(z: np.ndarray, points: np.ndarray, table: np.ndarray, fmt) -> np.ndarray:
-    """table[index of z among points] for every z, a value of fmt (trusted: produced by rounding)."""
-    _compile()
-    flat = np.ascontiguousarray(z, dtype=np.float64).ravel()
-    out = np.empty_like(flat)
-    _lookup(flat, table, int(np.searchsorted(points, 0.0)), fmt.M, fmt.e_min, out)
-    return out.reshape(z.shape)
 
 
 def _best_separators_py(I, t, best_i, best_sp):

@@ -67,10 +67,10 @@ def odd_table(fmt, seeds: list[float], targets: list[float]) -> np.ndarray:
         for yy, gg in ((y, g), (-y, -g)):
             yy, gg = float(yy) + 0.0, float(gg) + 0.0
             if yy == 0 and gg != 0:
-                raise TargetError(f"a loss has seed y = 0 but target gradient {g!r}: AD gives 0 for y = 0")
+                raise TargetError(f"a loss has seed y = 0 but target gradient {float(g)!r}: AD gives 0 for y = 0")
             if table.get(yy, gg) != gg:
                 raise TargetError(f"inconsistent targets: two losses have seeds +-{abs(yy)!r} but targets "
-                                  f"{table[yy]!r} and {gg!r} (same y must give the same gradient, -y the opposite)")
+                                  f"{float(table[yy])!r} and {float(gg)!r} (same y must give the same gradient, -y the opposite)")
             table[yy] = gg
     Y = F.values().astype(float)
     return np.array([table.get(float(y) + 0.0, 0.0) for y in Y])

@@ -1,14 +1,26 @@
 """The network file of SPEC section 6 (``schema: "condcheck.network/1"``): read and write.
 
-Every number is ``float.hex()`` of its exact value.  ``"semantics"``: ``"finite"`` or ``"ieee"``
-(SPEC 2.1, ``condcheck.ieee``); a file without it is read as ``"finite"``.  Weights are written as the dense list of rows the
-SPEC shows; a matrix with more than ``DENSE_LIMIT`` entries is written as ``"weight_sparse"``:
-``{"shape": [outputs, inputs], "entries": [[row, column, hex], ...]}`` (rows, then columns, ascending),
-which readers must accept in place of ``"weight"``.
+Every number is ``float.hex()`` of its exact value; the reader accepts exactly the hexadecimal forms of
+:mod:`condcheck.hexfloat` (``0x1.8p+1``, ``-0x1.0000000000000p-3``; ``0x`` and ``p`` required) whose
+value is a float64, and refuses anything else -- ``"10"``, ``1.5``, ``"inf"`` -- naming the field.
+``"semantics"``: ``"finite"`` or ``"ieee"`` (SPEC 2.1, ``condcheck.ieee``); a file without it is read as
+``"finite"``; ``"implementation"`` defaults to ``"exact"``; ``"input_dim"`` (optional) must equal the first
+layer's inputs.  Weights are written as the dense list of rows the SPEC shows; a matrix with more than
+``DENSE_LIMIT`` entries is written as ``"weight_sparse"``:
+``{"shape": [outputs, inputs], "entries": [[row, column, hex], ...]}`` (rows, then columns, ascending,
+no repeats), which readers accept in place of ``"weight"``.
+
+The reader checks everything before a network is built: no field outside the SPEC's (top level, layers,
+claim), known format, activation, implementation and semantics names, rows of equal length, each
+layer's inputs equal to the previous layer's outputs (and to ``input_dim``), one output at the end, every
+number a value of the format, and a claim of the theorem's shape: N points of d numbers, N values, and
+for Theorem 5 N upstream values and N x d gradients, for Theorem 7 K >= 1 upstream values and N x K x d
+gradients.  A claim may be absent (or null); an error is one line naming the field.
 """
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,6 +28,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .errors import CondcheckError
+from .hexfloat import HexFloatError, parse_float64
 from .network import Layer, Network
 
 SCHEMA = "condcheck.network/1"
@@ -59,16 +72,6 @@ def _hex(x: float) -> str:
     return float(x).hex()
 
 
-def _unhex(s, where: str) -> float:
-    try:
-        v = float.fromhex(s) if isinstance(s, str) else float(s)
-    except (ValueError, TypeError):
-        raise CondcheckError(f"{where}: {s!r} is not a number in float.hex() form") from None
-    if not np.isfinite(v):
-        raise CondcheckError(f"{where}: {s!r} is not finite")
-    return v
-
-
 def network_to_dict(net: Network, claim: Claim | None = None) -> dict:
     layers = []
     for layer in net.layers:
@@ -101,52 +104,209 @@ def claim_to_dict(claim: Claim) -> dict:
             "gradients": hx(claim.gradients).tolist()}
 
 
-def _array(obj, where: str) -> np.ndarray:
+# ---- reading: every field checked, every number a hexadecimal float ---------------------------------
+TOP_FIELDS = ("schema", "format", "activation", "implementation", "semantics", "input_dim", "layers", "claim")
+REQUIRED = ("schema", "format", "activation", "layers")
+CLAIM_FIELDS = ("theorem", "points", "values", "upstream", "gradients")
+
+
+def _bad(where: str, what: str) -> CondcheckError:
+    return CondcheckError(f"network file: {where}: {what}")
+
+
+def _number(s, where: str) -> float:
+    if isinstance(s, str):
+        try:
+            v = float.fromhex(s)
+            if v.hex() == s:                   # float.hex()'s own form: exact, the common case
+                return v
+        except (ValueError, OverflowError):
+            pass
     try:
-        arr = np.array(obj, dtype=object)
-    except ValueError:
-        raise CondcheckError(f"{where}: ragged list") from None
-    flat = [_unhex(s, where) for s in arr.ravel()]
-    return np.array(flat, dtype=np.float64).reshape(arr.shape)
+        return parse_float64(s, where)
+    except HexFloatError as e:
+        raise CondcheckError(f"network file: {e}") from None
+
+
+#: the largest layer width or index a file may give
+MAX_WIDTH = 2 ** 31 - 1
+
+
+def _count(v, where: str, least: int = 0) -> int:
+    if type(v) is not int or not least <= v <= MAX_WIDTH:
+        shown = repr(v) if len(repr(v)) <= 40 else repr(v)[:37] + "..."
+        raise _bad(where, f"{shown} is not an integer from {least} to {MAX_WIDTH}")
+    return v
+
+
+def _list(v, where: str, length=None, nonempty=False) -> list:
+    if not isinstance(v, list):
+        raise _bad(where, f"must be a list, not {type(v).__name__}")
+    if length is not None and len(v) != length:
+        raise _bad(where, f"has {len(v)} entries, {length} expected")
+    if nonempty and not v:
+        raise _bad(where, "is empty")
+    return v
+
+
+def _vector(v, where: str, length=None) -> np.ndarray:
+    return np.array([_number(x, f"{where}[{i}]") for i, x in enumerate(_list(v, where, length))], dtype=np.float64)
+
+
+def _matrix(v, where: str, rows=None, cols=None) -> np.ndarray:
+    rows_ = _list(v, where, rows, nonempty=rows is None)
+    width = cols
+    out = []
+    for i, row in enumerate(rows_):
+        r = _vector(row, f"{where}[{i}]", width)
+        if width is None:
+            width = len(r)
+            if width == 0:
+                raise _bad(f"{where}[0]", "is empty")
+        out.append(r)
+    return np.array(out, dtype=np.float64).reshape(len(out), width or 0)
+
+
+def _weight_sparse(ws, where: str, fmt):
+    if not isinstance(ws, dict) or set(ws) != {"shape", "entries"}:
+        raise _bad(where, 'must be {"shape": [outputs, inputs], "entries": [[row, column, hex], ...]}')
+    shape = _list(ws["shape"], f"{where}.shape", 2)
+    rows, cols = _count(shape[0], f"{where}.shape[0]", 1), _count(shape[1], f"{where}.shape[1]", 1)
+    r, c, v, last = [], [], [], None
+    for k, e in enumerate(_list(ws["entries"], f"{where}.entries")):
+        at = f"{where}.entries[{k}]"
+        _list(e, at, 3)
+        i, j = _count(e[0], f"{at}[0]"), _count(e[1], f"{at}[1]")
+        if i >= rows or j >= cols:
+            raise _bad(at, f"position ({i}, {j}) is outside the shape ({rows}, {cols})")
+        if last is not None and (i, j) <= last:
+            raise _bad(at, "entries must be sorted by row, then column, without repeats")
+        last = (i, j)
+        r.append(i), c.append(j), v.append(_number(e[2], f"{at}[2]"))
+    values = np.array(v, dtype=np.float64)
+    try:
+        _in_format(values, fmt, f"{where}.entries")
+    except CondcheckError as e:                # name the entry's number: entries[k][2]
+        raise CondcheckError(str(e).replace("]: ", "][2]: ", 1)) from None
+    return sp.csr_matrix((np.array(v, dtype=np.float64), (np.array(r, dtype=np.int64), np.array(c, dtype=np.int64))),
+                         shape=(rows, cols))
+
+
+def _in_format(arr: np.ndarray, fmt, where: str) -> None:
+    """Every entry a value of fmt; the error names the first that is not by its position in the file."""
+    from .rounding import round_array
+    arr = np.asarray(arr, dtype=np.float64)
+    flat = arr.ravel()
+    if flat.size == 0:
+        return
+    r, over = round_array(flat, fmt)
+    bad = np.flatnonzero(over | (r != flat))
+    if bad.size:
+        pos = "".join(f"[{int(i)}]" for i in np.unravel_index(int(bad[0]), arr.shape))
+        raise _bad(f"{where}{pos}", f"{float(flat[bad[0]]).hex()} is not a value of {fmt.name}")
+
+
+def _names(d: dict):
+    from .activations import get_activation
+    from .formats import get_format
+    from .ieee import SEMANTICS_CHOICES
+    from .rounded_activation import IMPLEMENTATIONS
+    for key in ("format", "activation", "implementation", "semantics"):
+        if key in d and not isinstance(d[key], str):
+            raise _bad(key, f"must be a name (a string), not {type(d[key]).__name__}")
+    try:
+        fmt = get_format(d["format"])
+    except CondcheckError as e:
+        raise _bad("format", str(e)) from None
+    try:
+        act = get_activation(d["activation"]).name
+    except CondcheckError as e:
+        raise _bad("activation", str(e)) from None
+    impl = d.get("implementation", "exact")
+    if impl not in IMPLEMENTATIONS:
+        raise _bad("implementation", f"unknown implementation {impl!r}; known: {', '.join(IMPLEMENTATIONS)}")
+    sem = d.get("semantics", "finite")
+    if sem not in SEMANTICS_CHOICES:
+        raise _bad("semantics", f"unknown semantics {sem!r}; known: {', '.join(SEMANTICS_CHOICES)}")
+    return fmt, act, impl, sem
+
+
+def _claim(c, d: int, fmt) -> Claim:
+    if not isinstance(c, dict):
+        raise _bad("claim", f"must be an object with the fields {', '.join(CLAIM_FIELDS)}")
+    for k in c:
+        if k not in CLAIM_FIELDS:
+            raise _bad(f"claim.{k}", f"unknown field; a claim has {', '.join(CLAIM_FIELDS)}")
+    for k in CLAIM_FIELDS:
+        if k not in c:
+            raise _bad(f"claim.{k}", "missing")
+    theorem = c["theorem"]
+    if type(theorem) is not int or theorem not in (5, 7):
+        raise _bad("claim.theorem", f"{theorem!r} is neither 5 nor 7")
+    points = _matrix(c["points"], "claim.points", cols=d)
+    n = points.shape[0]
+    values = _vector(c["values"], "claim.values", n)
+    if theorem == 5:
+        upstream = _vector(c["upstream"], "claim.upstream", n)
+        gradients = _matrix(c["gradients"], "claim.gradients", n, d)
+    else:
+        upstream = _vector(_list(c["upstream"], "claim.upstream", nonempty=True), "claim.upstream")
+        k = upstream.shape[0]
+        g = _list(c["gradients"], "claim.gradients", n)
+        gradients = np.array([_matrix(row, f"claim.gradients[{i}]", k, d) for i, row in enumerate(g)],
+                             dtype=np.float64).reshape(n, k, d)
+    for name, arr in (("points", points), ("values", values), ("upstream", upstream), ("gradients", gradients)):
+        _in_format(arr, fmt, f"claim.{name}")
+    return Claim(theorem, points, values, upstream, gradients)
 
 
 def network_from_dict(d: dict) -> tuple[Network, Claim | None]:
+    """A network file's network and claim; every field checked (see the module docstring)."""
     if not isinstance(d, dict) or d.get("schema") != SCHEMA:
         raise CondcheckError(f"not a condcheck network file: expected \"schema\": \"{SCHEMA}\"")
-    for key in ("format", "activation", "layers"):
-        if key not in d:
-            raise CondcheckError(f"network file is missing {key!r}")
-    layers = []
-    for l, entry in enumerate(d["layers"], 1):
-        where = f"layer {l}"
-        bias = _array(entry.get("bias", []), f"{where} bias")
-        if "weight" in entry:
-            w = _array(entry["weight"], f"{where} weight")
-            if w.ndim != 2:
-                raise CondcheckError(f"{where} weight must be a list of rows")
-            weight = sp.csr_matrix(w)
-        elif "weight_sparse" in entry:
-            ws = entry["weight_sparse"]
-            rows, cols = ws["shape"]
-            ent = ws["entries"]
-            r = np.array([e[0] for e in ent], dtype=np.int64)
-            c = np.array([e[1] for e in ent], dtype=np.int64)
-            v = np.array([_unhex(e[2], f"{where} weight") for e in ent], dtype=np.float64)
-            weight = sp.csr_matrix((v, (r, c)), shape=(rows, cols))
+    for k in d:
+        if k not in TOP_FIELDS:
+            raise _bad(k, f"unknown field; a network file has {', '.join(TOP_FIELDS)}")
+    for k in REQUIRED:
+        if k not in d:
+            raise _bad(k, "missing")
+    fmt, act, impl, sem = _names(d)
+    if not fmt.fits_float64:
+        raise _bad("format", f"networks need a format whose values are float64 numbers; {fmt.name} is not one")
+    layers, width = [], None
+    if "input_dim" in d:
+        width = _count(d["input_dim"], "input_dim", 1)
+    for l, entry in enumerate(_list(d["layers"], "layers", nonempty=True), 1):
+        where = f"layers[{l - 1}]"
+        if not isinstance(entry, dict):
+            raise _bad(where, "must be an object with a weight (or weight_sparse) and a bias")
+        kinds = [k for k in ("weight", "weight_sparse") if k in entry]
+        if len(kinds) != 1:
+            raise _bad(where, "must have exactly one of 'weight' and 'weight_sparse'")
+        for k in entry:
+            if k not in ("weight", "weight_sparse", "bias"):
+                raise _bad(f"{where}.{k}", "unknown field; a layer has weight (or weight_sparse) and bias")
+        if "bias" not in entry:
+            raise _bad(f"{where}.bias", "missing")
+        if kinds[0] == "weight":
+            dense = _matrix(entry["weight"], f"{where}.weight", cols=width)
+            _in_format(dense, fmt, f"{where}.weight")
+            weight = sp.csr_matrix(dense)
         else:
-            raise CondcheckError(f"{where} has neither 'weight' nor 'weight_sparse'")
+            weight = _weight_sparse(entry["weight_sparse"], f"{where}.weight_sparse", fmt)
+        rows, cols = weight.shape
+        if width is not None and cols != width:
+            raise _bad(f"{where}.{kinds[0]}", f"takes {cols} inputs, but " + (
+                "input_dim is" if l == 1 else f"layers[{l - 2}] has") + f" {width}")
+        bias = _vector(entry["bias"], f"{where}.bias", rows)
+        _in_format(bias, fmt, f"{where}.bias")
         layers.append(Layer(weight, bias))
-    # "semantics" (SPEC 2.1): "finite" (the default, also for files written before the option) or "ieee".
-    net = Network(d["format"], d["activation"], layers, d.get("implementation", "exact"),
-                  int(d.get("input_dim", 0) or layers[0].shape[1]), d.get("semantics", "finite"))
-    claim = None
-    if d.get("claim"):
-        c = d["claim"]
-        try:
-            claim = Claim(int(c["theorem"]), _array(c["points"], "claim points"), _array(c["values"], "claim values"),
-                          _array(c["upstream"], "claim upstream"), _array(c["gradients"], "claim gradients"))
-        except KeyError as e:
-            raise CondcheckError(f"claim is missing {e.args[0]!r}") from None
+        width = rows
+    if width != 1:
+        raise _bad(f"layers[{len(layers) - 1}]", f"the last layer must have one output (the network is scalar), "
+                                                 f"it has {width}")
+    net = Network(fmt.name, act, layers, impl, layers[0].shape[1], sem)
+    claim = None if d.get("claim") is None else _claim(d["claim"], net.input_dim, fmt)
     return net, claim
 
 
@@ -155,11 +315,16 @@ def save_network(path, net: Network, claim: Claim | None = None) -> None:
 
 
 def load_network(path) -> tuple[Network, Claim | None]:
+    """Read and check a network file (SPEC 6); errors are one-line CondcheckErrors naming the field."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise CondcheckError(f"a network file is named by a path, not a {type(path).__name__}")
     p = Path(path)
-    if not p.exists():
-        raise CondcheckError(f"network file {str(path)!r} does not exist")
+    if not p.is_file():
+        raise CondcheckError(f"network file {str(path)!r} does not exist or is not a file")
     try:
         d = json.loads(p.read_text())
+    except (OSError, UnicodeDecodeError, RecursionError) as e:
+        raise CondcheckError(f"cannot read network file {str(path)!r}: {e}") from None
     except json.JSONDecodeError as e:
         raise CondcheckError(f"network file {str(path)!r} is not valid JSON: {e}") from None
     return network_from_dict(d)

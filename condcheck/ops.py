@@ -57,7 +57,7 @@ def _exact_elementwise(op, a, b, fmt: Format):
         if not np.isfinite(out[idx]) or Fraction(out[idx]) != r:
             # Never round a second time, silently, to float64.
             raise CondcheckError(f"the {fmt.name} result {num_text(r)} of an operation on {float(x)!r} and {float(y)!r} is "
-                                 f"not a float64; use ops.add/sub/mul on Fractions for {fmt.name}")
+                                 f"not a float64 (exact rationals are needed for {fmt.name})")
     return out, over
 
 
@@ -134,7 +134,7 @@ def _scalar(op, a: float, b: float, fmt: Format) -> float | None:
         return None
     f = float(r)
     if Fraction(f) != r:
-        raise CondcheckError(f"the {fmt.name} result {num_text(r)} is not a float64; use ops.add/mul on Fractions")
+        raise CondcheckError(f"the {fmt.name} result {num_text(r)} is not a float64 (exact rationals are needed)")
     return f
 
 

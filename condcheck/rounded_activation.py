@@ -25,7 +25,8 @@ Implementations are named (:data:`IMPLEMENTATIONS`):
 * ``"torch"``: an observed table from PyTorch CPU (formats of at most 16 bits):
   sigma~ from the forward op and sigma~' from torch.autograd at every value of the format, in the
   format's torch dtype where torch computes the op (float16, bfloat16), through float32 otherwise
-  (then rounded to the format exactly).  See :mod:`condcheck.torch_impl`.
+  (then rounded to the format exactly).  Beyond 16 bits (float32) no table: torch's float32 op and
+  autograd at the points asked for.  See :mod:`condcheck.torch_impl`.
 
 Callable activations (``register_activation(name, function=f, derivative=df)``): sympy enclosures are
 not available, so "exact" rounds a *trusted* value instead of a certified one (:func:`callable_round`):
@@ -55,7 +56,7 @@ import sympy
 
 from .activations import Activation, get_activation, x as X_SYMBOL
 from .errors import CondcheckError, FormatOverflowError, NotInFormatError, UnknownNameError
-from .formats import Format, get_format, to_fraction
+from .formats import Format, get_format, num_text, to_fraction
 from .intervals import HAVE_ARB, compile_expression, mp_to_fraction
 from .rounding import round_array, round_fraction
 
@@ -91,13 +92,12 @@ def round_end(v, fmt: Format):
         return _NEG_OVER if sign else _POS_OVER
 
 
-_round_end = round_end      # the name condcheck.recheck still imports
 
 
 def _finish(r, fmt: Format, what: str):
     if isinstance(r, float):
         raise FormatOverflowError(f"{what} overflows {fmt.name} (beyond its largest finite value "
-                                  f"{float(fmt.max):g})")
+                                  f"{num_text(fmt.max)})")
     return r
 
 
@@ -332,7 +332,7 @@ def _label(act: Activation, derivative: bool) -> str:
 def exact_point(act: Activation, derivative: bool, q: Fraction, fmt: Format):
     """RN_F(sigma(q)) or RN_F(sigma'(q)) under "exact": a Fraction or +-inf (overflow).  Certified for
     expressions; trusted for callables."""
-    what = f"{_label(act, derivative)}({float(q)!r}) to {fmt.name}"
+    what = f"{_label(act, derivative)}({num_text(q)}) to {fmt.name}"
     if act.is_callable:
         return callable_round(_callable_of(act, derivative), q, fmt, what)
     expr = act.derivative if derivative else act.expr
@@ -512,8 +512,7 @@ def _upcast(act: Activation, derivative: bool, pts: np.ndarray, fmt: Format):
                              f"{fmt.name} is not")
     dt = _upcast_dtype(fmt)
     if act.is_callable:                     # RN_F(RN_float32(sigma)) from the trusted callable path
-        from .formats import get_format as _gf
-        mid, mid_over, _ = _callable_array(act, derivative, pts, _gf("float32" if dt == np.float32 else "float64"))
+        mid, mid_over, _ = _callable_array(act, derivative, pts, get_format("float32" if dt == np.float32 else "float64"))
         vals, over = round_array(mid, fmt)
         return vals, over | mid_over, 0
     expr = act.derivative if derivative else act.expr
@@ -547,8 +546,9 @@ class Table:
 
 def _evaluate(act: Activation, fmt: Format, impl: str, derivative: bool, pts):
     if impl == "torch":
-        raise CondcheckError(f"the torch implementation is an observed table for formats of at most 16 bits; "
-                             f"{fmt.name} has {fmt.bits}")
+        from .torch_impl import torch_points
+        s, so, d, do = torch_points(act, fmt, pts)
+        return (d, do, 0) if derivative else (s, so, 0)
     if impl == "exact":
         if act.is_callable:
             return _callable_array(act, derivative, pts, fmt)
@@ -556,11 +556,33 @@ def _evaluate(act: Activation, fmt: Format, impl: str, derivative: bool, pts):
     return _upcast(act, derivative, pts, fmt)
 
 
+def evaluate_points(act: Activation, fmt: Format, impl: str, pts: np.ndarray):
+    """(sigma~, its overflow mask, sigma~', its overflow mask, certain-path evaluations) at float64 points
+    of a format inside float64, as the implementation computes them, vectorized: "exact" by the float64
+    interval enclosures rounded at both ends with the certain path where they disagree (or the trusted
+    callable path), "float32-upcast" in float32 arithmetic, "torch" by PyTorch's CPU op and autograd
+    (:func:`condcheck.torch_impl.torch_points`, formats of more than 16 bits).  Overflowed values are
+    +-inf.  The chunked exhaustive checks (:mod:`conditions.chunks`) evaluate their chunks with it."""
+    if impl == "torch":
+        from .torch_impl import torch_points
+        s, so, d, do = torch_points(act, fmt, pts)
+        return s, so, d, do, 0
+    s, so, sf = evaluate_array(act, fmt, impl, False, pts)
+    d, do, df = evaluate_array(act, fmt, impl, True, pts)
+    return s, so, d, do, sf + df
+
+
+def evaluate_array(act: Activation, fmt: Format, impl: str, derivative: bool, pts: np.ndarray):
+    """(values, overflow mask, certain-path evaluations) of sigma~ or sigma~' alone (see
+    :func:`evaluate_points`)."""
+    return _evaluate(act, fmt, impl, derivative, pts)
+
+
 @lru_cache(maxsize=None)
 def _table(act: Activation, fmt: Format, impl: str) -> Table:
     if not fmt.enumerable:
         raise CondcheckError(f"{fmt.name} has {fmt.bits} bits; tables are made for formats of at most "
-                             f"24 bits (use value/value_array)")
+                             f"24 bits")
     pts = fmt.values()
     if impl == "torch":
         from .torch_impl import torch_table_arrays
@@ -599,13 +621,13 @@ class RoundedActivation:
     def _scalar(self, z, derivative: bool) -> Fraction:
         fmt = self.format
         q = fmt.check(z, "activation input")
-        name = f"{self.activation.name}{chr(39) if derivative else ''}({float(q)!r}) in {fmt.name}"
+        name = f"{self.activation.name}{chr(39) if derivative else ''}({num_text(q)}) in {fmt.name}"
         if self.implementation == "exact" and not self._use_table:
             return _finish(exact_point(self.activation, derivative, q, fmt), fmt, name)
         vals, over = self._array(np.array([float(q)]), derivative)
         if over[0]:
             raise FormatOverflowError(f"{name} overflows {fmt.name} (beyond its largest finite value "
-                                      f"{float(fmt.max):g})")
+                                      f"{num_text(fmt.max)})")
         return Fraction(float(vals[0]))
 
     def value(self, z) -> Fraction:
@@ -659,7 +681,7 @@ class RoundedActivation:
                     f = float(r)
                     if Fraction(f) != r:
                         raise CondcheckError(f"{self.activation.name} at {float(v)!r} in {fmt.name} is "
-                                             f"not a float64; use value()/derivative() for exact values")
+                                             f"not a float64 (its exact value is a rational beyond float64)")
                     vals[i] = f
         return vals[inv].reshape(shape), over[inv].reshape(shape)
 

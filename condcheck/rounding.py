@@ -245,5 +245,5 @@ def round_array_checked(x: np.ndarray, fmt: Format, what: str = "result") -> np.
     r, over = round_array(x, fmt)
     if over.any():
         i = int(np.flatnonzero(over.ravel())[0])
-        raise FormatOverflowError(f"{what} overflows {fmt.name} at element {i}: {x.ravel()[i]!r}")
+        raise FormatOverflowError(f"{what} overflows {fmt.name} at element {i}: {float(x.ravel()[i])!r}")
     return r

@@ -11,9 +11,12 @@ import json
 
 import numpy as np
 
+from .constructors.errors import TargetError
 from .constructors.kit import enumerated
-from .errors import CondcheckError
+from .errors import ArgumentError, CondcheckError
 from .formats import Format, get_format
+from .hexfloat import parse_float64
+from .ops import mul_array
 from .paper import box_bound
 from .rounding import round_array, round_down_up
 
@@ -25,7 +28,7 @@ def full_box(activation: str, fmt, dim: int) -> np.ndarray:
         raise CondcheckError(f"--dim must be at least 1, got {dim}")
     if not enumerated(fmt):
         raise CondcheckError(f"the full box needs an enumerable format of at most 16 bits; {fmt.name} has "
-                             f"{fmt.bits}; give a list of points instead")
+                             f"{fmt.bits}; give the points instead (--domain sample:N or a points file)")
     V = fmt.values()
     c = V[np.abs(V) <= box_bound(activation, fmt)]
     if len(c) ** dim > 1 << 22:
@@ -163,16 +166,76 @@ def random_targets(fmt, points: np.ndarray, seed: int, h_max: float, zero_share:
 
 
 def parse_targets(spec: str):
-    """``random:SEED`` -> ("random", seed); ``python:FILE.py`` -> ("python", path); any other string is a
-    JSON file name -> ("file", path)."""
+    """``random:SEED`` -> ("random", seed) (an integer >= 0); ``python:FILE.py`` -> ("python", path); any other
+    string is a JSON file name -> ("file", path)."""
+    if not isinstance(spec, str) or not spec:
+        raise ArgumentError("--targets must be random:SEED, python:FILE.py or a JSON file name")
     if spec.startswith("random:"):
-        try:
-            return "random", int(spec.split(":", 1)[1])
-        except ValueError:
-            raise CondcheckError(f"--targets random:SEED needs an integer seed, got {spec!r}") from None
+        text = spec.split(":", 1)[1]
+        if not text.isdigit() or not text.isascii():
+            raise ArgumentError(f"--targets random:SEED needs an integer seed >= 0, got {spec!r}")
+        return "random", int(text)
     if spec.startswith("python:"):
+        if not spec[7:]:
+            raise ArgumentError("--targets python:FILE.py needs the name of a Python file")
         return "python", spec.split(":", 1)[1]
     return "file", spec
+
+
+def file_number(v, where: str) -> float:
+    """A number of a points or targets file: a JSON number (finite, not a boolean) or a hexadecimal float
+    text (:mod:`condcheck.hexfloat`); always exactly the float64 given."""
+    if isinstance(v, bool) or not isinstance(v, (int, float, str)):
+        raise ArgumentError(f"{where}: {v!r} is not a number (give JSON numbers or hexadecimal floats like '0x1.8p+1')")
+    if isinstance(v, str):
+        try:
+            return parse_float64(v, where)
+        except CondcheckError as e:
+            raise ArgumentError(str(e)) from None
+    try:
+        f = float(v)
+    except OverflowError:
+        f = float("inf")
+    if not np.isfinite(f) or (isinstance(v, int) and f != v):
+        raise ArgumentError(f"{where}: {v!r} is not a finite float64 number")
+    return f
+
+
+def _read_json(path: str, what: str):
+    try:
+        with open(path) as fh:
+            return json.load(fh)
+    except (OSError, ValueError, RecursionError) as e:
+        raise ArgumentError(f"cannot read {what} {path!r}: {e}") from None
+
+
+def load_points(path: str, dim: int | None = None) -> np.ndarray:
+    """A points file: a non-empty JSON list of points, each a list of d numbers (or, for d = 1, a number).
+    ``dim``: the dimension the user asked for (None: the file's); a file of another dimension is refused."""
+    obj = _read_json(path, "points file")
+    if not isinstance(obj, list) or not obj:
+        raise ArgumentError(f"points file {path!r} must hold a non-empty JSON list of points (each a list of d "
+                            f"numbers), not {_kind(obj) if obj != [] else 'an empty list'}")
+    rows = []
+    for i, p in enumerate(obj):
+        where = f"points file {path!r}, point {i + 1}"
+        coords = p if isinstance(p, list) else [p]
+        if not coords:
+            raise ArgumentError(f"{where} is an empty list")
+        rows.append([file_number(v, where) for v in coords])
+        if len(rows[-1]) != len(rows[0]):
+            raise ArgumentError(f"{where} has {len(rows[-1])} coordinates, point 1 has {len(rows[0])}")
+    X = np.array(rows, dtype=np.float64)
+    if dim is not None and X.shape[1] != dim:
+        raise ArgumentError(f"--dim {dim} but the points file {path!r} has points of {X.shape[1]} "
+                            f"coordinate{'s' if X.shape[1] > 1 else ''}; give --dim {X.shape[1]} or a file of "
+                            f"{dim}-coordinate points")
+    return X
+
+
+def _kind(obj) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}.get(
+        type(obj), "a number")
 
 
 TARGET_FUNCTIONS = ("values", "upstream", "gradients")
@@ -195,22 +258,40 @@ def load_python_targets(path: str):
     return tuple(ns[k] for k in TARGET_FUNCTIONS)
 
 
+def _targets_object(path: str, keys) -> dict:
+    obj = _read_json(path, "targets file")
+    if not isinstance(obj, dict):
+        raise ArgumentError(f"targets file {path!r} must hold a JSON object with the lists {', '.join(keys)}, not "
+                            f"{_kind(obj)}")
+    for k in obj:
+        if k not in keys:
+            raise ArgumentError(f"targets file {path!r}: unknown field {k!r}; a targets file has {', '.join(keys)}")
+    for k in keys:
+        if k not in obj:
+            raise ArgumentError(f"targets file {path!r} has no {k!r} list")
+    return obj
+
+
+def _nested(v, where: str):
+    """A nested list of file numbers as a float array (rectangular)."""
+    if isinstance(v, list):
+        parts = [_nested(x, f"{where}[{i}]") for i, x in enumerate(v)]
+        shapes = {np.shape(x) for x in parts}
+        if len(shapes) > 1:
+            raise ArgumentError(f"{where}: its entries have different lengths")
+        return np.array(parts, dtype=np.float64).reshape((len(parts),) + (shapes.pop() if parts else ()))
+    return np.float64(file_number(v, where))
+
+
 def load_targets(path: str, n: int, d: int):
-    """A JSON file with lists "values" (n), "upstream" (n) and "gradients" (n x d), numbers or hex strings."""
-    try:
-        with open(path) as fh:
-            obj = json.load(fh)
-    except (OSError, json.JSONDecodeError) as e:
-        raise CondcheckError(f"cannot read targets file {path!r}: {e}") from None
+    """A JSON file with lists "values" (n), "upstream" (n) and "gradients" (n x d, or n for d = 1), each
+    number a JSON number or a hexadecimal float text."""
+    obj = _targets_object(path, TARGET_FUNCTIONS)
 
     def arr(key, shape):
-        if key not in obj:
-            raise CondcheckError(f"targets file {path!r} has no {key!r} list")
-        try:
-            a = np.array([[float.fromhex(v) if isinstance(v, str) else float(v) for v in np.atleast_1d(row)]
-                          for row in obj[key]], dtype=float)
-        except (TypeError, ValueError) as e:
-            raise CondcheckError(f"targets file {path!r}: {key!r} holds a non-number ({e})") from None
+        a = _nested(obj[key], f"targets file {path!r}: {key!r}")
+        if a.ndim == 0:
+            raise ArgumentError(f"targets file {path!r}: {key!r} must be a list")
         return a.reshape(shape) if a.size == int(np.prod(shape)) else _bad_shape(path, key, a.shape, shape)
     return arr("values", (n,)), arr("upstream", (n,)), arr("gradients", (n, d))
 
@@ -291,18 +372,35 @@ def evaluate_callables(fmt: Format, points, values, upstream, gradients):
     return table(values, "value", 1), table(upstream, "upstream", 1), table(gradients, "gradient", d)
 
 
+def as_points(points, what: str = "points") -> np.ndarray:
+    """Points as a float array of shape (N, d), N, d >= 1 (a flat list is d = 1), or a clear error."""
+    X = _as_numbers(points, what)
+    if X.ndim == 1:
+        X = X.reshape(-1, 1)
+    if X.ndim != 2 or X.shape[0] == 0 or X.shape[1] == 0:
+        raise ArgumentError(f"{what} must be a non-empty list of d-tuples (N, d >= 1); got an array of shape "
+                            f"{X.shape}")
+    return X
+
+
+def _as_numbers(obj, what: str) -> np.ndarray:
+    try:
+        return np.asarray(obj, dtype=np.float64)
+    except (TypeError, ValueError) as e:
+        raise ArgumentError(f"{what} must be numbers (values of the format): {e}") from None
+
+
 def validate(fmt: Format, activation: str, points, values, upstream, gradients, box: bool = True):
     """Clear errors naming the first offending point: outside the format or the box, repeated,
     non-finite targets, targets that are not values of the format, h* = 0 with g* != 0.  Targets may be
     callables (``evaluate_callables``)."""
-    X = np.asarray(points, dtype=float)
-    if X.ndim != 2:
-        raise CondcheckError(f"points must be a list of d-tuples; got an array of shape {X.shape}")
+    X = as_points(points)
     n, d = X.shape
     values, upstream, gradients = evaluate_callables(fmt, X, values, upstream, gradients)
-    f = np.asarray(values, dtype=float).reshape(-1)
-    h = np.asarray(upstream, dtype=float).reshape(-1)
-    g = np.asarray(gradients, dtype=float).reshape(n, -1) if np.size(gradients) == n * d else None
+    f = _as_numbers(values, "values").reshape(-1)
+    h = _as_numbers(upstream, "upstream values").reshape(-1)
+    g = _as_numbers(gradients, "gradients")
+    g = g.reshape(n, -1) if g.size == n * d else None
     if f.shape[0] != n or h.shape[0] != n or g is None:
         raise CondcheckError(f"{n} points need {n} values, {n} upstream values and {n} x {d} gradients")
     bound = box_bound(activation, fmt)
@@ -317,9 +415,9 @@ def validate(fmt: Format, activation: str, points, values, upstream, gradients, 
         for name, arr in (("point", X[i]), ("value", [f[i]]), ("upstream", [h[i]]), ("gradient", g[i])):
             for v in arr:
                 if not np.isfinite(v):
-                    raise CondcheckError(f"{where(i)}: the {name} {v!r} is not finite (Inf and NaN are not allowed)")
+                    raise CondcheckError(f"{where(i)}: the {name} {float(v)!r} is not finite (Inf and NaN are not allowed)")
                 if not fmt.contains(v):
-                    raise CondcheckError(f"{where(i)}: the {name} {v!r} is not a value of {fmt.name}")
+                    raise CondcheckError(f"{where(i)}: the {name} {float(v)!r} is not a value of {fmt.name}")
         if box and np.any(np.abs(X[i]) > bound):
             raise CondcheckError(f"{where(i)} is outside the box [-{bound:g}, {bound:g}]^{d} of {activation} on {fmt.name}")
         if h[i] == 0 and np.any(g[i] != 0):
@@ -334,6 +432,104 @@ def validate(fmt: Format, activation: str, points, values, upstream, gradients, 
 
 
 # ---- Theorem 7: tables g*(x, y) odd in the upstream y -------------------------------------------------------
+def as_values(arr, fmt: Format, what: str) -> np.ndarray:
+    """``arr`` as a float array, each entry a finite value of fmt, else TargetError naming the first."""
+    a = np.asarray(arr, dtype=float)
+    with np.errstate(invalid="ignore"):
+        bad = ~np.isfinite(a)
+    if bad.any():
+        raise TargetError(f"{what} {float(a[bad].ravel()[0])!r} is not finite")
+    r, over = mul_array(a, np.ones_like(a), fmt)
+    bad = over | (r != a)
+    if bad.any():
+        raise TargetError(f"{what} {float(a[bad].ravel()[0])!r} is not a value of {fmt.name}")
+    return a
+
+
+def point_text(x) -> str:
+    """A point for a message: the number for d = 1, the tuple otherwise."""
+    x = np.atleast_1d(np.asarray(x, float))
+    return repr(float(x[0])) if x.size == 1 else "(" + ", ".join(repr(float(v)) for v in x) + ")"
+
+
+def gradient_table(fmt: Format, points: np.ndarray, upstream: np.ndarray, g) -> np.ndarray:
+    """The table G[i, j, c] = coordinate c of g*(points[i], upstream[j]), shape (N, K, d), from an array
+    ((N, K, d); for d = 1 also (N, K), and (K,) for one point) or a callable g(x, y) (x a number for d = 1,
+    a tuple otherwise; returning a number for d = 1, d numbers otherwise)."""
+    N, d = points.shape
+    if callable(g):
+        def at(x, y):
+            r = g(float(x[0]), float(y)) if d == 1 else g(tuple(float(v) for v in x), float(y))
+            return np.atleast_1d(np.asarray(r, float)).tolist()
+        G = np.array([[at(x, y) for y in upstream] for x in points], dtype=float)
+    else:
+        G = np.asarray(g, dtype=float)
+        if G.ndim == 1 and d == 1:
+            G = G.reshape(1, -1)
+        if G.ndim == 2 and d == 1:
+            G = G[:, :, None]
+    if G.shape != (N, len(upstream), d):
+        raise TargetError(f"gradient table has shape {G.shape}, expected ({N}, {len(upstream)}, {d}) "
+                          f"(points x upstream values x coordinates; (N, K) for d = 1)")
+    return as_values(G, fmt, "target gradient")
+
+
+def check_odd(points: np.ndarray, upstream: np.ndarray, G: np.ndarray) -> None:
+    """Refuse a table that is not odd in y (g*(x, -y) = -g*(x, y), so g*(x, 0) = 0), naming the first (x, y).
+    G: (N, K) or (N, K, d)."""
+    G = G if G.ndim == 3 else G[:, :, None]
+    index = {}
+    for j, y in enumerate(upstream):
+        key = float(y)
+        if key in index and G[:, index[key]].tolist() != G[:, j].tolist():
+            i = int(np.argwhere(G[:, index[key]] != G[:, j])[0][0])
+            raise TargetError(f"upstream value y = {key!r} is listed twice with different targets at "
+                              f"x = {point_text(points[i])}")
+        index[key] = j
+    ys = np.asarray(upstream, float)
+    partner = np.array([index.get(-float(y), -1) for y in ys])
+    for i, x in enumerate(points):
+        for j, y in enumerate(ys.tolist()):
+            g = G[i, j]
+            if y == 0 and (g != 0).any():
+                raise TargetError(f"g* is not odd in y: at x = {point_text(x)}, y = 0 the target is {point_text(g)}, but "
+                                  f"AD gives D_(f,x)(0) = 0 for every network")
+            if partner[j] >= 0 and (G[i, partner[j]] != -g).any():
+                raise TargetError(f"g* is not odd in y: at x = {point_text(x)}, y = {y!r} the target is {point_text(g)} "
+                                  f"but at y = {-y!r} it is {point_text(G[i, partner[j]])}; AD gives "
+                                  f"D_(f,x)(-y) = -D_(f,x)(y) for every network")
+
+
+def validate_odd_targets(fmt: Format, activation: str, X: np.ndarray, values, table, upstream, box: float,
+                         H: float):
+    """(points, values, upstream, gradients (N, K, d)) of a Theorem 7 claim, checked: the points (X, of
+    shape (N, d)) and targets values of fmt, the points inside the box [-box, box]^d and distinct, one
+    value per point, the upstream values (default: every value with |y| <= H) at most H_sigma = H in
+    magnitude, the table (``gradient_table``) odd in y (``check_odd``).  TargetError names the first
+    offending entry."""
+    X = as_values(X, fmt, "input point")
+    out = np.argwhere(np.abs(X) > box)
+    if out.size:
+        raise TargetError(f"input point {point_text(X[out[0][0]])} is outside the box "
+                          f"[-{box}, {box}]^{X.shape[1]} (M_sigma of {activation})")
+    if len(np.unique(X, axis=0)) != len(X):
+        raise TargetError("the domain lists a point twice")
+    fv = as_values(np.asarray(values, dtype=float).reshape(-1), fmt, "target value")
+    if fv.shape != (X.shape[0],):
+        raise TargetError(f"expected {X.shape[0]} target values, got {fv.shape[0]}")
+    if upstream is None:
+        Y = fmt.values().astype(float)
+        Y = Y[np.abs(Y) <= H]
+    else:
+        Y = as_values(np.asarray(upstream, dtype=float).reshape(-1), fmt, "upstream value")
+        big = np.flatnonzero(np.abs(Y) > H)
+        if big.size:
+            raise TargetError(f"upstream value y = {float(Y[big[0]])!r} exceeds H_sigma = {float(H)!r} of {activation} on {fmt.name}")
+    G = gradient_table(fmt, X, Y, table)
+    check_odd(X, Y, G)
+    return X, fv, Y, G
+
+
 def random_odd_tables(fmt, points, upstream_values, seed: int, zero_share: float = 0.1, per_coordinate=False):
     """(values, gradients) with a seed: f*(x) and g*(x, y) (shape (N, K)) odd in y, for Theorem 7 (d = 1).
     ``per_coordinate``: one table per coordinate of the points, gradients of shape (N, K, d) (the first
@@ -374,24 +570,17 @@ def load_odd_tables(path: str, n: int, d: int = 1):
     n x K x d), numbers or float.hex() strings.  Returns (values, upstream, gradients (n, K) for d = 1,
     (n, K, d) otherwise).
     Oddness in y is checked by the constructor (which names the first offending (x, y))."""
-    try:
-        with open(path) as fh:
-            obj = json.load(fh)
-    except (OSError, json.JSONDecodeError) as e:
-        raise CondcheckError(f"cannot read targets file {path!r}: {e}") from None
-
-    def num(v):
-        return float.fromhex(v) if isinstance(v, str) else float(v)
+    obj = _targets_object(path, TARGET_FUNCTIONS)
     out = []
-    for key in ("values", "upstream", "gradients"):
-        if key not in obj:
-            raise CondcheckError(f"targets file {path!r} has no {key!r} list")
-        try:
-            out.append(np.vectorize(num, otypes=[float])(np.array(obj[key], dtype=object)))
-        except (TypeError, ValueError) as e:
-            raise CondcheckError(f"targets file {path!r}: {key!r} holds a non-number or is ragged ({e})") from None
+    for key in TARGET_FUNCTIONS:
+        a = _nested(obj[key], f"targets file {path!r}: {key!r}")
+        if a.ndim == 0:
+            raise ArgumentError(f"targets file {path!r}: {key!r} must be a list")
+        out.append(a)
     f, y, g = out
     f, y = f.reshape(-1), y.reshape(-1)
+    if y.size == 0:
+        raise ArgumentError(f"targets file {path!r}: 'upstream' lists no y (at least one is needed)")
     if g.ndim == 3 and g.shape[2] == 1 and d == 1:
         g = g[:, :, 0]
     if f.shape != (n,):

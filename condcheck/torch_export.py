@@ -35,14 +35,17 @@ What :func:`to_torch` builds instead:
   Network accepts, ``Format.fits_float64``).  Inputs, outputs and gradients are returned as float64
   tensors holding the exact values.
 
-Overflow (Inf or NaN) raises a :class:`~condcheck.errors.NetworkOverflowError`-like CondcheckError, as
-the interpreter does.
+Overflow (Inf or NaN) raises the :class:`~condcheck.errors.NetworkOverflowError` the interpreters
+raise (``interpreters.failures``): each step -- a layer's sums, sigma~, the backward sums, the products by
+sigma~' -- is checked when it is complete, naming the pass, layer, neuron and input.
+``interpreters.torch_autograd`` runs the module as an interpreter, a second opinion in the shared tests.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from .errors import CondcheckError
+from .interpreters.failures import BACKWARD, BACKWARD_DERIVATIVE, FORWARD, FORWARD_ACTIVATION, failure
 from .network import Network
 from .rounding import round_array
 
@@ -63,15 +66,19 @@ class _Arith:
         self.native = fmt.name in NATIVE
         self.dtype = getattr(torch, fmt.name) if self.native else torch.float64
 
+    def round(self, t):
+        """t rounded to the format (an overflow gives +-Inf, a NaN stays non-finite)."""
+        torch = _torch()
+        if self.native:
+            return t
+        r, _ = round_array(t.detach().numpy(), self.fmt)
+        return torch.from_numpy(np.ascontiguousarray(r))
+
     def R(self, t, what, rows=None):
         """t rounded to the format; a non-finite entry is an error naming ``what`` (and the row: column j
         of t is row ``rows[j]`` of the layer)."""
         torch = _torch()
-        if self.native:
-            out = t
-        else:
-            r, _ = round_array(t.detach().numpy(), self.fmt)
-            out = torch.from_numpy(np.ascontiguousarray(r))
+        out = self.round(t)
         ok = torch.isfinite(out)
         if not ok.all():
             where = ""
@@ -81,18 +88,37 @@ class _Arith:
             raise CondcheckError(f"{what}{where}: overflow (Inf or NaN) in {self.fmt.name}")
         return out
 
-    def mul(self, a, b, what, rows=None):
-        return self.R(a * b, what, rows)
+    def mul(self, a, b):
+        return self.round(a * b)
 
-    def add(self, a, b, what, rows=None):
-        return self.R(a + b, what, rows)
+    def add(self, a, b):
+        return self.round(a + b)
 
     def tensor(self, arr):
         torch = _torch()
         return torch.tensor(np.asarray(arr, dtype=np.float64), dtype=torch.float64).to(self.dtype)
 
 
-def _row_sums(ar: _Arith, V, csr, bias, what):
+class _Reporter:
+    """Checks one evaluation's steps as the interpreters do (``interpreters.failures``): rows of a batch
+    are points ``row // rows_per_point`` of X (several upstream values per point); a step fails at its
+    first failing row's point, the lowest neuron failing at any of that point's rows."""
+
+    def __init__(self, net, X, rows_per_point=1):
+        self.net, self.X, self.k = net, X, rows_per_point
+
+    def check(self, t, pass_name, layer):
+        torch = _torch()
+        bad = ~torch.isfinite(t)
+        if not bool(bad.any()):
+            return
+        r = int(torch.nonzero(bad.any(dim=1))[0, 0])
+        p = r // self.k
+        j = int(torch.nonzero(bad[p * self.k:(p + 1) * self.k].any(dim=0))[0, 0])
+        raise failure(self.net, pass_name, layer, j, self.X[r].tolist(), index=p)
+
+
+def _row_sums(ar: _Arith, V, csr, bias):
     """out[:, i] = ((V[:, c_1] (x) w_1) (+) (V[:, c_2] (x) w_2) (+) ...) (+) b_i, in column order.
 
     Vectorized over rows: step k adds the k-th term of every row that has one, so each row is still
@@ -105,11 +131,10 @@ def _row_sums(ar: _Arith, V, csr, bias, what):
         rows = np.flatnonzero(counts > k)
         pos = csr.indptr[rows] + k
         idx = torch.from_numpy(rows)
-        p = ar.mul(V[:, torch.from_numpy(csr.indices[pos].astype(np.int64))], ar.tensor(csr.data[pos])[None, :],
-                   what, rows)
-        acc[:, idx] = p if k == 0 else ar.add(acc[:, idx], p, what, rows)
+        p = ar.mul(V[:, torch.from_numpy(csr.indices[pos].astype(np.int64))], ar.tensor(csr.data[pos])[None, :])
+        acc[:, idx] = p if k == 0 else ar.add(acc[:, idx], p)
     if bias is not None:
-        acc = ar.add(acc, ar.tensor(bias)[None, :], f"{what} (bias)", np.arange(n_out))
+        acc = ar.add(acc, ar.tensor(bias)[None, :])
     return acc
 
 
@@ -120,16 +145,19 @@ def _affine_function():
         """Forward and backward sums of one layer in the paper's order, every operation rounded."""
 
         @staticmethod
-        def forward(ctx, v, layer, ar, name):
-            ctx.layer, ctx.ar, ctx.name = layer, ar, name
-            return _row_sums(ar, v, layer.weight, layer.bias, f"forward pass, {name}")
+        def forward(ctx, v, layer, ar, l, reporter):
+            ctx.layer, ctx.ar, ctx.l, ctx.reporter = layer, ar, l, reporter
+            z = _row_sums(ar, v, layer.weight, layer.bias)
+            reporter.check(z, FORWARD, l)
+            return z
 
         @staticmethod
         def backward(ctx, u):
             wt = ctx.layer.weight.T.tocsr()
             wt.sort_indices()
-            g = _row_sums(ctx.ar, u.to(ctx.ar.dtype), wt, None, f"backward pass, {ctx.name}")
-            return g, None, None, None
+            g = _row_sums(ctx.ar, u.to(ctx.ar.dtype), wt, None)
+            ctx.reporter.check(g, BACKWARD, ctx.l)
+            return g, None, None, None, None
 
     return PaperAffine
 
@@ -141,17 +169,19 @@ def _activation_function():
         """sigma~ forward; backward u' = v (x) sigma~'(z) with sigma~'(z) from ``deriv`` (one rounding)."""
 
         @staticmethod
-        def forward(ctx, z, value, deriv, ar, name):
+        def forward(ctx, z, value, deriv, ar, l, reporter):
             ctx.save_for_backward(z)
-            ctx.deriv, ctx.ar, ctx.name = deriv, ar, name
-            return ar.R(value(z), f"forward pass (activation), {name}")
+            ctx.deriv, ctx.ar, ctx.l, ctx.reporter = deriv, ar, l, reporter
+            s = ar.round(value(z))
+            reporter.check(s, FORWARD_ACTIVATION, l)
+            return s
 
         @staticmethod
         def backward(ctx, v):
             (z,) = ctx.saved_tensors
-            d = ctx.deriv(z)
-            return ctx.ar.mul(v.to(ctx.ar.dtype), d, f"backward pass (activation derivative), {ctx.name}"), \
-                None, None, None, None
+            u = ctx.ar.mul(v.to(ctx.ar.dtype), ctx.deriv(z))     # (a sigma~' that overflows: u is not finite)
+            ctx.reporter.check(u, BACKWARD_DERIVATIVE, ctx.l)
+            return u, None, None, None, None, None
 
     return PaperActivation
 
@@ -174,7 +204,7 @@ def _torch_value_and_derivative(net: Network, ar: _Arith):
         with torch.enable_grad():
             zz = through(z).detach().requires_grad_(True)
             (g,) = torch.autograd.grad(op(zz), zz, grad_outputs=torch.ones_like(zz))
-        return ar.R(g if ar.native else _round64(g, ar), f"activation derivative ({net.format.name})")
+        return ar.round(g) if ar.native else _round64(g, ar)
     return op, through, value, deriv
 
 
@@ -223,19 +253,23 @@ def to_torch(net: Network, activation: str | None = None):
             self.network = net
             self.activation_mode = activation
             self.arithmetic = f"native {ar.dtype}" if ar.native else f"float64, rounded to {fmt.name} by condcheck"
+            #: consecutive input rows that are one point (with different upstream values): how a failure
+            #: names its input
+            self.rows_per_point = 1
 
         def forward(self, X):
             X = torch.as_tensor(X, dtype=torch.float64)
+            reporter = _Reporter(net, X.detach().numpy(), self.rows_per_point)
             v = X.to(ar.dtype) if ar.native else X
             for l, layer in enumerate(net.layers, 1):
-                z = Affine.apply(v, layer, ar, f"layer {l}")
+                z = Affine.apply(v, layer, ar, l, reporter)
                 if l == net.depth:
                     return z[:, 0].to(torch.float64)
                 if activation == "torch-fused":
                     y = op(through(z))
                     v = y if ar.native else _RoundGrad.apply(y.to(torch.float64), ar)
                 else:
-                    v = Act.apply(z, value, deriv, ar, f"layer {l}")
+                    v = Act.apply(z, value, deriv, ar, l, reporter)
             raise AssertionError("unreachable")
 
     _RoundGrad = _round_function()

@@ -1,4 +1,5 @@
-"""The ``"torch"`` implementation: sigma~ and sigma~' as PyTorch CPU computes them (an observed table).
+"""The ``"torch"`` implementation: sigma~ and sigma~' as PyTorch CPU computes them (an observed table up
+to 16 bits; :func:`torch_points` at given points of float32).
 
 For a format of at most 16 bits, every finite value z of the format is fed to PyTorch at once:
 
@@ -21,6 +22,7 @@ clearly when it is missing.
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
 from functools import lru_cache
 
 import numpy as np
@@ -179,6 +181,58 @@ def _compute(act: Activation, fmt: Format):
     return s, so, d, do, info
 
 
+@contextmanager
+def _one_thread(torch):
+    """One intra-op thread: torch splits a tensor between threads at points that need not be multiples of
+    the vector width, and a split's scalar tail can round differently (:func:`scalar_path_differences`)."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(n)
+
+
+def torch_points(activation, fmt, pts: np.ndarray):
+    """(sigma, sigma overflow, sigma', sigma' overflow) at float64 points of a format of more than 16 bits
+    (float32, or one whose values are all float32 numbers): torch's float32 op and autograd (upstream 1),
+    on one intra-op thread, the tensor padded to a multiple of :data:`PAD` so that every element goes
+    through the vectorized loop; rounded to the format exactly unless it is float32.  Inf or NaN counts as
+    overflow (+-inf in the arrays).  No table: the chunked exhaustive checks call this chunk by chunk."""
+    torch = require_torch()
+    act, F = get_activation(activation), get_format(fmt)
+    if F.bits <= 16:
+        raise CondcheckError(f"the torch implementation of {F.name} is its observed table (torch_table_arrays)")
+    _, fn = torch_op(act)
+    pts = np.asarray(pts, dtype=np.float64)
+    p32 = pts.astype(np.float32)
+    if not np.array_equal(p32.astype(np.float64), pts):
+        raise CondcheckError(f"the torch implementation computes in float32; these values of {F.name} are not all "
+                             f"float32 numbers")
+    with _one_thread(torch):
+        y, g = _run(fn, torch.from_numpy(p32))
+    out = []
+    for a in (_to_f64(y), _to_f64(g)):
+        if F.name == "float32":
+            over = ~np.isfinite(a)
+            a = np.where(over, np.where(np.isnan(a), np.inf, a), a)
+        else:
+            a, over = round_array(np.where(np.isnan(a), np.inf, a), F)
+        out += [a, over]
+    return tuple(out)
+
+
+def points_info(activation, fmt) -> dict:
+    """How :func:`torch_points` computes (torch version, op, CPU capability, mode)."""
+    torch = require_torch()
+    act, F = get_activation(activation), get_format(fmt)
+    desc, _ = torch_op(act)
+    cap = torch.backends.cpu.get_cpu_capability() if hasattr(torch.backends, "cpu") else "unknown"
+    mode = ("native float32" if F.name == "float32" else "through float32, rounded to the format by condcheck (RN_F)")
+    return {"torch": torch.__version__, "op": desc, "derivative": "torch.autograd.grad with upstream 1",
+            "mode": f"{mode}; one intra-op thread, every element through the vectorized loop (CPU capability {cap})"}
+
+
 def torch_table_arrays(activation, fmt):
     """(sigma, sigma overflow, sigma', sigma' overflow) on ``fmt.values()`` (float64, +-inf on overflow)."""
     s, so, d, do, _ = _compute(get_activation(activation), get_format(fmt))
@@ -191,5 +245,8 @@ def table_info(activation, fmt) -> dict:
 
 
 def evidence_note(activation, fmt) -> str:
+    if get_format(fmt).bits > 16:
+        i = points_info(activation, fmt)
+        return f"torch {i['torch']} CPU: sigma~ = {i['op']}, sigma~' = {i['derivative']}, {i['mode']}"
     i = table_info(activation, fmt)
     return f"torch {i['torch']} observed table: sigma~ = {i['op']}, sigma~' = {i['derivative']}, {i['mode']}"

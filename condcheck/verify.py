@@ -4,13 +4,16 @@ A claim holds when for every point the forward value equals the claimed value an
 upstream value, ``D_(f,x)(y)`` equals the claimed gradient, by value (``+0 == -0``), with no overflow
 or NaN anywhere -- under the network's semantics (``Network.semantics``: "finite", or "ieee", where
 Inf may pass through but NaN, a non-finite value or a non-finite gradient fails; ``condcheck.ieee``).
-``method="fast"`` uses the vectorized interpreter, ``method="sparse"`` the same numbers computed on the
-active neurons only (``condcheck.sparse_ad``: for Theorem 7 networks, where almost every neuron is dead at
-a given x, and Theorem 5 networks, one upstream value per point; finite semantics, formats of at most 16
-bits), ``method="tables"`` the same values computed on the format's RN index tables
-(``condcheck.index_interpreter``: finite semantics, formats of at most 1024 values; zero signs are not
-kept, and the comparison is by value), ``method="exact"`` the exact rational reference path (slow; the
-standalone re-check).  "sparse" and "tables" fall back to "fast" where they do not apply.
+``method`` names the interpreter (``condcheck.interpreters``, one interface, every one tested against
+the reference): "dense" (every neuron, vectorized; "fast" is its old name), "sparse" (the same numbers
+computed on the active neurons only: Theorem 7 networks, where almost every neuron is dead at a given x,
+and Theorem 5 ones; finite semantics), "tables" (the same values on the
+format's RN index tables: finite semantics, formats of at most 1024 values; zero signs are not kept,
+and the comparison is by value), "exact" (the exact rational reference: slow; the standalone re-check),
+or any other registered name.  "sparse" and "tables" fall back to "dense" where they do not apply;
+"auto" (``condcheck verify``'s default) takes "tables" for small networks where it applies (it loads
+no compiled code: 0.1 s on a float8 box network, where loading the sparse one's kernels costs about
+1 s of CPU) and "sparse" otherwise.
 """
 from __future__ import annotations
 
@@ -19,8 +22,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .errors import CondcheckError, NetworkOverflowError
+from .interpreters import get_interpreter, interpreter_names
 from .netfile import Claim
-from .network import Network, _not_in_format
+from .network import Network, first_not_in_format
+
+#: interpreters that fall back to the dense one where they do not apply
+FALLS_BACK = ("sparse", "tables")
+#: "auto" takes the tables interpreter up to this many (point, upstream value, nonzero parameter) triples
+AUTO_TABLES_WORK = 10_000_000
 
 
 @dataclass
@@ -32,7 +41,7 @@ class VerifyResult:
     value_failures: int = 0
     gradient_failures: int = 0
     first_failure: dict | None = None
-    method: str = "fast"
+    method: str = "dense"
     notes: list[str] = field(default_factory=list)
     semantics: str = "finite"
     semantics_text: str = ""
@@ -79,28 +88,39 @@ def _check_claim_against(net: Network, claim: Claim):
         raise CondcheckError(f"claim points have {claim.points.shape[1]} coordinates, the network takes {net.input_dim}")
     for name, arr in (("point", claim.points), ("value", claim.values), ("upstream value", claim.upstream),
                       ("gradient", claim.gradients)):
-        bad = _not_in_format(arr, net.format)
+        bad = first_not_in_format(arr, net.format)
         if bad is not None:
-            raise CondcheckError(f"claim {name} {arr.ravel()[bad]!r} is not a value of {net.format.name}")
+            raise CondcheckError(f"claim {name} {float(arr.ravel()[bad])!r} is not a value of {net.format.name}")
 
 
 def _fmt_point(p) -> str:
     return "(" + ", ".join(float(v).hex() for v in np.atleast_1d(p)) + ")"
 
 
-def verify(net: Network, claim: Claim | None, method: str = "fast", progress=None) -> VerifyResult:
+def auto_method(net: Network, claim: Claim) -> str:
+    """The interpreter "auto" takes for this claim: "tables" for small work where it applies, else "sparse"."""
+    K = claim.upstream.shape[0] if claim.theorem == 7 else 1
+    work = claim.points.shape[0] * K * net.nonzero_parameters
+    return "tables" if work <= AUTO_TABLES_WORK and get_interpreter("tables").supports(net) else "sparse"
+
+
+def verify(net: Network, claim: Claim | None, method: str = "dense", progress=None) -> VerifyResult:
+    if not isinstance(net, Network):
+        raise CondcheckError(f"verify needs a Network (e.g. from load_network), not a {type(net).__name__}")
     if claim is None:
         raise CondcheckError("the network has no claim: nothing to verify")
-    if method not in ("fast", "sparse", "tables", "exact"):
-        raise CondcheckError(f"verification method must be 'fast', 'sparse', 'tables' or 'exact', not {method!r}")
-    if method == "sparse":
-        from .sparse_ad import supports
-        if not supports(net):
-            method = "fast"      # the sparse shortcut: finite semantics, formats of at most 16 bits, numba
-    if method == "tables":
-        from .index_interpreter import supports as tables_apply
-        if not tables_apply(net):
-            method = "fast"      # index tables: finite semantics, formats of at most 1024 values
+    if not isinstance(claim, Claim):
+        raise CondcheckError(f"verify needs a Claim (e.g. from load_network), not a {type(claim).__name__}")
+    if method == "fast":
+        method = "dense"
+    if method == "auto":
+        method = auto_method(net, claim)
+    if method not in interpreter_names():
+        raise CondcheckError(f"verification method must be one of {', '.join(map(repr, interpreter_names()))} "
+                             f"or 'auto', not {method!r}")
+    interpreter = get_interpreter(method)
+    if method in FALLS_BACK and not interpreter.supports(net):
+        method, interpreter = "dense", get_interpreter("dense")
     _check_claim_against(net, claim)
     N, d = claim.points.shape
     K = claim.upstream.shape[0] if claim.theorem == 7 else 1
@@ -109,24 +129,7 @@ def verify(net: Network, claim: Claim | None, method: str = "fast", progress=Non
     res = VerifyResult(ok=False, points=N, value_checks=N, gradient_checks=N * K, method=method,
                        semantics=net.semantics, semantics_text=net.semantics_text)
     try:
-        if method == "fast":
-            values, grads = net.evaluate(claim.points, np.ascontiguousarray(Y), progress=progress)
-        elif method == "sparse":
-            from .sparse_ad import evaluate_sparse
-            values, grads = evaluate_sparse(net, claim.points, np.ascontiguousarray(Y), progress=progress)
-        elif method == "tables":
-            from .index_interpreter import evaluate_indexed
-            values, grads = evaluate_indexed(net, claim.points, np.ascontiguousarray(Y), progress=progress)
-        else:
-            values = np.empty(N)
-            grads = np.empty((N, K, d))
-            for n in range(N):
-                val, pre = net.forward_exact(claim.points[n].tolist())
-                values[n] = float(val)
-                for k in range(K):
-                    grads[n, k] = [float(g) for g in net.gradient_exact(claim.points[n].tolist(), Y[n, k], pre)]
-                if progress:
-                    progress(n + 1, N)
+        values, grads = interpreter.evaluate(net, claim.points, np.ascontiguousarray(Y), progress=progress)
     except NetworkOverflowError as e:
         res.first_failure = {"kind": "overflow", "message": str(e)}
         res.notes.append(str(e))

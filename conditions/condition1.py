@@ -22,7 +22,7 @@ relies on.  Clauses, and why each is there:
   branch can carry its gradient through a neuron by an exact power-of-two factor.
 
 Distinguishability of a domain (per domain, not part of this condition): see
-:func:`condcheck.theorem5.distinguishability` -- every gap between consecutive coordinate values must
+:func:`condcheck.separators.distinguishability` -- every gap between consecutive coordinate values must
 be split monotonically by some first-layer neuron.
 
 Negative controls: the identity fails (a) (sigma~' = 1 everywhere); a constant fails (b); the

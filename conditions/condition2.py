@@ -179,7 +179,7 @@ def check_pair(rounded, delta_0, delta_1):
                              eta_2=eta_2, k=k, sigma_0=s0, sigma_1=s1, dsigma_0=ds0, dsigma_1=ds1, fmt=fmt), None
 
 
-def _pair_report(fmt, d0, d1, s0, s1, ds0, ds1) -> dict:
+def pair_report(fmt, d0, d1, s0, s1, ds0, ds1) -> dict:
     return {"delta_0": exact_value(d0, fmt), "delta_1": exact_value(d1, fmt),
             "sigma(delta_0)": exact_value(s0, fmt), "sigma(delta_1)": exact_value(s1, fmt),
             "dsigma(delta_0)": exact_value(ds0, fmt), "dsigma(delta_1)": exact_value(ds1, fmt)}
@@ -277,7 +277,7 @@ class _Exhaustive:
 
     def pair_dict(self, best) -> dict:
         d0, d1 = best["d0"], best["d1"]
-        return _pair_report(self.fmt, self.fr(self.P, d0), self.fr(self.P, d1), self.fr(self.S, d0),
+        return pair_report(self.fmt, self.fr(self.P, d0), self.fr(self.P, d1), self.fr(self.S, d0),
                             self.fr(self.S, d1), self.fr(self.D, d0), self.fr(self.D, d1))
 
 
@@ -553,7 +553,9 @@ def _refute_pass_state(rounded, evidence, t0, evaluated, *, max_intervals: int =
 _STAGE_CLAUSE = {1: "(i)", 2: "(ii)", 3: "(iii)", 4: "(iv)"}
 
 
-def _stage_text(fmt, stage: int) -> str:
+def stage_text(fmt, stage: int) -> str:
+    """The exhaustive checker's wording of the failing clause when stage 2, 3 or 4 is the first that no pair
+    of values passes (stage 2: with pass candidates)."""
     if stage == 4:
         return ("(iv) no pair satisfying (i)-(iii) has 2^(e_min + eta_2) <= max(|sigma~(delta_0)|, "
                 "|sigma~(delta_1)|) <= 2^(e_max - eta_1), even with eta_1 = -k, eta_2 = k")
@@ -614,7 +616,7 @@ def _decide_pairs(rounded, evidence, t0, evaluated, *, max_intervals: int = 4000
         if known_pass is None:
             return ("the certified pair scan refuted (i)-(ii) together, but no evaluated value is a pass state "
                     "with |sigma~| <= 2^e_max, so the exhaustive wording of (ii) is not decided")
-    text = _stage_text(fmt, stage)
+    text = stage_text(fmt, stage)
     before = {4: "(i)-(iii)", 3: "(i)-(ii)", 2: "(i)"}[stage]
     s0, s1 = rounded.value(d0), rounded.value(d1)
     ds0, ds1 = rounded.derivative(d0), rounded.derivative(d1)
@@ -626,7 +628,7 @@ def _decide_pairs(rounded, evidence, t0, evaluated, *, max_intervals: int = 4000
     counter = {"why": (f"no pair of values of {fmt.name} satisfies clauses (i)..{_STAGE_CLAUSE[stage]} (proved by "
                        f"the refutation cover: no pass interval has a compatible shrinking partner), while the pair "
                        f"below satisfies {before}"),
-               "refutation": ref, f"pair_for_{before}": _pair_report(fmt, d0, d1, s0, s1, ds0, ds1),
+               "refutation": ref, f"pair_for_{before}": pair_report(fmt, d0, d1, s0, s1, ds0, ds1),
                "pair_fails": why[1] if why else None}
     if known_pass is not None:
         counter["pass_state"] = exact_value(known_pass, fmt)

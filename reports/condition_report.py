@@ -3,6 +3,8 @@
 A report is written from the condition certificate (``CheckResult.to_certificate()``), never from a
 second computation, and the certificate is written beside it as JSON: every number in the PDF is a
 string of that JSON, so the two can be compared mechanically (tests/test_report.py does).  The
+checkers' evidence and reasons (their search log, not statements of the certificate) are printed
+from the ``CheckResult``.  The
 statements come from ``conditions.conditionN.STATEMENT``, the text each checker implements.
 """
 from __future__ import annotations
@@ -87,21 +89,28 @@ def _table(rows: list[str]) -> str:
             ">{\\raggedright\\arraybackslash}p{0.63\\linewidth}@{}}\n" + "\n".join(rows) + "\n\\end{longtable}}")
 
 
+def _constant_text(v: str) -> str:
+    """M_sigma / H_sigma (the certificate's exact hexadecimal text) as a number."""
+    from condcheck.formats import num_text
+    from condcheck.hexfloat import parse_exact
+    return num_text(parse_exact(v, "constant"))
+
+
 def _float_cell(v) -> str:
-    """M_sigma / H_sigma as the certificate stores them (repr of a float, or an exact string), plus hex."""
+    """M_sigma / H_sigma as the certificate stores them (an exact hexadecimal text), as a number and hex."""
     if v is None:
         return "not stated by the paper for this activation"
-    if isinstance(v, float):
-        return f"{tt(repr(v))} (hex {tt(v.hex())})"
-    return tt(str(v))
+    return f"{tt(_constant_text(v))} (hex {tt(v)})"
 
 
-def condition_section(key: str, c: dict) -> str:
-    """One condition: its statement, verdict, method, evidence, and witness or failure."""
+def condition_section(key: str, c: dict, log: dict | None = None) -> str:
+    """One condition: its statement, verdict, method, evidence (``log``: the checker's record, with
+    "evidence" and "reason"), and witness or failure."""
+    log = log or {}
     parts = [f"\\section*{{Condition {key}: {TITLES[key]} --- \\textbf{{{c['verdict']}}}}}",
              f"\\begin{{quote}}\n{STATEMENTS[key]}\n\\end{{quote}}",
              f"Verdict: \\textbf{{{c['verdict']}}} (method: {escape(c['method'])}).",
-             f"Evidence: {escape(c['evidence']) if c['evidence'] else 'none recorded'}."]
+             f"Evidence: {escape(log['evidence']) if log.get('evidence') else 'none recorded'}."]
     if c["verdict"] == "holds":
         parts.append("Witness (every value exact):\n\n" + _table(_rows(c["witness"])))
     elif c["verdict"] == "fails":
@@ -109,7 +118,7 @@ def condition_section(key: str, c: dict) -> str:
         if c.get("counterexample"):
             parts.append("Counterexample:\n\n" + _table(_rows(c["counterexample"])))
     else:
-        parts.append(f"Why undecided: {escape(c['reason'])}.")
+        parts.append(f"Why undecided: {escape(log.get('reason') or 'not recorded')}.")
     return "\n\n".join(parts)
 
 
@@ -151,9 +160,9 @@ def certificate_macros(cert: dict) -> Macros:
     add(escape(cert["theorem_branch"]), "branch")
     for name in ("M_sigma", "H_sigma"):
         v = cert[name]
-        add("n/a" if v is None else tt(repr(v) if isinstance(v, float) else v), name)
-        if isinstance(v, float):
-            add(tt(v.hex()), name, "hex")
+        add("n/a" if v is None else tt(_constant_text(v)), name)
+        if v is not None:
+            add(tt(v), name, "hex")
     for thm in ("theorem5", "theorem7"):
         for version, depth in cert["depth_bounds"][thm].items():
             add(str(depth), "depth", thm, version)
@@ -192,10 +201,10 @@ class Report:
 def write_report(activation, format, implementation: str = "exact", out=DEFAULT_OUT, figures: bool = True,
                  image_format: str = "png", result: CheckResult | None = None, macros_file: bool = True) -> Report:
     """Check (unless ``result`` is given) and write ``<stem>.tex``, ``<stem>.json`` and the figure."""
+    from condcheck.cli_checks import output_folder
+    out = output_folder(out, "out")              # before the check: a folder that cannot be written fails now
     res = result or check_activation(activation, format, implementation)
     cert = res.to_certificate()
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
     name = stem(res.activation, res.format, res.implementation)
     json_path = out / f"{name}.json"
     json_path.write_text(json.dumps(cert, indent=1) + "\n")
@@ -216,7 +225,8 @@ def write_report(activation, format, implementation: str = "exact", out=DEFAULT_
                  implementation=escape(res.implementation), version=__version__, schema=SCHEMA,
                  json_file=escape(json_path.name), verdict=VERDICT_WORD[res.holds],
                  semantics=escape(cert["semantics"]), summary_rows="\n".join(summary_rows(cert)),
-                 conditions="\n\n".join(condition_section(k, cert["conditions"][k]) for k in ("1", "2", "3")),
+                 conditions="\n\n".join(condition_section(k, cert["conditions"][k], res.conditions[k])
+                                         for k in ("1", "2", "3")),
                  figure=figure,
                  constants_note=("$M_\\sigma$ and $H_\\sigma$ are the paper's values for its six activations "
                                  "(SPEC section 4)." if cert["M_sigma"] is not None else

@@ -12,7 +12,7 @@ import sympy
 from condcheck.activations import get_activation, register_activation, x
 from condcheck.errors import FormatOverflowError, UnknownNameError
 from condcheck.formats import all_formats, get_format
-from condcheck.recheck import _even_last_bit      # the definition, written from the statement
+from condcheck.recheck.context import even_last_bit as _even_last_bit   # written from the statement
 from condcheck.rounding import round_fraction
 
 SMALL_FORMATS = [f for f in all_formats() if f.bits <= 8]

@@ -51,7 +51,7 @@ def test_theorem7_depth_bound_is_two_to_the_e_plus_one_plus_2m_plus_9():
 def test_cli_check_prints_the_certificate_as_json():
     r = CliRunner().invoke(main, ["check", "gelu", "float8_e4m3", "--json"])
     cert = json.loads(r.output)
-    assert cert["schema"] == "condcheck.check/1" and cert["holds"] is True and r.exit_code == 0
+    assert cert["schema"] == "condcheck.check/2" and cert["holds"] is True and r.exit_code == 0
     w = cert["conditions"]["2"]["witness"]["delta_0"]
     assert set(w) == {"hex", "fraction", "bits"} and len(w["bits"]) == 8
 

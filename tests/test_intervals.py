@@ -220,3 +220,20 @@ def test_arb_piecewise_conditions_are_decided_exactly_next_to_an_irrational_thre
 def test_log_of_a_negative_number_raises_in_the_arb_backend():
     with pytest.raises(CondcheckError, match="logarithm"):
         enclose_arb(sympy.log(x), -1, 64)
+
+
+def test_widening_by_k_ulps_equals_k_calls_of_nextafter_bit_for_bit():
+    from condcheck.intervals.numpy_backend import nextafter_k
+    tiny, big = 5e-324, np.finfo(np.float64).max
+    special = np.array([0.0, -0.0, tiny, -tiny, 2 * tiny, -2 * tiny, big, -big, np.inf, -np.inf, np.nan, 1.0, -1.0,
+                        2.2250738585072014e-308, -2.2250738585072014e-308])
+    rnd = np.random.default_rng(0).integers(-2 ** 63, 2 ** 63 - 1, 100_000, dtype=np.int64).view(np.float64)
+    for arr in (special, rnd):
+        for k in range(9):
+            down, up = arr.copy(), arr.copy()
+            with np.errstate(all="ignore"):
+                for _ in range(k):
+                    down, up = np.nextafter(down, -np.inf), np.nextafter(up, np.inf)
+            for ref, got in ((down, nextafter_k(arr, -k)), (up, nextafter_k(arr, k))):
+                assert np.array_equal(np.isnan(ref), np.isnan(got))
+                assert np.array_equal(ref[~np.isnan(ref)].view(np.int64), got[~np.isnan(ref)].view(np.int64))

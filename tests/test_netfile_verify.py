@@ -11,7 +11,7 @@ from condcheck.cli import main
 from condcheck.errors import CondcheckError
 from condcheck.netfile import Claim, load_network, network_from_dict, network_to_dict, save_network
 from condcheck.network import Layer, Network
-from condcheck.verify import verify
+from condcheck.verify import VerifyResult, verify
 
 
 def _net():
@@ -133,5 +133,60 @@ def test_loading_a_file_with_a_non_format_weight_names_it(tmp_path):
     d["layers"][0]["weight"][0][0] = (0.3).hex()
     p = tmp_path / "w.json"
     p.write_text(json.dumps(d))
-    with pytest.raises(CondcheckError, match="layer 1 weight"):
+    with pytest.raises(CondcheckError, match=r"layers\[0\]\.weight\[0\]\[0\]: 0x1.3333333333333p-2 is not a value"):
         load_network(p)
+
+
+def test_verify_by_tables_or_sparse_falls_back_to_the_dense_interpreter_where_they_do_not_apply():
+    claim = Claim(5, np.array([[1.0]]), np.array([2.0]), np.array([1.0]), np.array([[2.0]]))
+    for fmt_name, semantics, method, used in (("float8_e4m3", "finite", "tables", "tables"),
+                                              ("float16", "finite", "tables", "dense"),
+                                              ("float32", "ieee", "sparse", "dense")):
+        net = Network(fmt_name, "relu", [Layer(np.array([[2.0]]), [0.0])], semantics=semantics)
+        res = verify(net, claim, method=method)
+        assert res.ok and res.method == used
+
+
+def test_verify_names_the_interpreter_it_used_and_fast_is_the_dense_ones_old_name():
+    net = _net()
+    pts = [v for v in net.format.values() if abs(v) <= 8]
+    claim = _claim_from_exact_path(net, pts, [1.0] * len(pts))
+    assert verify(net, claim, method="fast").method == "dense"
+    assert "(dense interpreter)" in verify(net, claim).summary()
+    with pytest.raises(CondcheckError, match="verification method must be one of 'exact', 'dense'"):
+        verify(net, claim, method="fastest")
+
+
+def test_merged_results_add_their_counts_and_keep_the_first_failure_in_part_order():
+    net = Network("float8_e4m3", "relu", [Layer(np.array([[2.0]]), [0.0])])
+    X = np.array([[1.0], [2.0], [3.0]])
+    good = Claim(5, X, np.array([2.0, 4.0, 6.0]), np.ones(3), np.full((3, 1), 2.0))
+    bad = Claim(5, X, np.array([2.0, 5.0, 7.0]), np.ones(3), np.full((3, 1), 2.0))
+    parts = [verify(net, good, "tables"), verify(net, Claim(5, X[1:], bad.values[1:], np.ones(2), np.full((2, 1), 2.0)),
+                                                  "tables")]
+    res = VerifyResult.merged(parts)
+    whole = verify(net, bad, "tables")
+    assert (res.ok, res.points, res.value_checks, res.value_failures) == (False, 5, 5, 2)
+    assert res.first_failure == whole.first_failure and whole.value_failures == 2
+
+
+def test_auto_verifies_small_networks_on_tables_and_others_with_the_sparse_interpreter(monkeypatch):
+    import importlib
+    verify_module = importlib.import_module("condcheck.verify")     # (condcheck.verify is also the function)
+    claim = Claim(5, np.array([[1.0]]), np.array([2.0]), np.array([1.0]), np.array([[2.0]]))
+    net8 = Network("float8_e4m3", "relu", [Layer(np.array([[2.0]]), [0.0])])
+    assert verify(net8, claim, method="auto").method == "tables"
+    monkeypatch.setattr(verify_module, "AUTO_TABLES_WORK", 0)
+    assert verify(net8, claim, method="auto").method == "sparse"
+    net16 = Network("float16", "relu", [Layer(np.array([[2.0]]), [0.0])])
+    assert verify(net16, claim, method="auto").method == "sparse"
+
+
+def test_condcheck_verify_names_the_interpreter_it_chose(tmp_path):
+    net = _net()
+    pts = [v for v in net.format.values() if abs(v) <= 8]
+    p = tmp_path / "net.json"
+    save_network(p, net, _claim_from_exact_path(net, pts, [1.0] * len(pts)))
+    for flags, name in (([], "tables"), (["--dense"], "dense"), (["--exact"], "exact")):
+        r = CliRunner().invoke(main, ["verify", str(p)] + flags)
+        assert r.exit_code == 0 and f"({name} interpreter)" in r.output, r.output

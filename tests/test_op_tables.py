@@ -122,10 +122,10 @@ def test_quantizer_chains_on_indices_equal_the_rounded_chains(monkeypatch, fmt):
     rng = np.random.default_rng(0)
     cases = [V, -V, V[V > 0], np.array([0.0, -0.0, float(F.max)])] + [rng.choice(V, 50) for _ in range(4)]
     k0s = range(F.e_min, F.e_max + 1)
-    got = {(i, k0): t5.steps._chains(kit, v, k0) for i, v in enumerate(cases) for k0 in k0s}
+    got = {(i, k0): t5.steps.quantizer_chains(kit, v, k0) for i, v in enumerate(cases) for k0 in k0s}
     _without_tables(monkeypatch)
     for (i, k0), g in got.items():
-        w = t5.steps._chains(kit, cases[i], k0)
+        w = t5.steps.quantizer_chains(kit, cases[i], k0)
         assert list(g) == list(w)
         for K in w:
             assert np.array_equal(g[K], w[K]) and np.array_equal(np.signbit(g[K]), np.signbit(w[K]))
@@ -139,12 +139,12 @@ def test_gate_search_on_indices_equals_the_rounded_gate_search(monkeypatch, act,
     import condcheck.theorem5 as t5
 
     calls = {"found": 0, "refused": 0}
-    indexed = t5.context._Ctx._gate_indexed
+    indexed = t5.context.Context._gate_indexed
 
     def rounded(self, zi, extra, targets, small_first):
         tables, self.tables = self.tables, None
         try:
-            return t5.context._Ctx._gate(self, zi, extra, targets, small_first)
+            return t5.context.Context.find_gate(self, zi, extra, targets, small_first)
         except t5.ConstructionError as e:
             return str(e)
         finally:
@@ -164,7 +164,7 @@ def test_gate_search_on_indices_equals_the_rounded_gate_search(monkeypatch, act,
         calls["found"] += 1
         return got
 
-    monkeypatch.setattr(t5.context._Ctx, "_gate_indexed", check)
+    monkeypatch.setattr(t5.context.Context, "_gate_indexed", check)
     _build_on_40_box_points(act, fmt)
     assert calls["found"] > 40
 
@@ -340,20 +340,20 @@ def test_two_point_map_search_on_indices_equals_the_rounded_search(monkeypatch, 
     import condcheck.theorem5 as t5
 
     calls = {"found": 0, "none": 0}
-    indexed = t5.context._Ctx._map_two_indexed
+    indexed = t5.context.Context._map_two_indexed
 
     def check(self, v_off, v_on, zs, on_target):
         got = indexed(self, v_off, v_on, zs, on_target)
         assert got is not NotImplemented
-        want = t5.context._Ctx._map_two_rounded(self, v_off, v_on, zs, on_target)
+        want = t5.context.Context._map_two_rounded(self, v_off, v_on, zs, on_target)
         assert got == want
         if got is not None:
             assert np.signbit(got[1]) == np.signbit(want[1])
-            assert t5.context._Ctx._map_two_rounded(self, v_off, v_on, zs, on_target, choices=True) == [got]
+            assert t5.context.Context._map_two_rounded(self, v_off, v_on, zs, on_target, choices=True) == [got]
         calls["found" if got is not None else "none"] += 1
         return got
 
-    monkeypatch.setattr(t5.context._Ctx, "_map_two_indexed", check)
+    monkeypatch.setattr(t5.context.Context, "_map_two_indexed", check)
     _build_on_40_box_points(act, fmt)
     assert calls["found"] > 20
 
@@ -365,7 +365,7 @@ def test_two_point_map_search_on_indices_equals_the_rounded_search_on_every_zero
     from condcheck.targets import full_box, random_targets
 
     seen = []
-    orig = t5.context._Ctx._map_two_indexed
+    orig = t5.context.Context._map_two_indexed
 
     def grab(self, *a):
         seen.append(self)
@@ -373,7 +373,7 @@ def test_two_point_map_search_on_indices_equals_the_rounded_search_on_every_zero
 
     import pytest as _pt
     mp = _pt.MonkeyPatch()
-    mp.setattr(t5.context._Ctx, "_map_two_indexed", grab)
+    mp.setattr(t5.context.Context, "_map_two_indexed", grab)
     try:
         X = full_box("elu", "float8_e4m3", 1)[::8]
         f, h, g = random_targets("float8_e4m3", X, 1, 0.25)
@@ -388,8 +388,8 @@ def test_two_point_map_search_on_indices_equals_the_rounded_search_on_every_zero
     for v_off in (0.0, -0.0, float(V[3]), float(V[len(V) // 2 + 5]), float(ctx.st.L)):
         for v_on in (-0.0, float(V[-4]), float(V[len(V) // 2 + 9]), float(V[len(V) // 3])):
             for tgt in targets:
-                got = t5.context._Ctx._map_two_indexed(ctx, v_off, v_on, zs, float(tgt))
-                want = t5.context._Ctx._map_two_rounded(ctx, v_off, v_on, zs, float(tgt))
+                got = t5.context.Context._map_two_indexed(ctx, v_off, v_on, zs, float(tgt))
+                want = t5.context.Context._map_two_rounded(ctx, v_off, v_on, zs, float(tgt))
                 assert got == want
                 if got is not None:
                     assert np.signbit(got[1]) == np.signbit(want[1])
@@ -403,14 +403,14 @@ def test_remembered_reach_equals_the_search_on_every_base_including_signed_zeros
     from condcheck.targets import full_box, random_targets
 
     seen = []
-    orig = t5.context._Ctx._reach
+    orig = t5.context.Context._reach
 
     def grab(self, base):
         seen.append(self)
         return orig(self, base)
 
     mp = pytest.MonkeyPatch()
-    mp.setattr(t5.context._Ctx, "_reach", grab)
+    mp.setattr(t5.context.Context, "_reach", grab)
     try:
         X = full_box(act, fmt, 1)[::6]
         f, h, g = random_targets(fmt, X, 3, 0.25)
@@ -433,6 +433,6 @@ def test_distinct_indices_by_a_mask_equal_numpy_unique():
     rng = np.random.default_rng(3)
     for n, size in [(249, 0), (249, 1), (249, 40), (249, 5000), (241, 241), (1025, 300)]:
         idx = rng.integers(0, n, size).astype(np.int16)
-        got = t5.steps._distinct_indices(idx, n)
+        got = t5.steps.distinct_indices(idx, n)
         assert np.array_equal(got, np.unique(idx)) and got.dtype.kind == "i"
-    assert np.array_equal(t5.steps._distinct_indices(np.array([248, 0, 248], np.int16), 249), [0, 248])
+    assert np.array_equal(t5.steps.distinct_indices(np.array([248, 0, 248], np.int16), 249), [0, 248])

@@ -354,8 +354,8 @@ def test_a_large_tanh_value_pads_its_branch_with_blockers_instead_of_relays(monk
     from condcheck.targets import box_sample, random_targets
 
     used = []
-    orig = t5.context._Ctx._value_blockers
-    monkeypatch.setattr(t5.context._Ctx, "_value_blockers", lambda self, *a, **k: used.append(1) or orig(self, *a, **k))
+    orig = t5.context.Context._value_blockers
+    monkeypatch.setattr(t5.context.Context, "_value_blockers", lambda self, *a, **k: used.append(1) or orig(self, *a, **k))
     X = box_sample("tanh", "float16", 1, 64, seed=0)
     f, h, g = random_targets("float16", X, 0, 0.25)
     assert np.min(f) == -59968.0

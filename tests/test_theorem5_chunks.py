@@ -198,19 +198,19 @@ def test_the_steps_grow_one_layer_for_all_chunks_until_every_step_pads_and_then_
 @needs_fork
 def test_a_verification_failure_among_the_workers_points_fails_the_construction_naming_that_point(monkeypatch):
     import numpy as np
-    from condcheck import index_interpreter
+    from condcheck.interpreters.tables import TablesInterpreter
     F = get_format("float8_e4m3")
     X = full_box("relu", F, 1)[::5]
     assert len(chunks.point_chunks(len(X), 1, True)) == 2
     last = X[-1]
-    evaluate = index_interpreter.evaluate_indexed
+    run = TablesInterpreter.run
 
-    def wrong_at_the_last_point(net, P, Y, progress=None):
-        values, grads = evaluate(net, P, Y, progress)
+    def wrong_at_the_last_point(self, net, P, Y, progress=None):
+        values, grads = run(self, net, P, Y, progress)
         hit = np.flatnonzero((np.asarray(P) == last).all(axis=1))
         values[hit] = values[hit] + 1.0
         return values, grads
-    monkeypatch.setattr(index_interpreter, "evaluate_indexed", wrong_at_the_last_point)
+    monkeypatch.setattr(TablesInterpreter, "run", wrong_at_the_last_point)
     with pytest.raises(t5.ConstructionError, match=r"failed exact verification(.|\n)*values 38/39 equal"
                                                    r"(.|\n)*kind=value, point=\(" + float(last[0]).hex().replace("+", r"\+")):
         _build("relu", F, X, 2)

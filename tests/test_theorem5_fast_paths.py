@@ -16,7 +16,7 @@ from theorem5_helpers import assert_same_layer, assert_same_network, separable_g
 
 
 def _scales_reference(F, g, w_g, d1, bmax, tries):
-    """_Ctx._scales_search as first written: a loop over the (k2, k3) pairs and a sort of tuples."""
+    """Context._scales_search as first written: a loop over the (k2, k3) pairs and a sort of tuples."""
     log2_abs = t5.sets.log2_abs
     want = (log2_abs(4 * bmax) + log2_abs(g) - log2_abs(F.max_float) - log2_abs(w_g) - log2_abs(d1) + 3) if g and d1 else 0.0
     floor = abs(g) / float(F.max_float)
@@ -54,7 +54,7 @@ def test_scales_search_equals_the_loop_over_pairs(fmt):
         g, w_g, d1 = (float(x) for x in rng.choice(V, 3))
         bmax = float(rng.choice([1.0, 2.0, 64.0, 0.125]))
         for d, tries in ((d1, 24), (0.0, 24), (d1, 5)):
-            assert t5.context._Ctx._scales_search(probe, g, w_g, d, bmax, tries) == _scales_reference(F, g, w_g, d, bmax, tries)
+            assert t5.context.Context._scales_search(probe, g, w_g, d, bmax, tries) == _scales_reference(F, g, w_g, d, bmax, tries)
 
 
 @given(st.integers(1, 6), st.integers(1, 3000), st.integers(0, 2**32 - 1))
@@ -124,7 +124,7 @@ def test_lex_first_is_the_first_index_of_a_stable_lexsort_with_ties(n, seed):
 
 
 class _RankProbe:
-    _fixed_targets = t5.context._Ctx._fixed_targets
+    _fixed_targets = t5.context.Context._fixed_targets
     fixed_lists = None
 
     def __init__(self, F):
@@ -143,7 +143,7 @@ def test_target_ranks_by_16_bit_encoding_equal_the_stable_sorted_search(fmt):
     mask[np.isinf(v)] = False
     probe = _RankProbe(F)
     assert t5.sets.codes16(F) is not None
-    got = t5.context._Ctx._ranks_of(probe, [], tv, order, tv[order], v, mask)
+    got = t5.context.Context._ranks_of(probe, [], tv, order, tv[order], v, mask)
     k = np.clip(np.searchsorted(tv[order], v), 0, len(tv) - 1)
     expected = np.where(mask & (tv[order][k] == v), order[k], len(tv) + 1)
     assert np.array_equal(got, expected)
@@ -222,7 +222,7 @@ def test_validate_whole_array_check_passes_valid_targets_and_leaves_errors_to_th
 
 
 def _last_layer_grid(ctx, v_on, blockers, key, y, S, quarter, h_max):
-    """_Ctx._last_layer_tables as first written: every (A, blocker) pair tested on each call, the blockers
+    """Context._last_layer_tables as first written: every (A, blocker) pair tested on each call, the blockers
     in the stable sort order of key."""
     order = np.argsort(key, kind="stable")
     a, c, t, d = blockers
@@ -250,7 +250,7 @@ def test_last_layer_by_reach_rows_or_by_runs_equals_the_full_grid_test(monkeypat
     """rows_after 0: every call reads reach rows; 10**9: every call finds the columns by runs (and, with a
     NaN in S, whose overflow index is no run, by the grid)."""
     from condcheck.targets import full_box, random_targets
-    fast = t5.context._Ctx._last_layer_tables
+    fast = t5.context.Context._last_layer_tables
     monkeypatch.setattr(t5.tuning, "REACH_ROWS_AFTER", rows_after)
     seen = []
 
@@ -262,7 +262,7 @@ def test_last_layer_by_reach_rows_or_by_runs_equals_the_full_grid_test(monkeypat
             _last_layer_grid(self, v_on, blockers, key, y, S_nan, quarter, h_max)
         seen.append(r is not None)
         return r
-    monkeypatch.setattr(t5.context._Ctx, "_last_layer_tables", both)
+    monkeypatch.setattr(t5.context.Context, "_last_layer_tables", both)
     X = full_box(act, "float8_e4m3", 1)[::3]
     f, h, g = random_targets("float8_e4m3", X, 2, 240.0)     # large |h*|: several blocker layers, misses too
     try:
@@ -284,9 +284,9 @@ def test_chain_maps_give_the_rounded_chains_bit_for_bit(fmt, monkeypatch):
     for v in rows:
         for k0 in (F.e_min - F.M, F.e_min, -3, 0, 9, F.e_max - 1, F.e_max):
             monkeypatch.setattr(t5.tuning, "CHAIN_MAP_MIN", 10**9)
-            want = t5.steps._chains(kit, v, k0)
+            want = t5.steps.quantizer_chains(kit, v, k0)
             monkeypatch.setattr(t5.tuning, "CHAIN_MAP_MIN", 1)
-            got = t5.steps._chains(kit, v, k0)
+            got = t5.steps.quantizer_chains(kit, v, k0)
             assert list(got) == list(want)
             for k in want:
                 assert np.array_equal(got[k].view(np.int64), want[k].view(np.int64))
@@ -528,7 +528,7 @@ def test_gain_groups_bisection_picks_what_the_whole_array_picks_with_half_way_ti
 @pytest.mark.parametrize("act,fmt", [("relu", "float8_e5m2"), ("gelu", "float8_e4m3")])
 def test_preimages_on_table_indices_equal_the_isin_of_the_rounded_chain(monkeypatch, act, fmt):
     from condcheck.targets import full_box, random_targets
-    fast = t5.context._Ctx._preimage
+    fast = t5.context.Context._preimage
     seen = []
 
     def both(self, S, d, a):
@@ -539,7 +539,7 @@ def test_preimages_on_table_indices_equal_the_isin_of_the_rounded_chain(monkeypa
         assert np.array_equal(fast(self, S2, d, a), V[np.isin(self._rn_chain(V, [d, a]), S2)])
         seen.append(len(r))
         return r
-    monkeypatch.setattr(t5.context._Ctx, "_preimage", both)
+    monkeypatch.setattr(t5.context.Context, "_preimage", both)
     X = full_box(act, fmt, 1)[::3]
     f, h, g = random_targets(fmt, X, 2, 240.0)          # large |h*|: several blocker layers
     try:
@@ -556,10 +556,13 @@ def test_a_float8_box_is_built_and_verified_without_compiled_kernels(monkeypatch
 
     def refuse(*a, **k):
         raise AssertionError("a compiled kernel was called")
-    import condcheck.sparse_ad as sparse_ad
-    for name in ("best_separators", "rounded_row_sums", "table_lookup", "preimage_runs"):
+    from condcheck.interpreters import dense_kernels
+    from condcheck.interpreters.sparse import SparseInterpreter
+    for name in ("best_separators", "preimage_runs"):
         monkeypatch.setattr(kernels, name, refuse)
-    monkeypatch.setattr(sparse_ad, "evaluate_sparse", refuse)
+    for name in ("rounded_row_sums", "table_lookup"):
+        monkeypatch.setattr(dense_kernels, name, refuse)
+    monkeypatch.setattr(SparseInterpreter, "run", refuse)
     X = full_box("tanh", "float8_e4m3", 1)[::4]
     f, h, g = random_targets("float8_e4m3", X, 0, 0.25)
     net, claim = t5.construct_theorem5("tanh", "float8_e4m3", X, f, h, g)
@@ -576,7 +579,7 @@ def _sliced_ctx(act, fmt, grid):
 
 @pytest.mark.parametrize("fmt", ["float8_e4m3", "float8_e5m2"])
 def test_reaches_says_no_only_when_no_value_maps_to_g_through_any_longer_chain(fmt):
-    """``_Ctx._reaches`` against the rounded chain itself: False exactly when no value of the format (0
+    """``Context._reaches`` against the rounded chain itself: False exactly when no value of the format (0
     included) reaches g through the factors, and then no nonzero value reaches g through any chain that
     ends with them (the transfer's set S_0 would be empty)."""
     F = get_format(fmt)
@@ -595,11 +598,11 @@ def test_reaches_says_no_only_when_no_value_maps_to_g_through_any_longer_chain(f
         rng.shuffle(factors)
         g = float(rng.choice(nz))
         image = t5.sets.rn_products(F, V, factors)
-        reaches = t5.context._Ctx._reaches(probe, g, factors)
+        reaches = t5.context.Context._reaches(probe, g, factors)
         assert reaches == bool((image == g).any())
         # the same answer by the key the branch search passes (kept passes), on an empty memo
         memo, probe._memo = probe._memo, {}
-        assert t5.context._Ctx._reaches(probe, g, None, ("reaches",) + tuple(factors)) == reaches
+        assert t5.context.Context._reaches(probe, g, None, ("reaches",) + tuple(factors)) == reaches
         probe._memo = memo
         if not reaches:
             said_no += 1
@@ -612,7 +615,7 @@ def test_reaches_says_no_only_when_no_value_maps_to_g_through_any_longer_chain(f
 def test_reaches_is_true_on_formats_without_tables():
     probe = _Probe(get_format("bfloat16"))
     probe.tables, probe.nonzero_values, probe._memo = None, None, {}
-    assert t5.context._Ctx._reaches(probe, 3.0, [0.25, 0.25])
+    assert t5.context.Context._reaches(probe, 3.0, [0.25, 0.25])
 
 
 @pytest.mark.parametrize("act,fmt,grid", [("sigmoid", "float8_e4m3", 16), ("relu", "float8_e5m2", 12)])
@@ -621,22 +624,22 @@ def test_skipping_unreachable_gradients_builds_the_same_network(monkeypatch, act
     weight for weight: the gate searches it skips would have found no transfer."""
     X, f, h, g = _sliced_ctx(act, fmt, grid)
     calls = []
-    real = t5.context._Ctx._reaches
+    real = t5.context.Context._reaches
 
     def counted(self, g_, factors, key=None):
         r = real(self, g_, factors, key)
         calls.append(r)
         return r
-    monkeypatch.setattr(t5.context._Ctx, "_reaches", counted)
+    monkeypatch.setattr(t5.context.Context, "_reaches", counted)
     fast, _ = t5.construct_theorem5(act, fmt, X, f, h, g, verify_result=False)
-    monkeypatch.setattr(t5.context._Ctx, "_reaches", lambda self, g_, factors, key=None: True)
+    monkeypatch.setattr(t5.context.Context, "_reaches", lambda self, g_, factors, key=None: True)
     slow, _ = t5.construct_theorem5(act, fmt, X, f, h, g, verify_result=False)
     assert act == "relu" or not all(calls)                       # sigmoid: some searches were skipped
     assert_same_network(fast, slow)
 
 
 def test_one_term_layer_equals_the_cols_rows_it_replaces():
-    """``_one_term_layer`` against ``_Cols``: the same matrix (indices, entries, -0 biases) for blocks with
+    """``one_term_layer`` against ``Cols``: the same matrix (indices, entries, -0 biases) for blocks with
     constant rows, zero weights and repeated columns."""
     F = get_format("float8_e5m2")
     V = F.values()
@@ -651,21 +654,21 @@ def test_one_term_layer_equals_the_cols_rows_it_replaces():
             w = rng.choice(np.append(V, [0.0, 0.0, -0.0]), k)
             b = rng.choice(np.append(V, [-0.0, 0.0]), k)
             blocks.append((cols, w, b))
-        ref = t5.layers._Cols()
+        ref = t5.layers.Cols()
         for cols, w, b in blocks:
             for c, x, y in zip(cols, w, b):
                 ref.add({} if c < 0 else {int(c): float(x)}, float(y))
-        assert_same_layer(t5.layers._one_term_layer(blocks, n_in, F), ref.layer(n_in, F))
+        assert_same_layer(t5.layers.one_term_layer(blocks, n_in, F), ref.layer(n_in, F))
 
 
 def test_one_term_layer_refuses_a_weight_outside_the_format():
     with pytest.raises(t5.ConstructionError, match="not a value"):
-        t5.layers._one_term_layer([([0], [0.3], [0.0])], 1, get_format("float8_e5m2"))
+        t5.layers.one_term_layer([([0], [0.3], [0.0])], 1, get_format("float8_e5m2"))
 
 
 def _gate_pick_case(rng, F, n, zi):
     """Random index sums (rows x points, some rows with an overflow index), ranks and a dead mask on F's
-    tables, as ``_Ctx._gate_indexed`` hands them to its pick."""
+    tables, as ``Context._gate_indexed`` hands them to its pick."""
     from condcheck.op_tables import op_tables
     tb = op_tables(F)
     over = tb.over
@@ -682,7 +685,7 @@ def _gate_pick_case(rng, F, n, zi):
 @pytest.mark.parametrize("fmt", ["float8_e4m3", "float8_e5m2"])
 @pytest.mark.parametrize("seed", range(4))
 def test_compiled_gate_pick_chooses_what_the_numpy_pick_chooses(fmt, seed):
-    """``kernels.gate_pick`` (compiled) and its Python source against ``_Ctx._gate_pick_np`` on random index
+    """``kernels.gate_pick`` (compiled) and its Python source against ``Context._gate_pick_np`` on random index
     sums with overflowing rows, ties of ranks, one point or many, both choice rules: the same (row, bias)."""
     from condcheck import kernels
     F = get_format(fmt)
@@ -699,7 +702,7 @@ def test_compiled_gate_pick_chooses_what_the_numpy_pick_chooses(fmt, seed):
         pe = rng.integers(0, tb.over + 1, n).astype(np.int16) if rng.random() < 0.5 else None
         summed = acc if pe is None else tb.add_table[acc, pe[None, :]]
         for small_first in (False, True):
-            want = t5.context._Ctx._gate_pick_np(probe, summed, zi, low if n == 1 else 0, tb.over, tb.add_table, dead,
+            want = t5.context.Context._gate_pick_np(probe, summed, zi, low if n == 1 else 0, tb.over, tb.add_table, dead,
                                                  rank, ntv, small_first)
             got = kernels.gate_pick(acc, zi, low if n == 1 else 0, tb.over, tb.add_table, dead, rank, ntv, small_first,
                                     pe)
@@ -717,15 +720,15 @@ def test_slice_gates_chosen_by_the_compiled_pick_build_the_same_network(monkeypa
     the same network."""
     X, f, h, g = _sliced_ctx(act, fmt, grid)
     calls = []
-    real = t5.context._Ctx._gate_pick_np
+    real = t5.context.Context._gate_pick_np
 
     def counted(self, *args):
         calls.append(self.compiled_gates)
         return real(self, *args)
-    monkeypatch.setattr(t5.context._Ctx, "_gate_pick_np", counted)
+    monkeypatch.setattr(t5.context.Context, "_gate_pick_np", counted)
     fast, _ = t5.construct_theorem5(act, fmt, X, f, h, g, gating="slices", verify_result=False)
     assert not calls                                        # every slice gate by the kernel
-    monkeypatch.setattr(t5.context._Ctx, "compiled_gates", property(lambda self: False, lambda self, v: None))
+    monkeypatch.setattr(t5.context.Context, "compiled_gates", property(lambda self: False, lambda self, v: None))
     slow, _ = t5.construct_theorem5(act, fmt, X, f, h, g, gating="slices", verify_result=False)
     assert len(calls) > 50
     assert_same_network(fast, slow)
@@ -739,19 +742,19 @@ def test_value_blocker_ends_kept_per_on_value_and_power_build_the_same_network_a
     afresh on every value branch: weight for weight the same network, and the kept ones were reused."""
     X, f, h, g = _sliced_ctx(act, fmt, grid)
     calls = []
-    real_ends = t5.context._Ctx._value_block_ends
+    real_ends = t5.context.Context._value_block_ends
 
     def counted(self, *args):
         calls.append(args)
         return real_ends(self, *args)
-    monkeypatch.setattr(t5.context._Ctx, "_value_block_ends", counted)
+    monkeypatch.setattr(t5.context.Context, "_value_block_ends", counted)
     kept, _ = t5.construct_theorem5(act, fmt, X, f, h, g, gating="slices", verify_result=False)
     n_kept = len(calls)
-    real_cached = t5.context._Ctx._cached
+    real_cached = t5.context.Context.cached
 
     def uncached(self, key, fn):
         return fn() if key[0] == "value_block_ends" else real_cached(self, key, fn)
-    monkeypatch.setattr(t5.context._Ctx, "_cached", uncached)
+    monkeypatch.setattr(t5.context.Context, "cached", uncached)
     calls.clear()
     fresh, _ = t5.construct_theorem5(act, fmt, X, f, h, g, gating="slices", verify_result=False)
     assert len(calls) > n_kept > 0
@@ -768,7 +771,7 @@ def test_the_gate_weight_rows_of_a_gating_set_are_the_betas_of_every_shift_whose
     X = X[np.linspace(0, len(X) - 1, 30).astype(int)]
     f, h, g = random_targets(F, X, 0, 0.25)
     seen = []
-    shifts = t5.context._Ctx._shifts
+    shifts = t5.context.Context._shifts
 
     def checked(self, gating):
         got_e, got_B = shifts(self, gating)
@@ -777,7 +780,7 @@ def test_the_gate_weight_rows_of_a_gating_set_are_the_betas_of_every_shift_whose
         assert got_e == want_e and got_B.shape == want_B.shape and np.array_equal(got_B, want_B)
         seen.append(len(gating))
         return got_e, got_B
-    monkeypatch.setattr(t5.context._Ctx, "_shifts", checked)
+    monkeypatch.setattr(t5.context.Context, "_shifts", checked)
     t5.construct_theorem5(act, F, X, f, h, g, jobs=1, verify_result=False)
     assert len(seen) >= 30
 
@@ -849,7 +852,7 @@ def _blockers_grid(ctx, v_on, weights=None):
 @pytest.mark.parametrize("act,fmt", [("relu", "float32"), ("gelu", "bfloat16")])
 def test_blockers_of_a_large_format_from_the_dead_pairs_first_equal_the_whole_grid(monkeypatch, act, fmt):
     from condcheck.targets import box_sample, random_targets
-    fast = t5.context._Ctx._blockers_search
+    fast = t5.context.Context._blockers_search
     seen = []
 
     def both(self, v_on, weights=None):
@@ -859,7 +862,7 @@ def test_blockers_of_a_large_format_from_the_dead_pairs_first_equal_the_whole_gr
             assert all(np.array_equal(np.asarray(x).view(np.int64), np.asarray(y).view(np.int64)) for x, y in zip(r, want))
             seen.append(len(r[0]))
         return r
-    monkeypatch.setattr(t5.context._Ctx, "_blockers_search", both)
+    monkeypatch.setattr(t5.context.Context, "_blockers_search", both)
     X = box_sample(act, fmt, 1, 12, 3)
     f, h, g = random_targets(fmt, X, 3, 0.25)
     t5.construct_theorem5(act, fmt, X, f, h, g, verify_result=False, jobs=1)

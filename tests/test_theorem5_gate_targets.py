@@ -1,11 +1,11 @@
-"""The gate targets of gradient branches and the budget of a gradient search (``_gradient_branches``).
+"""The gate targets of gradient branches and the budget of a gradient search (``search_gradient_branches``).
 
 A gradient gate's value Gz is the forward value the blocker layers after it start from.  Its usual first
 target is the smallest value (relu: the smallest subnormal), where the blockers can grow the chain but not
 shrink it: with a ratio g*/h* far below 1 no transfer exists, and trying every source weight, scale, gate
 and depth took hours (relu on 1,024 bfloat16 box points, point 466: g*/h* = 2^-79.6).  The search now gives
 up after TRANSFER_BUDGET transfer searches per attempt, and a last retry puts the gates on the targets whose
-value is nearest 1 (``_Ctx._gradient_targets``).  Where every budgeted attempt gives up, one search without
+value is nearest 1 (``Context._gradient_targets``).  Where every budgeted attempt gives up, one search without
 a budget follows (``UNBUDGETED_LAST``; off in these tests).
 
 Since then the last layer of a transfer is aimed at the gains its blockers have (``_transfer_last``), so
@@ -38,14 +38,14 @@ def small_budget(monkeypatch):
 def usual_gates_fail(monkeypatch):
     # every transfer from a gate on the usual targets finds nothing (as before the last layer was aimed at
     # its blockers' gains), so the budget runs out there
-    original = t5.context._Ctx._transfer_search
+    original = t5.context.Context._transfer_search
 
     def search(self, *args):
         if not self.near_one:
             self.transfer_why = "the usual gates are blocked by the test"
             return None
         return original(self, *args)
-    monkeypatch.setattr(t5.context._Ctx, "_transfer_search", search)
+    monkeypatch.setattr(t5.context.Context, "_transfer_search", search)
 
 
 @pytest.fixture(autouse=True)
@@ -63,7 +63,7 @@ def test_a_ratio_far_below_one_is_carried_by_gradient_gates_near_one(small_budge
 def test_a_ratio_far_below_one_finds_a_last_layer_from_a_gate_on_the_smallest_value(small_budget, monkeypatch):
     # point 466's gate sits on relu's smallest value 2^-133, where every blocker has |a| >= 3/4: the last
     # layer aimed at half of need = 2^-56 found none; aimed within its blockers' gains it does
-    monkeypatch.setattr(t5.context._Ctx, "NEAR_ONE", False)
+    monkeypatch.setattr(t5.context.Context, "NEAR_ONE", False)
     X, f, h, g = _relu_pair()
     net, claim = t5.construct_theorem5("relu", "bfloat16", X, f, h, g)
     assert verify(net, claim).ok
@@ -103,7 +103,7 @@ def test_a_search_that_gave_up_on_a_ratio_above_one_retries_the_join_before_gate
 def test_without_gates_near_one_that_gradient_search_gives_up_naming_the_point(small_budget, usual_gates_fail,
                                                                                monkeypatch):
     X, f, h, g = _relu_pair()
-    monkeypatch.setattr(t5.context._Ctx, "NEAR_ONE", False)
+    monkeypatch.setattr(t5.context.Context, "NEAR_ONE", False)
     with pytest.raises(t5.SearchGaveUp, match=r"point \d .*gave up after 4 transfer searches"):
         t5.construct_theorem5("relu", "bfloat16", X, f, h, g)
 
@@ -118,14 +118,14 @@ def test_a_search_with_no_budget_gives_up_at_its_first_transfer(monkeypatch):
 
 def test_gates_near_one_are_the_gate_targets_ordered_by_the_distance_of_their_value_from_one(monkeypatch):
     seen = {}
-    original = t5.context._Ctx._gradient_targets
+    original = t5.context.Context._gradient_targets
 
     def spy(self):
         r = original(self)
         if self.near_one:
             seen["near"], seen["all"], seen["ctx"] = r, self.gate_targets, self
         return r
-    monkeypatch.setattr(t5.context._Ctx, "_gradient_targets", spy)
+    monkeypatch.setattr(t5.context.Context, "_gradient_targets", spy)
     monkeypatch.setattr(t5.tuning, "TRANSFER_BUDGET", 0)
     X = box_sample("relu", "bfloat16", 1, 4, 0)
     f, h, g = random_targets("bfloat16", X, 0, 0.25)

@@ -1,4 +1,4 @@
-"""The transfer of a gradient branch from both ends (``_Ctx._join_reach``, ``_Ctx._last_join``): when every
+"""The transfer of a gradient branch from both ends (``Context._join_reach``, ``Context._last_join``): when every
 greedy chain fails on an enumerated format with many values, the values that an absorbed output weight and
 the last layer's T' reach from h* bound the gain the last layer can carry; the first layers (preimage sets
 from g*) are aimed at what is left, and the last layer's weight may be found by joining both ends.
@@ -26,7 +26,7 @@ def _ctx():
     F = get_format("float16")
     kit = t5.Kit("sigmoid", F, "exact")
     st = t5.find_states(kit, require_conditions(kit.act, F, "exact", 5))
-    return t5.context._Ctx(kit, st, F, np.array([[0.0287017822265625]]), [], [], lambda zi: [])
+    return t5.context.Context(kit, st, F, np.array([[0.0287017822265625]]), [], [], lambda zi: [])
 
 
 def _backward(ctx, post, A):

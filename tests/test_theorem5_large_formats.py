@@ -192,7 +192,7 @@ def test_values_and_gradients_on_4096_points_of_a_16_bit_box(act, fmt):
     # separator search takes the first 300-335 s, the construction itself peaks at 1.2 GiB); swish on
     # float16 depth 7, 463,382 nonzero parameters, 320 s, peak 6.1 GiB before the sparse verification was
     # blocked (build alone 1.44 GiB; not re-measured since) (it failed at point 1427 until a step's
-    # separator could be rescaled for its gate, see _gate_reach)
+    # separator could be rescaled for its gate, see gate_reach)
     net, claim = _build(act, fmt, 4096)
     res = verify(net, claim)
     assert res.ok and res.points == 4096, res.summary()

@@ -1,4 +1,4 @@
-"""Padding relays of gradient branches (``_Ctx.pad_gradient``): a relay appended after a branch's last
+"""Padding relays of gradient branches (``Context.pad_gradient``): a relay appended after a branch's last
 layer must carry the branch's backward value back unchanged, exactly, and keep its forward value
 absorbed by the output's constant."""
 from fractions import Fraction
@@ -16,11 +16,11 @@ def _sigmoid_ctx():
     F = get_format("float8_e4m3")
     kit = t5.Kit("sigmoid", F, "exact")
     st = t5.find_states(kit, require_conditions(kit.act, F, "exact", 5))
-    return F, kit, t5.context._Ctx(kit, st, F, np.zeros((1, 1)), [], [], lambda zi: [])
+    return F, kit, t5.context.Context(kit, st, F, np.zeros((1, 1)), [], [], lambda zi: [])
 
 
 def _branch(y, ow, post, ends):
-    br = t5.records._Branch(0, None, list(post), ow)
+    br = t5.records.Branch(0, None, list(post), ow)
     br.ends, br.y = ends, y
     return br
 
@@ -53,7 +53,7 @@ def test_a_relay_pads_a_sigmoid_branch_whose_backward_value_is_subnormal():
 def test_power_of_two_relays_alone_cannot_pad_that_branch(monkeypatch):
     # why the relay above may have a weight a with T'(r) a not a power of two (here a = 2.75)
     F, kit, ctx = _sigmoid_ctx()
-    monkeypatch.setattr(t5.context._Ctx, "_odd_relay", lambda self, *args: None)
+    monkeypatch.setattr(t5.context.Context, "_odd_relay", lambda self, *args: None)
     br = _branch(-2.0 ** -9, -5.5, [(2.0, -2.75)], (0.5625, 0.0, 1.0))
     with pytest.raises(t5.ConstructionError, match="no relay pads"):
         ctx.pad_gradient(br, 2, 0.25, 4.0)

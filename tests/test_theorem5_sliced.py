@@ -1,5 +1,5 @@
 """Theorem 5 with sliced gating (d >= 2): indicators and slice gates per coordinate value, one AND gate
-per point and branch (``theorem5.sliced._SlicedCtx``).  Every network is verified exactly by the constructor;
+per point and branch (``theorem5.sliced.SlicedContext``).  Every network is verified exactly by the constructor;
 the tests verify again and check the structure that makes large d = 2 domains affordable."""
 import numpy as np
 import pytest

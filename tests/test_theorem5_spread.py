@@ -6,7 +6,7 @@ import condcheck.theorem5 as t5
 from condcheck.errors import CondcheckError
 from condcheck.targets import box_sample, random_targets
 from condcheck.theorem5 import chunks, spread
-from condcheck.theorem5.construct import _Build
+from condcheck.theorem5.build import Build
 from condcheck.theorem5.errors import ConstructionError
 from theorem5_helpers import assert_same_network
 
@@ -119,7 +119,7 @@ def test_speculation_builds_the_network_of_the_chunks_run_in_lockstep(small_spre
     X, f, h, g = small_spread
     net, _ = t5.construct_theorem5("gelu", "float16", X, f, h, g, jobs=1)
     # the reference: every chunk alive at once, fed each round's agreement of all chunks (``run_rounds``)
-    build = _Build("gelu", "float16", X, f, h, g, "exact", False, None, "auto", False)
+    build = Build("gelu", "float16", X, f, h, g, "exact", False, None, "auto", False)
     build.for_spread()
     parts = chunks.point_chunks(len(X), 1, False)
     assert len(parts) == 4
@@ -134,6 +134,8 @@ def test_two_dask_workers_build_the_same_network_as_this_process(small_spread):
     assert_same_network(here, there)
 
 
-def test_a_scheduler_that_is_not_an_address_is_refused_before_any_work():
+def test_a_scheduler_that_is_not_an_address_is_refused_before_any_work(small_spread, monkeypatch):
+    X, f, h, g = small_spread
+    monkeypatch.setattr(t5.construct, "Build", None)         # (no setup may start)
     with pytest.raises(CondcheckError, match="scheduler must be an address"):
-        spread._DaskRunner(2, "  ").__enter__()
+        t5.construct_theorem5("gelu", "float16", X, f, h, g, jobs=2, scheduler="  ")

@@ -8,14 +8,14 @@ import pytest
 import condcheck.theorem5 as t5
 from condcheck.targets import box_sample, distinguishable_sample, random_targets
 from condcheck.theorem5 import chunks, step_rounds as sr
-from condcheck.theorem5.construct import _Build
+from condcheck.theorem5.build import Build
 from condcheck.theorem5.step_extremes import MonotoneRuns
 from theorem5_helpers import assert_same_network
 
 
 def _build(act, fmt, X):
     f, h, g = random_targets(fmt, X, 0, 0.25)
-    return _Build(act, fmt, X, f, h, g, "exact", False, None, "auto", False)
+    return Build(act, fmt, X, f, h, g, "exact", False, None, "auto", False)
 
 
 def _steps(b, keys, compact):
@@ -90,7 +90,7 @@ def test_compact_steps_build_the_network_the_step_rows_build(monkeypatch):
     X = box_sample("gelu", "float16", 1, 96, 5)
     f, h, g = random_targets("float16", X, 5, 0.25)
     compact, _ = t5.construct_theorem5("gelu", "float16", X, f, h, g, jobs=1)
-    monkeypatch.setattr("condcheck.theorem5.construct.enumerated", lambda F: False)     # step rows kept
+    monkeypatch.setattr("condcheck.theorem5.build.enumerated", lambda F: False)     # step rows kept
     rows, _ = t5.construct_theorem5("gelu", "float16", X, f, h, g, jobs=1)
     assert_same_network(compact, rows)
 
@@ -100,8 +100,8 @@ def test_side_bounds_of_a_gate_bound_its_sum_at_every_other_point(monkeypatch):
     monkeypatch.setattr(t5.tuning, "SPREAD_FROM", 64)
     monkeypatch.setattr(t5.tuning, "SPREAD_CHUNK_POINTS", 48)
     monkeypatch.setattr(t5.tuning, "EXACT_GATE_POINTS", 32)
-    monkeypatch.setattr("condcheck.theorem5.construct.enumerated", lambda F: False)
-    sums = t5.context._Ctx._gate_sums
+    monkeypatch.setattr("condcheck.theorem5.build.enumerated", lambda F: False)
+    sums = t5.context.Context._gate_sums
     checked = []
 
     def both(self, zi, gating, B, extra):
@@ -117,7 +117,7 @@ def test_side_bounds_of_a_gate_bound_its_sum_at_every_other_point(monkeypatch):
         assert np.array_equal(at_z[ok], allx[ok, zi])
         checked.append(int(ok.sum()))
         return at_z, hi_o, lo_o, bad
-    monkeypatch.setattr(t5.context._Ctx, "_gate_sums", both)
+    monkeypatch.setattr(t5.context.Context, "_gate_sums", both)
     X = box_sample("gelu", "float16", 1, 96, 5)
     f, h, g = random_targets("float16", X, 5, 0.25)
     t5.construct_theorem5("gelu", "float16", X, f, h, g, jobs=1)

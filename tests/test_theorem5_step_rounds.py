@@ -13,7 +13,7 @@ from condcheck.constructors.witnesses import require_conditions
 from condcheck.formats import get_format
 from condcheck.targets import full_box
 from condcheck.theorem5 import step_rounds as SR
-from condcheck.theorem5.gates import _gate_push_need
+from condcheck.theorem5.gates import gate_push_need
 from condcheck.theorem5.states import find_states
 from condcheck.separators import separator_chooser
 
@@ -23,7 +23,7 @@ def _setup(act, fmt):
     kit = Kit(act, F, "exact")
     st = find_states(kit, require_conditions(kit.act, F, "exact", 5))
     vals = np.unique(full_box(act, F, 1)[:, 0])
-    return kit, st, vals, SR.all_keys([vals]), _gate_push_need(st), separator_chooser(kit, vals, st)
+    return kit, st, vals, SR.all_keys([vals]), gate_push_need(st), separator_chooser(kit, vals, st)
 
 
 def _same_build(a, b) -> bool:

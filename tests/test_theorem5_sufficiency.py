@@ -60,19 +60,19 @@ def test_a_sharpened_step_of_float8_e4m3b11fnuz_splits_where_its_separator_does_
     # box's first gap leaves the step row just above the tail (gelu~(-4) = -2^-13), where no boost moves
     # it; a few sharpening layers T(w n + b) (exhaustive over F x F) pull the two sides apart
     from condcheck.theorem5 import Kit, find_states
-    from condcheck.theorem5.gates import _gate_push_need
+    from condcheck.theorem5.gates import gate_push_need
     from condcheck.constructors.witnesses import require_conditions
     from condcheck.separators import separator_chooser
-    from condcheck.theorem5.boosts import _sharpened_split, _step_split
+    from condcheck.theorem5.boosts import sharpened_split, step_split
     F = get_format("float8_e4m3b11fnuz")
     kit = Kit("gelu", F, "exact")
     st = find_states(kit, require_conditions(kit.act, F, "exact", 5))
     vals = np.unique(full_box("gelu", F, 1)[:, 0])
     w, b, s0, kappa0 = separator_chooser(kit, vals, st)(1, True)
     n = kit.T(kit.row([(w, vals)], b))
-    assert _step_split(kit, st, n, s0, kappa0, _gate_push_need(st))[0] is None
+    assert step_split(kit, st, n, s0, kappa0, gate_push_need(st))[0] is None
     on = np.arange(len(vals)) >= 1
-    layers, n2, best = _sharpened_split(kit, st, n, on, _gate_push_need(st))
+    layers, n2, best = sharpened_split(kit, st, n, on, gate_push_need(st))
     assert 1 <= len(layers) <= 6
     assert n2[on].min() > n2[~on].max() or n2[on].max() < n2[~on].min()
     boosted = kit.T(kit.add(kit.mul(best[5], kit.T(best[4][0])), best[6]))
@@ -94,8 +94,8 @@ def test_a_lift_gives_a_step_at_swishs_minimum_the_push_a_gate_needs():
     # -0.28 keeps, after the best boost (whose bias must keep L dead), almost no push for a gate; a lift
     # T(a1 U + c1) with any (a1, c1) before the boost moves it far enough
     from condcheck.theorem5 import Kit, find_states
-    from condcheck.theorem5.boosts import _boost, _lifted_boost
-    from condcheck.theorem5.gates import _gate_push_need, _gate_reach
+    from condcheck.theorem5.boosts import boost, lifted_boost
+    from condcheck.theorem5.gates import gate_push_need, gate_reach
     from condcheck.constructors.witnesses import require_conditions
     F = get_format("float8_e4m3b11fnuz")
     kit = Kit("swish", F, "exact")
@@ -104,14 +104,14 @@ def test_a_lift_gives_a_step_at_swishs_minimum_the_push_a_gate_needs():
     V = V[np.isfinite(V)]
     pre = np.array([st.z_dead, float(V[np.argmin(kit.T(V))])])
     on = np.array([False, True])
-    need = _gate_push_need(st)
-    a, c = _boost(kit, st, kit.T(pre[on]))
-    assert _gate_reach(F, st, kit.T(kit.add(kit.mul(a, kit.T(pre[on])), c))) < need
-    (a1, c1), (a2, c2), reach = _lifted_boost(kit, st, pre, on, need)
+    need = gate_push_need(st)
+    a, c = boost(kit, st, kit.T(pre[on]))
+    assert gate_reach(F, st, kit.T(kit.add(kit.mul(a, kit.T(pre[on])), c))) < need
+    (a1, c1), (a2, c2), reach = lifted_boost(kit, st, pre, on, need)
     assert reach >= need
     out = kit.add(kit.mul(a2, kit.T(kit.add(kit.mul(a1, kit.T(pre)), c1))), c2)
     assert st.dead(out[~on]).all() and not st.dead(out[on]).any()
-    assert _gate_reach(F, st, kit.T(out[on])) == reach
+    assert gate_reach(F, st, kit.T(out[on])) == reach
 
 
 @pytest.mark.slow
@@ -120,7 +120,7 @@ def test_swish_and_mish_construct_the_full_float8_e4m3b11fnuz_box_through_lifts_
     # swish: steps at swish~'s minimum are lifted before their boost (the test above); mish: point 2's
     # gating steps have on values 0.875 and 16, and a shared weight size gives the second a push of 8
     # where 14 is needed, so the gates of the points where everything else failed try per-step sizes
-    # (``_Ctx._offset_rows``: point 101 needs weight 1.875 on an on value 16)
+    # (``Context._offset_rows``: point 101 needs weight 1.875 on an on value 16)
     assert check_activation(act, "float8_e4m3b11fnuz").holds
     X, (net, claim) = _box_case(act, "float8_e4m3b11fnuz", seed)
     res = verify(net, claim)

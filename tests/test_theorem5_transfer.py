@@ -1,4 +1,4 @@
-"""The transfer of a gradient branch (``_Ctx._transfer_search``): blocker layers and an output weight that
+"""The transfer of a gradient branch (``Context._transfer_search``): blocker layers and an output weight that
 carry the upstream value h*(z) to g*(z) exactly.  The greedy chain gives each layer an even share of the
 gain; when no greedy chain works, a beam over the layers (``_transfer_beam``) is tried."""
 import numpy as np
@@ -30,6 +30,6 @@ def test_a_ratio_the_greedy_chain_cannot_carry_is_carried_by_the_beam():
 
 def test_without_the_beam_that_gradient_branch_is_refused(monkeypatch):
     F, X, f, h, g = _sigmoid_pair()
-    monkeypatch.setattr(t5.context._Ctx, "_transfer_beam", lambda self, *args, **kw: None)
+    monkeypatch.setattr(t5.context.Context, "_transfer_beam", lambda self, *args, **kw: None)
     with pytest.raises(t5.ConstructionError, match="point 1 .*gradient branch not found"):
         t5.construct_theorem5("sigmoid", F, X, f, h, g)

@@ -359,9 +359,9 @@ def _rn_mul_exact(F, u, w):
 
 @pytest.mark.parametrize("act", GENERIC + ["relu"])
 def test_pass_derivative_is_a_power_of_two_taken_on_live_states(act):
-    from condcheck.theorem7 import _Act
+    from condcheck.theorem7.activation import ActivationTable
     F = get_format("float8_e4m3")
-    a = _Act(act, F, "exact")
+    a = ActivationTable(act, F, "exact")
     assert 0 < a.d <= 1 and np.log2(a.d) == np.round(np.log2(a.d))
     assert len(a.pass_z) > 0 and all(z > a.z_dead for z in a.pass_z)
     assert all(a.dT(z) == a.d for z in a.pass_z)
@@ -554,27 +554,27 @@ def _same_network(a, b):
 def test_value_candidates_are_the_loop_s(act, monkeypatch):
     """The value branches' candidates computed for every (P, z0) at once are the one-(P, z0)-at-a-time
     loop's, in its order; when the batched computation raises, the loop is replayed (same network)."""
-    import condcheck.theorem7 as t7
+    import condcheck.theorem7.value_branches as vb
     F = get_format("float8_e4m3")
     X, fv, Y, G = _random_points(F, act, 5, 2)
     seen = []
-    fast = t7._value_candidates
+    fast = vb._value_candidates
 
     def both(*args):
-        a, b = list(fast(*args)), list(t7._value_candidates_loop(*args))
+        a, b = list(fast(*args)), list(vb._value_candidates_loop(*args))
         assert a == b
         seen.append(len(a))
         return iter(a)
 
-    monkeypatch.setattr(t7, "_value_candidates", both)
+    monkeypatch.setattr(vb, "_value_candidates", both)
     res = _check_generic(act, F, X, fv, Y, G)
     assert seen and sum(seen) > 0
 
     def broken(*args):
-        raise t7.ConstructionError("forced")
+        raise ConstructionError("forced")
 
-    monkeypatch.setattr(t7, "_value_candidates", fast)
-    monkeypatch.setattr(t7, "_value_blocks", broken)
+    monkeypatch.setattr(vb, "_value_candidates", fast)
+    monkeypatch.setattr(vb, "_value_blocks", broken)
     again = construct_theorem7(act, F, np.asarray(X, float).reshape(-1, 1), fv, G, upstream=Y)
     _same_network(res.network, again.network)
 
@@ -582,27 +582,27 @@ def test_value_candidates_are_the_loop_s(act, monkeypatch):
 def test_chains_off_check_matches_the_scalar_loop(monkeypatch):
     """The off-state backward values of all chains at once equal ``_chain_off_check``'s, chain by chain
     (also when the batched computation raises: the scalar loop decides)."""
-    import condcheck.theorem7 as t7
+    import condcheck.theorem7.generic as gen
     F = get_format("float8_e4m3")
     X, fv, Y, G = _random_points(F, "swish", 4, 3)
     calls = []
-    batched = t7._chains_off_check
+    batched = gen._chains_off_check
 
     def both(act, built, ymax, quarter, C):
         out = batched(act, built, ymax, quarter, C)
         for gi, ws, bs, zon, zoff in built:
-            assert out[id(ws)] == t7._chain_off_check(act, ws, zon, zoff, ymax, quarter, C)
+            assert out[id(ws)] == gen._chain_off_check(act, ws, zon, zoff, ymax, quarter, C)
         calls.append(len(built))
         return out
 
-    monkeypatch.setattr(t7, "_chains_off_check", both)
+    monkeypatch.setattr(gen, "_chains_off_check", both)
     res = _check_generic("swish", F, X, fv, Y, G)
     assert calls and calls[0] > 0
 
     def broken(*args):
-        raise t7.ConstructionError("forced")
+        raise ConstructionError("forced")
 
-    monkeypatch.setattr(t7, "_chains_off_check", batched)
-    monkeypatch.setattr(t7, "_chains_off_back", broken)
+    monkeypatch.setattr(gen, "_chains_off_check", batched)
+    monkeypatch.setattr(gen, "_chains_off_back", broken)
     again = construct_theorem7("swish", F, np.asarray(X, float).reshape(-1, 1), fv, G, upstream=Y)
     _same_network(res.network, again.network)

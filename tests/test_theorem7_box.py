@@ -1,6 +1,6 @@
 """Theorem 7 on many points (the float8 box, d = 1) and in two dimensions (grids, d = 2).
 
-The constructor verifies with the sparse interpreter (condcheck.sparse_ad); these tests check its
+The constructor verifies with the sparse interpreter (condcheck.interpreters.sparse); these tests check its
 verdicts independently: the exact rational interpreter on small cases, the dense vectorized one on a
 sample of points of the box networks (its cost grows with points x y x width, so not on all of them).
 The targets are computed here, from their definitions, by exact rational rounding."""
@@ -12,7 +12,7 @@ import pytest
 from condcheck.formats import get_format
 from condcheck.netfile import Claim
 from condcheck.rounding import round_fraction
-from condcheck.sparse_ad import evaluate_sparse
+from condcheck.interpreters import get_interpreter
 from condcheck.targets import full_box, random_odd_tables
 from condcheck.theorem7 import ConstructionError, TargetError, construct_theorem7
 from condcheck.verify import verify
@@ -60,11 +60,11 @@ def _family(F, X, Y, name, seed=0):
 
 
 def _dense_sample(res, n=3, seed=0):
-    """Re-check n points of the claim (every y) with the dense interpreter (independent of sparse_ad)."""
+    """Re-check n points of the claim (every y) with the dense interpreter (independent of the sparse one)."""
     c = res.claim
     idx = np.sort(np.random.default_rng(seed).choice(len(c.points), min(n, len(c.points)), replace=False))
     sub = Claim(7, c.points[idx], c.values[idx], c.upstream, c.gradients[idx])
-    again = verify(res.network, sub, method="fast")
+    again = verify(res.network, sub, method="dense")
     assert again.ok, again.summary()
     assert again.gradient_checks == len(idx) * len(c.upstream)
 
@@ -78,7 +78,7 @@ def test_sparse_interpreter_equals_exact_on_a_theorem7_network():
     Y = _upstream(F, "tanh")
     f, G = random_odd_tables(F, X, Y, 5)
     res = construct_theorem7("tanh", F, X, f, G, upstream=Y)
-    v, g = evaluate_sparse(res.network, X, Y)
+    v, g = get_interpreter("sparse").evaluate(res.network, X, np.broadcast_to(Y, (len(X), len(Y))))
     for n in range(len(X)):
         val, pre = res.network.forward_exact(X[n].tolist())
         assert float(val) == v[n] == f[n]
@@ -204,5 +204,5 @@ def test_sigmoid_box_edges_large_gradients():
         t[:3] = [-144.0, 240.0, -240.0]
         G[i, nz] = np.sign(Y[nz]) * t[np.searchsorted(pos, np.abs(Y[nz]))]
     res = construct_theorem7("sigmoid", F, X, [1.0, 2.0, -240.0], G, upstream=Y)
-    again = verify(res.network, res.claim, method="fast")
+    again = verify(res.network, res.claim, method="dense")
     assert again.ok and again.gradient_checks == 3 * len(Y), again.summary()

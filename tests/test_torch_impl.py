@@ -14,8 +14,9 @@ from condcheck import activations as A  # noqa: E402
 from condcheck.activations import register_activation  # noqa: E402
 from condcheck.check import check_activation  # noqa: E402
 from condcheck.cli import main  # noqa: E402
-from condcheck.errors import CondcheckError  # noqa: E402
+from condcheck.errors import CondcheckError, NetworkOverflowError  # noqa: E402
 from condcheck.formats import get_format  # noqa: E402
+from condcheck.interpreters import get_interpreter  # noqa: E402
 from condcheck.network import Layer, Network  # noqa: E402
 from condcheck.rounded_activation import get_rounded  # noqa: E402
 from condcheck.theorem5 import construct_theorem5  # noqa: E402
@@ -121,9 +122,11 @@ def test_a_plug_in_with_a_torch_function_uses_it_and_one_without_is_refused_clea
         check_activation("softsign_no_torch", "bfloat16", "torch")
 
 
-def test_the_torch_implementation_refuses_formats_wider_than_16_bits():
-    with pytest.raises(CondcheckError, match="at most 16 bits"):
-        check_activation("gelu", "float32", "torch")
+def test_the_torch_implementation_of_float32_is_torchs_float32_kernel_not_a_table():
+    res = check_activation("gelu", "float32", "torch")            # symbolic: witnesses evaluated by torch
+    assert "native float32" in res.source_note and res.conditions["1"]["holds"] is None
+    with pytest.raises(CondcheckError, match="computes in float32"):
+        check_activation("gelu", "float64", "torch")
 
 
 def test_the_comparison_counts_what_the_tables_say():
@@ -274,8 +277,9 @@ def test_a_plain_linear_export_in_the_formats_dtype_does_not_reproduce_the_netwo
     dt = getattr(torch, net.format.name)
     differing = []
     V = np.asarray(X, dtype=np.float64)
+    dense = get_interpreter("dense")
     for l, layer in enumerate(net.layers, 1):
-        z = layer.forward_sums(V, net.format)
+        z = dense.forward_sums(layer, V, net.format)
         zt = torch.nn.functional.linear(torch.tensor(V, dtype=dt), torch.tensor(layer.weight.toarray(), dtype=dt),
                                         torch.tensor(layer.bias, dtype=dt)).double().numpy()
         if not np.array_equal(zt, z):
@@ -290,12 +294,12 @@ def test_a_plain_linear_export_in_the_formats_dtype_does_not_reproduce_the_netwo
     # float32 tanh points: the gradient branches' blocker chains are one-term rows)
 
 
-def test_an_overflow_in_the_paper_order_module_names_the_pass_layer_and_row():
-    # row 1 sums 240 (+) 240 = 480 > Omega = 240 in float8_e4m3; row 0 stays finite
+def test_an_overflow_in_the_paper_order_module_names_the_pass_layer_neuron_and_input():
+    # neuron 1 sums 240 (+) 240 = 480 > Omega = 240 in float8_e4m3; neuron 0 stays finite
     net = Network("float8_e4m3", "relu", [Layer(np.array([[1.0, 0.0], [240.0, 240.0]]), [0.0, 0.0]),
                                           Layer(np.array([[1.0, 1.0]]), [0.0])])
-    with pytest.raises(CondcheckError, match=r"forward pass, layer 1, row 1: overflow"):
-        torch_value_and_gradient(to_torch(net), np.array([[1.0, 1.0]]), [1.0])
+    with pytest.raises(NetworkOverflowError, match=r"forward pass: overflow .* at layer 1, neuron 1, input \(1.0, 1.0\)"):
+        torch_value_and_gradient(to_torch(net), np.array([[0.0, 0.0], [1.0, 1.0]]), [1.0, 1.0])
 
 
 

@@ -53,8 +53,9 @@ class Kit:
         self.R = get_rounded(activation, fmt, implementation)
         self.act = self.R.activation
         self._lookup = None
-        self.boosts = {}            # step on values -> (a, c) of their boost (see _boost)
-        self.wide_boosts = False    # boost weights beyond the powers of two (see _boost_weights)
+        self.boosts = {}            # step on values -> (a, c) of their boost (see theorem5.boosts.boost)
+        self.wide_boosts = False    # boost weights beyond the powers of two (see theorem5.boosts)
+        self.separator_rows_cache = None   # (values, rows) of the last separator search (separators.exhaustive)
 
     def _ok(self, r, over, what):
         if over.any():

@@ -22,16 +22,43 @@ __all__ = ["NumpyBackend"]
 _INF = np.inf
 
 
+_ORD_INF = np.int64(0x7FF0000000000000)        # the ordinal of +inf (bit pattern of +inf)
+_MAG = np.int64(0x7FFFFFFFFFFFFFFF)
+
+
+def nextafter_k(a, k: int):
+    """``k`` applications of ``np.nextafter`` toward +inf (k > 0) or -inf (k < 0), bit for bit (the sign of
+    a zero result included), in a few passes: float64 values in order are consecutive integers
+    ("ordinals": the bit pattern for a >= 0, minus the magnitude's pattern for a < 0, both zeros 0), so
+    away from 0, Inf and NaN the step is k on the bit pattern (-k for negatives); the few values within
+    |k| ordinals of 0 or of Inf, and NaN, go through nextafter itself."""
+    a = np.asarray(a, dtype=np.float64)
+    if k == 0:
+        return a
+    if abs(k) == 1:                              # one pass either way: nextafter itself
+        with np.errstate(over="ignore"):                # max float -> inf: a bound, as intended
+            out = np.nextafter(a, _INF if k > 0 else -_INF)
+        return out[()] if out.ndim == 0 else out
+    b = a.view(np.int64)
+    out = (b + np.where(b < 0, -k, k)).view(np.float64)
+    mag = b & _MAG
+    odd = (mag < abs(k)) | (mag > _ORD_INF - abs(k))
+    if odd.any():
+        i = np.flatnonzero(odd)
+        v = a[i]
+        with np.errstate(over="ignore", invalid="ignore"):
+            for _ in range(abs(k)):
+                v = np.nextafter(v, _INF if k > 0 else -_INF)
+        out[i] = v
+    return out[()] if out.ndim == 0 else out
+
+
 def _dn(a, k=1):
-    for _ in range(k):
-        a = np.nextafter(a, -_INF)
-    return a
+    return nextafter_k(a, -k)
 
 
 def _up(a, k=1):
-    for _ in range(k):
-        a = np.nextafter(a, _INF)
-    return a
+    return nextafter_k(a, k)
 
 
 def _w(lo, hi, k):

@@ -240,9 +240,9 @@ def _separator_rows_cached(kit: Kit, tb, vals):
     """``separator_rows``, kept on the kit for the last coordinate values asked (the chunks of a
     construction, run one after the other in one process, each choose their own gaps of one coordinate)."""
     key = np.asarray(vals, np.float64).tobytes()
-    hit = kit.__dict__.get("_separator_rows")
+    hit = kit.separator_rows_cache
     if hit is None or hit[0] != key:
-        hit = kit._separator_rows = (key, separator_rows(kit, tb, vals))
+        hit = kit.separator_rows_cache = (key, separator_rows(kit, tb, vals))
     return hit[1]
 
 

@@ -10,10 +10,10 @@ from ..constructors.kit import in_format
 from ..formats import Format
 from ..network import Network
 from .errors import ConstructionError
-from .layers import _Cols, _one_term_layer
+from .layers import Cols, one_term_layer
 
 
-class _Constants:
+class Constants:
     """Constant neurons T(b) = K (K a positive power of two, Condition 1 (c)) and the exact weights w
     with K * w = c for each constant c the network needs (kappa and chain constants of the steps, +-C).
 
@@ -62,7 +62,7 @@ def _branch_keys(br, sliced):
                                                           for i in range(len(br.relays))]
 
 
-def _assemble(kit, st, F, d, steps, values_part, grad_part, const, C, activation, implementation, sliced=None):
+def assemble_network(kit, st, F, d, steps, values_part, grad_part, const, C, activation, implementation, sliced=None):
     M = F.M
     keys = [_branch_keys(br, sliced) for br in grad_part]
 
@@ -93,7 +93,7 @@ def _assemble(kit, st, F, d, steps, values_part, grad_part, const, C, activation
         return terms, st.z_dead
 
     # layer 1: separators, sources, the constants of the step rows in layer 2
-    l1 = _Cols()
+    l1 = Cols()
     cur = [l1.add({s.coord: s.w}, s.b) for s in steps]          # each step's column in the last layer
     src = [l1.add({br.coord: br.w_g}, br.b_g, key=keys[i][0]) for i, br in enumerate(grad_part)]
     consts = constants(l1, [s for s in steps if not s.sharpen])
@@ -105,7 +105,7 @@ def _assemble(kit, st, F, d, steps, values_part, grad_part, const, C, activation
     grad = src
     n_extra = max([len(s.sharpen) + len(s.reboost) for s in steps] + [0])
     for k in range(n_extra + 2):
-        lk = _Cols()
+        lk = Cols()
         for i, s in enumerate(steps):
             m = len(s.sharpen)
             if k < m:
@@ -132,7 +132,7 @@ def _assemble(kit, st, F, d, steps, values_part, grad_part, const, C, activation
     if sliced is not None:
         # layer 4 (sliced gating): indicators, ordered by (coordinate, value) so that an AND gate's sum
         # runs over its inputs in the order _and computed it, then the slice gates (read last)
-        ls = _Cols()
+        ls = Cols()
         col = {}
         for key in sorted({k for br in values_part + grad_part for k in br.gate.inputs if k[0] == "I"}):
             g = sliced.indicator(key[1], key[2])
@@ -148,7 +148,7 @@ def _assemble(kit, st, F, d, steps, values_part, grad_part, const, C, activation
     else:
         n_below = n_prev
     # gates: values, then gradients
-    l3 = _Cols()
+    l3 = Cols()
     vcol = [l3.add({below[i]: b for i, b in zip(br.gate.inputs, br.gate.betas)}, br.gate.gamma) for br in values_part]
     gcol = []
     for i, br in enumerate(grad_part):
@@ -166,7 +166,7 @@ def _assemble(kit, st, F, d, steps, values_part, grad_part, const, C, activation
     prev_g, prev_v, prev_n = gcol, vcol, len(l3.rows)
     b_C, K_C = const.absorbing
     if n_post >= 1 and all(len(br.post) == n_post for br in grad_part + values_part):
-        # the same rows as the _Cols loop below, as arrays (``_one_term_layer``): each row reads one column
+        # the same rows as the Cols loop below, as arrays (``one_term_layer``): each row reads one column
         ng, nv = len(grad_part), len(values_part)
         pg = np.array([br.post for br in grad_part], np.float64).reshape(ng, n_post, 2)
         pv = np.array([br.post for br in values_part], np.float64).reshape(nv, n_post, 2)
@@ -174,7 +174,7 @@ def _assemble(kit, st, F, d, steps, values_part, grad_part, const, C, activation
         for k in range(n_post):
             last = k == n_post - 1
             const_row = [([-1], [0.0], [b_C])] if last else []
-            layers.append(_one_term_layer(const_row + [(cg, pg[:, k, 0], pg[:, k, 1])] + const_row
+            layers.append(one_term_layer(const_row + [(cg, pg[:, k, 0], pg[:, k, 1])] + const_row
                                           + [(cv, pv[:, k, 0], pv[:, k, 1])], prev_n, F))
             first = 1 if last else 0            # +C first, -C between the gradient and the value rows
             cg = first + np.arange(ng)
@@ -183,7 +183,7 @@ def _assemble(kit, st, F, d, steps, values_part, grad_part, const, C, activation
         cpos, cneg = 0, ng + 1
         prev_g, prev_v, n_post = cg.tolist(), cv.tolist(), 0
     for k in range(n_post):
-        lk = _Cols()
+        lk = Cols()
         last = k == n_post - 1
         cpos = lk.add({}, b_C) if last else None
         g_k = [lk.add({prev_g[i]: br.post[k][0]}, br.post[k][1]) for i, br in enumerate(grad_part)]
@@ -197,7 +197,7 @@ def _assemble(kit, st, F, d, steps, values_part, grad_part, const, C, activation
         out[prev_g[i]] = br.out_weight
     for i, br in enumerate(values_part):
         out[prev_v[i]] = br.out_weight
-    lo = _Cols()
+    lo = Cols()
     lo.add(out, 0.0)
     layers.append(lo.layer(prev_n, F))
     return Network(F, kit.act.name, layers, implementation, d)

@@ -12,12 +12,12 @@ from ..formats import Format
 from ..ops import add_array, mul_array
 from . import tuning
 from .errors import ConstructionError
-from .gates import _gate_reach
+from .gates import gate_reach
 from .states import States
-from .steps import _quantize
+from .steps import quantize
 
 
-def _boost(kit: Kit, st: States, on_vals, low=None):
+def boost(kit: Kit, st: States, on_vals, low=None):
     """_boost_search, remembered per set of on values (most steps share theirs) and dead-side value."""
     key = (tuple(np.unique(np.asarray(on_vals, float)).tolist()), low)
     if key not in kit.boosts:
@@ -32,7 +32,7 @@ def _boost_search(kit: Kit, st: States, on_vals, low=None):
     must be reached on the other side, e.g. swish~(-2) = -0.23 on float8_e4m3), and a gate then needs
     a large weight on it, which multiplies the gate's backward value.  The boost re-maps the on values
     far from L (every power-of-two weight and the largest bias that keeps L dead are tried).
-    ``low``: U's value on the dead side when it is not L (a boost after a *lift*, ``_lifted_boost``).
+    ``low``: U's value on the dead side when it is not L (a boost after a *lift*, ``lifted_boost``).
     """
     F, L = kit.fmt, st.L
     low = L if low is None else low
@@ -136,14 +136,14 @@ def _boost_weights(F: Format, sg: float, wide: bool):
     return [float(sgn * m) for m in mags for sgn in (sg, -sg)]
 
 
-def _step_split(kit: Kit, st: States, n, s0: float, kappa0: float, push_need: float, up: bool = False,
-                check_on=None):
+def step_split(kit: Kit, st: States, n, s0: float, kappa0: float, push_need: float, up: bool = False,
+               check_on=None):
     """(best, why): the step row s n + kappa (+) chain (+) z_d of a separator's values n and its boost,
     best = (reach, s, kappa, on, (pre, k0, K), boost a, boost c), or (None, why) when no scale works.
 
     The separator as it is, else scaled by 2^-k (large separator values can make every chain long
     enough to leave the dead tail overflow); the split is checked exactly.  The first scale whose
-    boosted step a gate can use (``_gate_reach``) is taken, else the one that comes nearest.
+    boosted step a gate can use (``gate_reach``) is taken, else the one that comes nearest.
     With ``up`` (sharpened separators), scales 2^k > 1 are tried after 1: the chain lifts the on values
     to at most 2^(e_max - M) (2 on float8_e4m3b11fnuz, while its dead tail starts at -5 to -10), and a
     sharpened separator, whose sides are a few clusters far apart, can be stretched instead.
@@ -165,16 +165,16 @@ def _step_split(kit: Kit, st: States, n, s0: float, kappa0: float, push_need: fl
             check_on(on)
         found = None
         if on.any():
-            found, why = _quantize(kit, st, v, on, why)
+            found, why = quantize(kit, st, v, on, why)
         if found is None:
             continue
         pre, k0, K = found
         try:
-            ba, bc = _boost(kit, st, kit.T(pre[on]))
+            ba, bc = boost(kit, st, kit.T(pre[on]))
         except ConstructionError as e:
             why = str(e)
             continue
-        reach = _gate_reach(F, st, kit.T(kit.add(kit.mul(ba, kit.T(pre[on])), bc)))
+        reach = gate_reach(F, st, kit.T(kit.add(kit.mul(ba, kit.T(pre[on])), bc)))
         if best is None or reach > best[0]:
             best = (reach, s, kappa, on, found, ba, bc)
         if reach >= push_need:
@@ -248,9 +248,9 @@ def _sharpen_search(kit: Kit, tb, t_all, u, u_on, chunk: int = 16):
     return None if best is None else best[1:]
 
 
-def _sharpened_split(kit: Kit, st: States, n, on, push_need: float):
+def sharpened_split(kit: Kit, st: States, n, on, push_need: float):
     """(layers, n', best): sharpening layers (``_sharpen_layer``, greedily, at most MAX_SHARPEN) after
-    which the step row on their output n' splits (``_step_split``); (None, None, why) otherwise.
+    which the step row on their output n' splits (``step_split``); (None, None, why) otherwise.
     Used only where the separator itself does not split (8-bit formats with a narrow range, where
     the format's tables make the exhaustive layer search cheap)."""
     layers, why = [], "no sharpening layer separates the step's sides"
@@ -260,13 +260,13 @@ def _sharpened_split(kit: Kit, st: States, n, on, push_need: float):
             break
         layers.append(wb)
         n = kit.T_row([(wb[0], n)], wb[1])
-        best, why = _step_split(kit, st, n, *_orient(n, on), push_need, up=True)
+        best, why = step_split(kit, st, n, *_orient(n, on), push_need, up=True)
         if best is not None:
             return layers, n, best
     return None, None, why
 
 
-def _padded_split(kit: Kit, st: States, n, on, m: int, depth: int, push_need: float):
+def padded_split(kit: Kit, st: States, n, on, m: int, depth: int, push_need: float):
     """(layers, best, reboosts) of a step that must span ``depth`` layers before its row and boosts
     and splits after m but whose boost can not be boosted again: k = m + 1 .. depth greedy sharpening
     layers (``_sharpen_layer``), the step row and boost on their output, then depth - k re-boosts; the
@@ -280,24 +280,24 @@ def _padded_split(kit: Kit, st: States, n, on, m: int, depth: int, push_need: fl
         n = kit.T_row([(wb[0], n)], wb[1])
         if k <= m:
             continue
-        best, why = _step_split(kit, st, n, *_orient(n, on), push_need, up=True)
+        best, why = step_split(kit, st, n, *_orient(n, on), push_need, up=True)
         if best is None:
             continue
         pre = kit.add(kit.mul(best[5], kit.T(best[4][0])), best[6])
-        extra = _reboosts(kit, st, pre, on, depth - k)
+        extra = reboosts(kit, st, pre, on, depth - k)
         if extra is not None:
             return list(layers), best, extra
         why = f"{k} sharpening layers split it, but its boost can not be boosted again"
     return why
 
 
-def _reboosts(kit: Kit, st: States, pre, on, k: int):
+def reboosts(kit: Kit, st: States, pre, on, k: int):
     """k boosts (a, c) applied one after another to a boosted step with pre-activations pre (on side
     ``on``), or None when one of them finds no boost."""
     out = []
     for _ in range(k):
         try:
-            a, c = _boost(kit, st, kit.T(pre[on]))
+            a, c = boost(kit, st, kit.T(pre[on]))
         except ConstructionError:
             return None
         out.append((a, c))
@@ -305,7 +305,7 @@ def _reboosts(kit: Kit, st: States, pre, on, k: int):
     return out
 
 
-def _lifted_boost(kit: Kit, st: States, pre, on, push_need: float, top: int = 64):
+def lifted_boost(kit: Kit, st: States, pre, on, push_need: float, top: int = 64):
     """(lift, boost, reach) for a step row with pre-activations pre whose plain boost leaves a gate too
     little push (reach < push_need), or None: a *lift* T(a1 U + c1) between the step row U and its boost,
     with any (a1, c1) of the format, then the boost T(a2 Y + c2) that maps the lift's dead-side value
@@ -346,13 +346,13 @@ def _lifted_boost(kit: Kit, st: States, pre, on, push_need: float, top: int = 64
         a1, c1 = float(V[wi[k // tb.over]]), float(V[k % tb.over])
         y = kit.T(kit.add(kit.mul(a1, kit.T(pre)), c1))
         try:
-            a2, c2 = _boost(kit, st, y[on], low=float(y[~on][0]))
+            a2, c2 = boost(kit, st, y[on], low=float(y[~on][0]))
         except ConstructionError:
             continue
         out = kit.add(kit.mul(a2, y), c2)
         if not (st.dead(out[~on]).all() and not st.dead(out[on]).any()):
             continue
-        reach = _gate_reach(F, st, kit.T(out[on]))
+        reach = gate_reach(F, st, kit.T(out[on]))
         if best is None or reach > best[2]:
             best = ((a1, c1), (a2, c2), reach)
         if reach >= push_need:

@@ -1,4 +1,4 @@
-"""The construction context ``_Ctx``: the domain, steps and states one construction shares, with
+"""The construction context ``Context``: the domain, steps and states one construction shares, with
 the gate, value-branch, gradient-branch and transfer searches (one module each) as its parts.
 """
 from __future__ import annotations
@@ -8,16 +8,16 @@ import numpy as np
 from ..constructors.kit import enumerated, is_pow2
 from ..rounding import round_array
 from . import tuning
-from .gates import _Gates, _live_pass
-from .gradient_branches import _GradientBranches
-from .transfer import _Transfers
-from .value_branches import _ValueBranches
+from .gates import Gates, live_pass
+from .gradient_branches import GradientBranches
+from .transfer import Transfers
+from .value_branches import ValueBranches
 
 
-class _Ctx(_Gates, _ValueBranches, _GradientBranches, _Transfers):
+class Context(Gates, ValueBranches, GradientBranches, Transfers):
     """What one construction shares (format, states, domain, steps) and its searches, one part per
     module (gates, value branches, gradient branches, transfer)."""
-    SLICED = False          # overridden by _SlicedCtx
+    SLICED = False          # overridden by SlicedContext
     NEAR_ONE = True         # _gradient_gates reads _gradient_targets (the retry on gates near 1 applies)
     #: _gate_indexed chooses by the compiled kernel (``kernels.gate_pick``): set on sliced gating's slices
     compiled_gates = False
@@ -35,7 +35,7 @@ class _Ctx(_Gates, _ValueBranches, _GradientBranches, _Transfers):
         z, t, dt = st.z, st.t, st.dt
         live = z > st.z_dead
         self.zero_states = z[(t == 0)]
-        self.pass_z, self.pass_t, self.pass_d = _live_pass(st)
+        self.pass_z, self.pass_t, self.pass_d = live_pass(st)
         o = np.argsort(self.pass_z, kind="stable")
         self._pass_keys, self._pass_ranks = self.pass_z[o], o          # sorted states, their ranks
         self.pow2_values = sorted({float(v) for v in t[live] if is_pow2(v) and v > 0})
@@ -84,16 +84,16 @@ class _Ctx(_Gates, _ValueBranches, _GradientBranches, _Transfers):
         self.share = 1 + 2 * X.shape[1]
         self.gradient_gates = {}        # point -> its number of gradient gates (set once they are built)
         self.gradient_at = {}           # point -> its gradient branches (set once they are built)
-        self._memo = {}                 # _cached
+        self._memo = {}                 # cached
         self._last_maps = {}            # _last_layer_tables: blocker index maps by on value (at most 64)
         self.transfer_why = ""          # why the last _transfer_search found nothing
-        self.beam = False               # _transfer_search may try _transfer_beam (set by _gradient_branches)
-        self.join = False               # _last_join and the greedy chain aimed at it (set by _gradient_branches)
+        self.beam = False               # _transfer_search may try _transfer_beam (set by search_gradient_branches)
+        self.join = False               # _last_join and the greedy chain aimed at it (set by search_gradient_branches)
         self.zero_end = False           # the transfer ends in an L-state layer and a zero layer (_zero_end)
-        self.offset_gates = False       # gates may try per-step weight sizes (_offset_rows; set by _gradient_branches)
+        self.offset_gates = False       # gates may try per-step weight sizes (_offset_rows; set by search_gradient_branches)
         self.near_one = False           # gradient gates on targets with |T - L| nearest 1 first (_gradient_targets)
         self.transfer_budget = None     # transfer searches left to this gradient search (None: no limit)
-        self.unbudgeted = False         # the last, unlimited search of _gradient_branches (UNBUDGETED_LAST)
+        self.unbudgeted = False         # the last, unlimited search of search_gradient_branches (UNBUDGETED_LAST)
 
     def _relays(self) -> int:
         """The layers a step spends on sharpening (and the boosts that pad it): each gradient branch
@@ -115,7 +115,7 @@ class _Ctx(_Gates, _ValueBranches, _GradientBranches, _Transfers):
         """Whether the searches may try every value of F (at most 4,096 finite values)."""
         return F.enumerable and F.count_finite() <= 4096
 
-    #: the flags _gradient_branches sets for a retry of a point's search (each one at most once)
+    #: the flags search_gradient_branches sets for a retry of a point's search (each one at most once)
     RETRY_FLAGS = ("beam", "join", "zero_end", "offset_gates", "near_one")
 
     @property
@@ -130,7 +130,7 @@ class _Ctx(_Gates, _ValueBranches, _GradientBranches, _Transfers):
         unbudgeted search."""
         return None if (self.small_format or self.unbudgeted) else tuning.TRANSFER_BUDGET
 
-    def _cached(self, key, fn):
+    def cached(self, key, fn):
         """fn() once per key: the searches that branches sharing a source, a slice or a gradient repeat."""
         try:
             return self._memo[key]
@@ -139,7 +139,7 @@ class _Ctx(_Gates, _ValueBranches, _GradientBranches, _Transfers):
             return r
 
     def _cached_at(self, vi, key, fn):
-        """``_cached`` for the arrays of one value index vi (a source row and its passes on every point):
+        """``cached`` for the arrays of one value index vi (a source row and its passes on every point):
         here vi is a point, whose branches are built one after the other, so only the last point's are
         kept (4,096 bfloat16 points x ~20 arrays of 4,096 values each would be gigabytes).  A point asked
         again (a branch rebuilt at the final depth) recomputes them: the same values."""
@@ -151,10 +151,10 @@ class _Ctx(_Gates, _ValueBranches, _GradientBranches, _Transfers):
             r = self._point_memo[key] = fn()
             return r
 
-    def _coord_values(self, j):
+    def coord_values(self, j):
         """The values of x_j a first-layer row reading x_j is evaluated on (every point's)."""
         return self.X[:, j]
 
     def _coord_index(self, zi, j):
-        """Point zi's index in ``_coord_values(j)``."""
+        """Point zi's index in ``coord_values(j)``."""
         return zi

@@ -1,6 +1,6 @@
 """Layer 4: gates.  A point's value gate and gradient gates read the boosted gating steps (or,
 sliced, the slice neurons) and are live exactly at the point; here their weights, biases and
-the exact checks on every domain point (``_Gates``, a part of ``_Ctx``).
+the exact checks on every domain point (``Gates``, a part of ``Context``).
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from .sets import codes16, first_reached, log2_abs
 from .states import States
 
 
-def _gate_push_need(st: States) -> float:
+def gate_push_need(st: States) -> float:
     """The least push a gradient gate needs from a gating step that is on: from the dead tail z_d up to
     its smallest strong state (|T'| within a factor 4 of the largest; every gradient gate target is one)."""
     live = (st.z > st.z_dead) & (st.dt != 0)
@@ -30,7 +30,7 @@ def _gate_push_need(st: States) -> float:
     return float(st.z[live][d * 4 >= d.max()].min()) - st.z_dead
 
 
-def _gate_reach(F: Format, st: States, on_t) -> float:
+def gate_reach(F: Format, st: States, on_t) -> float:
     """The largest push beta |T - L| a gate can take from a boosted step with on values on_t at its
     nearest on point: a power-of-two weight beta must keep beta T finite at every on value.
 
@@ -51,7 +51,7 @@ def _gate_reach(F: Format, st: States, on_t) -> float:
     return beta * lo
 
 
-def _live_pass(st: States):
+def live_pass(st: States):
     """Pass states (T' a nonzero power of two, not dead): the largest |T'| first, up to 1 (a pass should
     not shrink the backward value: every suffix of the chain must keep it a finite value), then the
     smallest |T| (a small forward value is cheap to re-centre and keeps the next product finite)."""
@@ -62,7 +62,7 @@ def _live_pass(st: States):
     return z[o], t[o], dt[o]
 
 
-def _solve_affine(kit: Kit, x_at: float, target: float):
+def solve_affine(kit: Kit, x_at: float, target: float):
     """c with RN(x_at + c) == target, or None."""
     c = kit.add(target, -x_at)
     c = float(c)
@@ -70,7 +70,7 @@ def _solve_affine(kit: Kit, x_at: float, target: float):
 
 
 class _AtPoint:
-    """A gate's pre-activation known at its own point only (``_Gates.compact``): pre[zi]."""
+    """A gate's pre-activation known at its own point only (``Gates.compact``): pre[zi]."""
 
     __slots__ = ("zi", "v")
 
@@ -83,8 +83,8 @@ class _AtPoint:
         return self.v
 
 
-class _Gates:
-    """The gate searches of ``_Ctx``: value and gradient gates, live at their point, dead elsewhere.
+class Gates:
+    """The gate searches of ``Context``: value and gradient gates, live at their point, dead elsewhere.
 
     ``compact``: the gating steps' rows over the domain are not held (None in ``U_X``; large domains,
     whose gates read them at their own point only, through ``_step_at``)."""
@@ -126,7 +126,7 @@ class _Gates:
             cache[key] = (shifts, B.reshape(len(shifts), len(gating)))
         return cache[key]
 
-    def _gate_row(self, zi, gating, betas, extra, gamma):
+    def gate_row(self, zi, gating, betas, extra, gamma):
         terms = [(b, self.U_X[i]) for b, i in zip(betas, gating)]
         if extra is not None:
             terms.append(extra)
@@ -183,7 +183,7 @@ class _Gates:
             cache[key] = np.array(rows, float).reshape(len(rows), len(gating))
         return cache[key]
 
-    def _gate(self, zi, extra, targets, small_first=False):
+    def find_gate(self, zi, extra, targets, small_first=False):
         """(betas, gamma, pre on X) with pre[zi] one of targets (earliest preferred), others dead.
 
         For each size of the gating weights (all sizes at once, as rows of 2-D arrays) the candidate
@@ -213,7 +213,7 @@ class _Gates:
         raise err
 
     def _gate_with(self, zi, gating, B, extra, targets, small_first):
-        """``_gate`` for the gating weight rows B: (betas, gamma, pre) or None."""
+        """``find_gate`` for the gating weight rows B: (betas, gamma, pre) or None."""
         st, F = self.st, self.F
         tv, order, tv_sorted = self._sorted_targets(targets)
         if not len(tv):
@@ -259,7 +259,7 @@ class _Gates:
                 if (tv == pz).any():
                     return betas, gamma, _AtPoint(zi, pz)
                 return None
-            pre = self._gate_row(zi, gating, betas, extra, gamma)
+            pre = self.gate_row(zi, gating, betas, extra, gamma)
             if (tv == pre[zi]).any() and st.dead(np.delete(pre, zi)).all():      # (isin would sort tv)
                 return betas, gamma, pre
         return None
@@ -291,7 +291,7 @@ class _Gates:
         states nearest 1 first): what is derived from those is kept, keyed by the list's id."""
         if targets is self.gate_targets or targets is getattr(self, "_near_one_targets", None):
             return True
-        # sliced gating and its slices: the sliced context's fixed lists too (``_SlicedCtx.fixed_lists``)
+        # sliced gating and its slices: the sliced context's fixed lists too (``SlicedContext.fixed_lists``)
         lists = self.fixed_lists
         return lists is not None and lists.get(id(targets), (None,))[0] is targets
 
@@ -310,8 +310,8 @@ class _Gates:
         return r
 
     def point_gate(self, zi, extra, targets, small_first=False) -> Gate:
-        """``_gate`` as a Gate record (what the value and gradient branches read)."""
-        betas, gamma, pre = self._gate(zi, extra, targets, small_first)
+        """``find_gate`` as a Gate record (what the value and gradient branches read)."""
+        betas, gamma, pre = self.find_gate(zi, extra, targets, small_first)
         return Gate(sorted(self.gating(zi)), betas, gamma, float(pre[zi]), max((abs(b) for b in betas), default=1.0))
 
     def _gate_sums(self, zi, gating, B, extra):
@@ -340,7 +340,7 @@ class _Gates:
             allx = np.where(bad[:, None], 0.0, allx)
             others = np.delete(allx, zi, axis=1) if n > 1 else np.full((R, 1), -F.max_float)
             return allx[:, zi], others.max(axis=1), others.min(axis=1), bad
-        # (gating is not empty here: _gate refuses a point without gating steps on a domain of 2 or more)
+        # (gating is not empty here: find_gate refuses a point without gating steps on a domain of 2 or more)
         acc_z, over_z, bad_g, pats = self._gate_base(zi, gating, B)
         bad = over_z | bad_g
         if extra is None:
@@ -456,7 +456,7 @@ class _Gates:
         return r
 
     def _gate_indexed(self, zi, gating, B, extra, targets, tv, small_first):
-        """``_gate`` on every point (small domains) of a tabulated format, in index space: the same
+        """``find_gate`` on every point (small domains) of a tabulated format, in index space: the same
         left-to-right products and sums, bias grid and target ranks as lookups, so the same gate (or the
         same error); None when an input is not a value of the format (the caller rounds instead).
 
@@ -464,7 +464,7 @@ class _Gates:
         extremes; an overflow index propagates through sums, so a row is bad exactly where a product or
         a sum overflows; a target's rank is the first position holding its value, as the stable sorted
         search finds.  The gate's row ends with a bias of the grid (never -0), so its zeros are +0 as
-        the rounded row's are.  tests/test_op_tables.py compares every call with the rounded ``_gate``."""
+        the rounded row's are.  tests/test_op_tables.py compares every call with the rounded ``find_gate``."""
         tb, kit, F, st = self.tables, self.kit, self.F, self.st
         over, n = tb.over, len(self.X)
         acc = self._gating_sums_indexed(gating, B)
@@ -584,7 +584,7 @@ class _Gates:
         With choices: a list of up to two such pairs, the preferred one and the smallest |a|.
         Maps onto a zero of T ("zero") are cached: every value branch asks for the same few."""
         if isinstance(off_ok, str):
-            r = self._cached(("map_two", v_off, v_on, off_ok, on_target, choices),
+            r = self.cached(("map_two", v_off, v_on, off_ok, on_target, choices),
                              lambda: self._map_two_search(v_off, v_on, off_ok, on_target, choices))
             return list(r) if choices else r
         return self._map_two_search(v_off, v_on, off_ok, on_target, choices)

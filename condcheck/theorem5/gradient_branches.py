@@ -1,6 +1,6 @@
 """Gradient branches: source, pass, gate, blockers.  The backward chain of a branch
 must equal g*_j(z) exactly at its point and be stopped everywhere else
-(``_GradientBranches``, a part of ``_Ctx``).
+(``GradientBranches``, a part of ``Context``).
 """
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from ..constructors.kit import in_format, near_values
 from ..ops import add_array, mul_array
 from . import tuning
 from .errors import ConstructionError
-from .gates import _solve_affine
-from .records import _Branch
+from .gates import solve_affine
+from .records import Branch
 from .sets import log2_abs, rn_products
 
 
@@ -27,8 +27,8 @@ def _scale_pairs():
 _SCALE_PAIRS = _scale_pairs()
 
 
-class _GradientBranches:
-    """The gradient-branch searches of ``_Ctx``: pass, gate, blockers, relays, padding."""
+class GradientBranches:
+    """The gradient-branch searches of ``Context``: pass, gate, blockers, relays, padding."""
 
     def _reach(self, base: float):
         """(c, q): the bias c with q = RN(base + c) the best-ranked pass state (``pass_z`` order), or None.
@@ -112,7 +112,7 @@ class _GradientBranches:
                     continue
                 post, A, ends = r
                 post = list(post)           # pad_gradient appends to it; r may be shared (cached)
-                br = _Branch(zi, gate, post, A, coord=j, w_g=w_g, b_g=b_g, a2=a2, c2=c2, a2b=a2b, c3=c3,
+                br = Branch(zi, gate, post, A, coord=j, w_g=w_g, b_g=b_g, a2=a2, c2=c2, a2b=a2b, c3=c3,
                              a3=a3, slice_gate=slice_gate, relays=relays)
                 br.ends, br.y, br.g, br.near_one = ends, y, g, self.near_one
                 return br
@@ -132,7 +132,7 @@ class _GradientBranches:
         one failed: "relay" (no relay of the pass reaches a pass state) or "reach" (``_reaches``: no value
         reaches g through those factors, so every gate's transfer would fail at once)."""
         kit, F = self.kit, self.F
-        xs, vi = self._coord_values(j), self._coord_index(zi, j)    # the source row's inputs, z's index
+        xs, vi = self.coord_values(j), self._coord_index(zi, j)    # the source row's inputs, z's index
         xz = float(xs[vi])
         # source weights: a backward value must stay a finite value of the format all the way, so near
         # the input the suffix products |w_g|, |T'(s0) w_g| must reach |g| / Omega; small |w_g| first
@@ -142,8 +142,8 @@ class _GradientBranches:
             powers = [math.ldexp(sg, k) for k in (0, -1, 1, -2, 2, -3, 3) for sg in (1.0, -1.0)]
             return [w for w in powers if in_format(F, w) and abs(w) * xmax <= F.max_float]
         # the order is a function of (j, |g|): kept (a new list each time, as the sort made one)
-        powers = list(self._cached(("source_order", j, abs(g)), lambda: sorted(
-            self._cached(("source_weights", j), source_weights),
+        powers = list(self.cached(("source_order", j, abs(g)), lambda: sorted(
+            self.cached(("source_weights", j), source_weights),
             key=lambda w: (abs(w) / 2 < abs(g) / float(F.max_float), abs(math.log2(abs(w)))))))
         def source(w_g):
             try:
@@ -225,7 +225,7 @@ class _GradientBranches:
             # end on the same values with the same upstream and output weight), so they are kept by them
             # (signs too: -0 == 0 as a key); a failure keeps what was appended before it, as the loop did
             sgn = tuple(math.copysign(1.0, v) for v in (br.y, ow, v_on, v_off, gain))
-            added, ow2, ok = self._cached(("pad", br.y, ow, v_on, v_off, gain, need, h_max, quarter) + sgn,
+            added, ow2, ok = self.cached(("pad", br.y, ow, v_on, v_off, gain, need, h_max, quarter) + sgn,
                                           lambda: self._pad_search(br.y, ow, v_on, v_off, gain, need, h_max, quarter))
             br.post.extend(added)
             if not ok:
@@ -249,7 +249,7 @@ class _GradientBranches:
             # the product normal, and the exact check decides
             # the relays that fit the on and off values (a function of them only: kept for the branches
             # that end on the same values), in the order tried
-            relays = self._cached(("pad_relays", v_on, v_off, math.copysign(1.0, v_on), math.copysign(1.0, v_off)),
+            relays = self.cached(("pad_relays", v_on, v_off, math.copysign(1.0, v_on), math.copysign(1.0, v_off)),
                                   lambda: self._pad_relays(v_on, v_off))
             for m, rel in relays:
                 ow2 = math.ldexp(ow, -m)
@@ -280,7 +280,7 @@ class _GradientBranches:
                     break
             if not done:
                 sgn = tuple(math.copysign(1.0, v) for v in (y, ow, v_on, v_off))
-                relay = self._cached(("odd_relay", y, ow, v_on, v_off, gain, h_max, quarter) + sgn,
+                relay = self.cached(("odd_relay", y, ow, v_on, v_off, gain, h_max, quarter) + sgn,
                                      lambda: self._odd_relay(y, ow, t1, v_on, v_off, gain, h_max, quarter))
                 if relay is None:
                     return post, None, False
@@ -301,7 +301,7 @@ class _GradientBranches:
                 if not in_format(F, a):
                     continue
                 try:
-                    c = _solve_affine(kit, float(kit.mul(a, v_on)), float(q))
+                    c = solve_affine(kit, float(kit.mul(a, v_on)), float(q))
                     if c is None:
                         continue
                     off = float(kit.add(kit.mul(a, v_off), c))
@@ -344,7 +344,7 @@ class _GradientBranches:
                     try:
                         if a == 0 or float(kit.mul(b, a)) != t1:
                             continue
-                        c = _solve_affine(kit, float(kit.mul(a, v_on)), float(q))
+                        c = solve_affine(kit, float(kit.mul(a, v_on)), float(q))
                         if c is None:
                             continue
                         off = float(kit.add(kit.mul(a, v_off), c))
@@ -434,7 +434,7 @@ class _GradientBranches:
         about 1/2 (the two passes and the gate).  a2 < 0 keeps P2 = T(a2 S + c2) small on the whole domain
         (S >= min T), so the gate needs only a small push.
         """
-        return self._cached(("scales", g, w_g, d1, bmax, tries), lambda: self._scales_search(g, w_g, d1, bmax, tries))
+        return self.cached(("scales", g, w_g, d1, bmax, tries), lambda: self._scales_search(g, w_g, d1, bmax, tries))
 
     def _scales_search(self, g, w_g, d1, bmax, tries):
         F = self.F
@@ -479,7 +479,7 @@ class _GradientBranches:
             return self._blockers_search(v_on, weights)
         weights = None if share is None else self._weights_for(share)
         if weights is None:
-            return self._cached(("blockers", v_on), lambda: self._blockers_search(v_on))
+            return self.cached(("blockers", v_on), lambda: self._blockers_search(v_on))
         m = np.abs(weights)
         key = ("blockers", v_on, len(m)) + ((float(m.min()), float(m.max())) if len(m) else ())
         # a window of a large format's weights against every target state keeps about 36 MB per on value

@@ -14,7 +14,7 @@ from .errors import ConstructionError
 
 
 @dataclass
-class _Cols:
+class Cols:
     """Columns of one layer under construction: each neuron is a dict of terms plus a bias."""
 
     rows: list = field(default_factory=list)
@@ -51,10 +51,10 @@ def _layer_of(d, r, c, bias, n_in, fmt):
     return Layer(m, bias)
 
 
-def _one_term_layer(blocks, n_in, fmt):
+def one_term_layer(blocks, n_in, fmt):
     """The layer of rows with one term each, given as blocks (columns, weights, biases) in row order (a
-    column -1: a row without terms, a constant): what ``_Cols.add({col: w}, b)`` per row (``{}`` for -1)
-    and ``_Cols.layer`` give, the same entries in the same order, without a dict per row (the layers
+    column -1: a row without terms, a constant): what ``Cols.add({col: w}, b)`` per row (``{}`` for -1)
+    and ``Cols.layer`` give, the same entries in the same order, without a dict per row (the layers
     after the gates hold one row per branch: 145,000 per layer on the d = 2 float8 box).
     tests/test_theorem5_fast_paths.py compares the two."""
     cols = np.concatenate([np.asarray(c, np.int64).reshape(-1) for c, _, _ in blocks])

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 class Gate:
     """A gate neuron T(sum_k beta_k u_k (+) gamma) of one point: live at it (pre-activation pz), dead at
     every other point of the domain.  ``inputs`` are what it reads (boosted step indices; for the AND
-    gates of ``_SlicedCtx`` slice-neuron keys), in the row's summation order; ``bmax`` bounds the
+    gates of ``SlicedContext`` slice-neuron keys), in the row's summation order; ``bmax`` bounds the
     backward gain from its output into the layers below (max |beta|, times the slice neurons' gains)."""
     inputs: list
     betas: list
@@ -19,7 +19,7 @@ class Gate:
 
 
 @dataclass
-class _Branch:
+class Branch:
     zi: int
     gate: Gate
     post: list            # (a, c) of each layer after the gate: V' then relays, or the passes

@@ -38,7 +38,7 @@ def _post_limit(F: Format, y: float, g: float, max_post) -> int:
     return int(min(40, max(5, math.ceil(max(r, 0.0) / (F.M + 1)) + 2)))
 
 
-def _gradient_branches(ctx, zi, j, y, g, h_max, C, max_post, n_min=1):
+def search_gradient_branches(ctx, zi, j, y, g, h_max, C, max_post, n_min=1):
     """The branches that carry g*_j at point zi: one, or k = 2, 4, ... carrying g/k each
     (``_gradient_branches_search``), with a budget of TRANSFER_BUDGET transfer searches for this attempt
     (each retry it makes gets its own) on formats with many values, where one transfer search costs up
@@ -55,7 +55,7 @@ def _gradient_branches(ctx, zi, j, y, g, h_max, C, max_post, n_min=1):
             raise
         ctx.unbudgeted = True
         try:
-            return _gradient_branches(ctx, zi, j, y, g, h_max, C, max_post, n_min)
+            return search_gradient_branches(ctx, zi, j, y, g, h_max, C, max_post, n_min)
         finally:
             ctx.unbudgeted = False
     finally:
@@ -75,10 +75,10 @@ def _gradient_branches_search(ctx, zi, j, y, g, h_max, C, max_post, n_min=1):
     F, kit = ctx.F, ctx.kit
 
     def source_gain():
-        xmax = float(np.max(np.abs(ctx._coord_values(j))))
+        xmax = float(np.max(np.abs(ctx.coord_values(j))))
         w_max = math.ldexp(1.0, min(math.floor(log2_abs(F.max_float) - log2_abs(xmax)), F.e_max)) if xmax else F.max_float
         return w_max * float(np.max(np.abs(ctx.pass_d)))
-    gain = ctx._cached(("source_gain", j), source_gain)       # a function of coordinate j's values only
+    gain = ctx.cached(("source_gain", j), source_gain)       # a function of coordinate j's values only
     first = next((k for k in (1, 2, 4, 8) if abs(g) / k / gain <= F.max_float), 16)
     err = ConstructionError(f"point {zi + 1}: the gradient {g!r} needs more than {2 * first} branches")
 
@@ -142,13 +142,13 @@ def _gradient_branches_search(ctx, zi, j, y, g, h_max, C, max_post, n_min=1):
     # every chain the greedy transfer found fell short: once more with a wider search, only here, so that
     # every branch found before stays as it was.  8-bit formats: the beam over the blocker layers.
     # Enumerated formats with many values: first layers aimed at what the last layer can carry, with a
-    # last layer joined from both ends of the backward chain (``_Ctx._last_join``; sigmoid on 256 float16
+    # last layer joined from both ends of the backward chain (``Context._last_join``; sigmoid on 256 float16
     # box points, point 162: h* = -2^-24, g* = 777.5, g*/h* = 2^33.6, gates with T' = 1/4)
     def again_with(flag):
         """This search once more with ctx.<flag> set, or None when it fails too."""
         setattr(ctx, flag, True)
         try:
-            return _gradient_branches(ctx, zi, j, y, g, h_max, C, max_post, n_min)
+            return search_gradient_branches(ctx, zi, j, y, g, h_max, C, max_post, n_min)
         except ConstructionError:
             return None
         finally:
@@ -168,13 +168,13 @@ def _gradient_branches_search(ctx, zi, j, y, g, h_max, C, max_post, n_min=1):
         if r is not None:
             return r
     # tabulated formats whose dead value L is not 0, where even the beam failed: the zero end (see
-    # ``_Ctx._zero_end``), greedy then beam, only here, so every branch found before stays as it was
+    # ``Context._zero_end``), greedy then beam, only here, so every branch found before stays as it was
     if ctx.tables is not None and ctx.small_format and ctx.st.L != 0 and not (ctx.zero_end or ctx.beam):
         r = again_with("zero_end")
         if r is not None:
             return r
     # 8-bit formats where all of that failed at the gate: gates with per-step weight sizes
-    # (``_Ctx._offset_rows``; mish on float8_e4m3b11fnuz), only here
+    # (``Context._offset_rows``; mish on float8_e4m3b11fnuz), only here
     if (ctx.small_format and not (ctx.offset_gates or ctx.near_one or ctx.beam or ctx.zero_end)
             and "no gate" in str(err)):
         r = again_with("offset_gates")

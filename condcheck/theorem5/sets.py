@@ -127,7 +127,7 @@ def lex_first(*keys) -> int:
 
 class GainGroups:
     """``lex_first(inexact, np.round(np.abs(gain - share)), abs_t)`` for any share, from a table made once
-    per ranked blocker list (``_Ctx._transfer_greedy`` asks for one share per layer and branch: 233,000
+    per ranked blocker list (``Context._transfer_greedy`` asks for one share per layer and branch: 233,000
     times on the d = 2 float8_e5m2 box with relu).
 
     Why it is the same index: the first key is fixed, so only the entries with the smallest inexact

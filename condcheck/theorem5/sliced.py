@@ -1,4 +1,4 @@
-"""Sliced gating for d >= 2 (``_SlicedCtx``): per-coordinate slice neurons and AND gates.
+"""Sliced gating for d >= 2 (``SlicedContext``): per-coordinate slice neurons and AND gates.
 """
 from __future__ import annotations
 
@@ -9,19 +9,19 @@ import numpy as np
 from .. import kernels
 from ..constructors.kit import in_format, near_grid
 from ..ops import add_array, mul_array
-from .context import _Ctx
+from .context import Context
 from .errors import ConstructionError
 from .records import Gate
 
 
-class _SlicedCtx(_Ctx):
+class SlicedContext(Context):
     """Gating through slices, for d >= 2: a gate per point that reads the gating steps of every
     coordinate would be evaluated on every point of the domain (N gates x N points: 10^9 rounded sums on
     the float8 d = 2 box), and so would its verification.  Instead an extra layer holds *slice* neurons,
     each depending on one coordinate:
 
     - the indicator I_(j,v) = T(sum beta * boosted steps (+) gamma) of the gating steps of x_j = v: the
-      d = 1 gate of that coordinate value (``_Ctx._gate`` on coordinate j's values), live exactly on the
+      d = 1 gate of that coordinate value (``Context.find_gate`` on coordinate j's values), live exactly on the
       slice x_j = v (value I_on there) and dead (L, T' = 0) elsewhere;
     - the slice gate of a gradient branch: the d = 1 gradient gate of x_j = v, reading the branch's pass
       too (live on the slice, dead elsewhere).  Branches with the same source, passes and slice share it.
@@ -54,9 +54,9 @@ class _SlicedCtx(_Ctx):
                 if v < n_j - 1:
                     out.append(step_of[(j, v + 1, True)])
                 return out
-            self.slices[j] = _Ctx(kit, st, F, coord_vals[j].reshape(-1, 1), steps, U, gating)
+            self.slices[j] = Context(kit, st, F, coord_vals[j].reshape(-1, 1), steps, U, gating)
             self.slices[j].compiled_gates = kernels.HAVE_NUMBA
-        self._indicators, self._slice_gates, self._ands = {}, {}, {}
+        self.indicators, self._slice_gates, self._ands = {}, {}, {}
         self._slice_gate_in = {}        # _gradient_gates: slice gate key -> (T' at it, its _input triple)
         self._live_orders = {}          # _live_states
         self._indicator_in = {}         # _indicator_inputs: (I, j, v) -> its _input triple
@@ -66,7 +66,7 @@ class _SlicedCtx(_Ctx):
         for sl in self.slices.values():     # the slices' gates read these lists (and gate_targets) too
             sl.fixed_lists = self.fixed_lists
 
-    def _coord_values(self, j):
+    def coord_values(self, j):
         return self.coord_vals[j]
 
     def _coord_index(self, zi, j):
@@ -74,16 +74,16 @@ class _SlicedCtx(_Ctx):
 
     def _cached_at(self, vi, key, fn):
         """Sliced gating: vi is a slice shared by the points of one coordinate value, whose branches need
-        not come one after the other: every slice's arrays are kept (``_cached``)."""
-        return self._cached(key, fn)
+        not come one after the other: every slice's arrays are kept (``cached``)."""
+        return self.cached(key, fn)
 
     def indicator(self, j, v) -> Gate:
         """I_(j,v) (cached): live on x_j = v, on the state farthest from L its gate reaches (the AND
         gates' weights scale as 1 / |I_on - L|; a flat state, T' = 0, stops the backward value there)."""
         key = (j, v)
-        if key not in self._indicators:
-            self._indicators[key] = self.slices[j].point_gate(v, None, self._indicator_targets())
-        return self._indicators[key]
+        if key not in self.indicators:
+            self.indicators[key] = self.slices[j].point_gate(v, None, self._indicator_targets())
+        return self.indicators[key]
 
     def _unit_targets(self):
         """Live states with T' != 0, |T - L| nearest 1 first (a slice gate's on value there keeps the AND

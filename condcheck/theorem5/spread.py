@@ -1,11 +1,11 @@
 """Spread chunks: the chunks of a construction on a large format (``chunks.point_chunks`` beyond
 ``tuning.SPREAD_FROM`` points: the 16-bit boxes), each searched in a fresh context, run one after the
-other in this process or side by side on Dask workers (``dask.distributed``); then the network is
-verified in parts of ``tuning.SPREAD_VERIFY_POINTS`` points, on the workers too.
+other in this process or side by side on Dask workers (``condcheck.distributed.Engine``); then the
+network is verified in parts of ``tuning.SPREAD_VERIFY_POINTS`` points, on the workers too.
 
 Why the network does not depend on the workers: a chunk's result is defined as its rounds
-(``construct._Build.rounds``) run from a fresh context with the true agreements between rounds (what
-``_Build.combine`` makes of every chunk's report), and everything else a chunk reads is a pure function
+(``build.Build.rounds``) run from a fresh context with the true agreements between rounds (what
+``Build.combine`` makes of every chunk's report), and everything else a chunk reads is a pure function
 of the construction's arguments, made again in each worker process (``_worker_build``, with this
 process's tunables).  The forked chunks of ``chunks.run_rounds`` keep each chunk's state (its context,
 with a step row per point of the domain) alive between rounds; a 16-bit box has over 100 chunks, whose
@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import uuid
 
-from ..errors import CondcheckError
 from . import tuning
 from .errors import ConstructionError
 
@@ -131,9 +130,10 @@ def run_spread(build, chunks, jobs: int, scheduler, report):
         net = build.assemble(agree(build, chunks, run, stats))
         checked = [verify_part(net, build.claim, p) for p in parts] if build.verify_result else [None]
         return net, checked
-    with _DaskRunner(jobs, scheduler) as dk:
-        stats.update(workers=dk.workers, engine=dk.kind)
-        spec = dk.client.scatter(_spec(build), broadcast=True)
+    from ..distributed import Engine
+    with Engine(scheduler, jobs if scheduler is None else None, memory_limit=MEMORY_LIMIT, progress=False) as eng:
+        stats.update(workers=eng.workers, engine=eng.kind)
+        spec = eng.client.scatter(_spec(build), broadcast=True)
         counted = set()
 
         def run(items):
@@ -141,33 +141,34 @@ def run_spread(build, chunks, jobs: int, scheduler, report):
                 if report and id(items[i][0]) not in counted:
                     counted.add(id(items[i][0]))
                     report(r["count"])
-            return dk.map(_chunk_task, [(spec, chunk, history) for chunk, history in items], done)
+            return eng.map(_chunk_task, [(spec, chunk, history) for chunk, history in items], "theorem5 chunks",
+                           done)
         net = build.assemble(agree(build, chunks, run, stats))
         checked = [None]
         if build.verify_result:
-            held = dk.client.scatter((net, build.claim), broadcast=True)
-            checked = dk.map(_verify_task, [(held, p.start, p.stop) for p in parts])
-        stats["worker_peak_mib"] = dk.worker_peaks()
+            held = eng.client.scatter((net, build.claim), broadcast=True)
+            checked = eng.map(_verify_task, [(held, p.start, p.stop) for p in parts], "theorem5 verification")
+        stats["worker_peak_mib"] = eng.worker_peaks()
         return net, checked
 
 
 def _spec(build) -> dict:
-    """What a worker makes its own ``_Build`` from: the construction's arguments and this process's tunables."""
+    """What a worker makes its own ``Build`` from: the construction's arguments and this process's tunables."""
     return {"token": uuid.uuid4().hex, "args": build.args,
             "tuning": {k: getattr(tuning, k) for k in dir(tuning) if k.isupper()}}
 
 
-#: the builds a worker process made (token -> _Build), the last one only
+#: the builds a worker process made (token -> Build), the last one only
 _BUILDS: dict = {}
 
 
 def _worker_build(spec):
-    from .construct import _Build
+    from .build import Build
     b = _BUILDS.get(spec["token"])
     if b is None:
         _BUILDS.clear()
         with tuning.overridden(spec["tuning"]):
-            b = _BUILDS[spec["token"]] = _Build(*spec["args"])
+            b = _BUILDS[spec["token"]] = Build(*spec["args"])
     return b
 
 
@@ -182,94 +183,16 @@ def _chunk_task(item):
 def verify_part(net, claim, points):
     """The exact verification of the claim on the points (a range): on the network pruned for them
     (``interval_pruning``: the same values and gradients there, the neurons their box can not tell from
-    constants made constant) on the formats of at most 16 bits, else as ``construct._verify_points``."""
+    constants made constant) on the formats of at most 16 bits, else as ``build.verify_points``."""
     from ..constructors.kit import enumerated
     from ..interval_pruning import pruned_for
-    from .construct import _verify_points
+    from .build import verify_points
     if not enumerated(net.format) or net.ieee:
-        return _verify_points(net, claim, points)
-    return _verify_points(pruned_for(net, claim.points[points])[0], claim, points)
+        return verify_points(net, claim, points)
+    return verify_points(pruned_for(net, claim.points[points])[0], claim, points)
 
 
 def _verify_task(item):
     """A worker's task: the exact verification of the network on points start .. stop - 1."""
     (net, claim), start, stop = item
     return verify_part(net, claim, range(start, stop))
-
-
-def _peak_mib() -> float:
-    import resource
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
-class _DaskRunner:
-    """A dask.distributed client on a LocalCluster of ``jobs`` worker processes (one thread each), or on
-    the cluster at ``scheduler``; ``map(fn, items)`` returns fn's results in item order, retrying a task
-    whose worker was lost, and raises the first error a task raised."""
-
-    def __init__(self, jobs: int, scheduler):
-        if scheduler is not None and not (isinstance(scheduler, str) and scheduler.strip()):
-            raise CondcheckError(f"scheduler must be an address such as tcp://HOST:PORT, not {scheduler!r}")
-        self.jobs, self.scheduler = jobs, scheduler
-        self.client = self.cluster = None
-
-    def __enter__(self):
-        import logging
-
-        from distributed import Client, LocalCluster
-        try:
-            if self.scheduler is None:
-                self.cluster = LocalCluster(n_workers=self.jobs, threads_per_worker=1, processes=True,
-                                            memory_limit=MEMORY_LIMIT, dashboard_address=":0",
-                                            silence_logs=logging.ERROR)
-                self.client = Client(self.cluster)
-            else:
-                self.client = Client(self.scheduler.strip(), timeout="20s")
-        except OSError as e:
-            self.__exit__(None, None, None)
-            raise CondcheckError(f"could not start or reach the Dask scheduler "
-                                 f"{self.scheduler or '(local cluster)'}: {e}") from None
-        return self
-
-    def __exit__(self, *exc):
-        if self.client is not None:
-            self.client.close()
-        if self.cluster is not None:
-            self.cluster.close()
-        self.client = self.cluster = None
-        return False
-
-    @property
-    def workers(self) -> int:
-        return len(self.client.scheduler_info()["workers"])
-
-    @property
-    def kind(self) -> str:
-        if self.cluster is not None:
-            return f"dask LocalCluster ({self.workers} worker processes, {MEMORY_LIMIT} each)"
-        return f"dask cluster at {self.scheduler} ({self.workers} workers)"
-
-    def worker_peaks(self) -> dict:
-        """Peak resident memory (MiB) of each worker process so far."""
-        return {addr: round(v, 1) for addr, v in self.client.run(_peak_mib).items()}
-
-    def map(self, fn, items, on_result=None):
-        from distributed import as_completed
-        if not items:
-            return []
-        futures = self.client.map(fn, items, key=[f"{fn.__name__}-{uuid.uuid4().hex[:8]}-{i}" for i in range(len(items))],
-                                  pure=False, retries=2)
-        index = {f.key: i for i, f in enumerate(futures)}
-        out = [None] * len(items)
-        try:
-            for fut in as_completed(futures):
-                i = index[fut.key]
-                out[i] = fut.result()           # (raises the task's error)
-                fut.release()
-                if on_result:
-                    on_result(i, out[i])
-        finally:
-            pending = [f for f in futures if not f.done()]
-            if pending:
-                self.client.cancel(pending)
-        return out

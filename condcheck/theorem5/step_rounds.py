@@ -23,11 +23,11 @@ from ..constructors.kit import is_neg_zero
 from ..op_tables import op_tables
 from ..separators import separator_chooser
 from . import tuning
-from .boosts import _boost, _lifted_boost, _padded_split, _reboosts, _sharpened_split, _step_split
+from .boosts import boost, lifted_boost, padded_split, reboosts, sharpened_split, step_split
 from .errors import ConstructionError
-from .gates import _gate_reach
+from .gates import gate_reach
 from .step_extremes import Certifying, NotCertified, SeparatorRows
-from .steps import Step, _chain_index_maps
+from .steps import Step, chain_index_maps
 
 
 def all_keys(coord_vals) -> list:
@@ -102,18 +102,18 @@ def step_rounds(kit, st, coord_vals, keys, push_need, compact=False):
     while True:
         padded, failure = {}, None
 
-        def reboosts(k, s, pre, on):
-            extra = _reboosts(k, st, pre, on, depth - len(s.sharpen) - len(s.lift))
+        def padding_boosts(k, s, pre, on):
+            extra = reboosts(k, st, pre, on, depth - len(s.sharpen) - len(s.lift))
             if extra is None and k is not kit:
                 raise NotCertified("the step's boosts do not pad it (the whole row may sharpen it)")
             return extra
         for key in list(built):
-            extra = on_four(key, reboosts)
+            extra = on_four(key, padding_boosts)
             if extra is not None:
                 padded[key] = (None, extra)
                 continue
             s, pre, on = built[key]
-            r = _padded_split(kit, st, kit.T_row([(s.w, coord_vals[s.coord])], s.b), on,
+            r = padded_split(kit, st, kit.T_row([(s.w, coord_vals[s.coord])], s.b), on,
                               len(s.sharpen), depth, push_need)
             if isinstance(r, str):
                 failure = (f"step at coordinate {s.coord + 1} gap {s.gap}: neither boosts nor sharpening "
@@ -148,7 +148,7 @@ def step_rounds(kit, st, coord_vals, keys, push_need, compact=False):
             except NotCertified:
                 # (its padding again, on the whole row: the same boosts where the four values found them)
                 s, pre, on = whole(key)
-                extra = _reboosts(kit, st, pre, on, depth - len(s.sharpen) - len(s.lift))
+                extra = reboosts(kit, st, pre, on, depth - len(s.sharpen) - len(s.lift))
                 if extra is None:
                     raise ConstructionError(f"step at coordinate {s.coord + 1} gap {s.gap}: its boosts do not "
                                             f"pad it to {depth} layers") from None
@@ -190,18 +190,18 @@ def _first_build(kit, st, vals, choose, key, push_need):
             f"<= {float(vals[gap - 1])!r} from >= {float(vals[gap])!r} monotonically")
     w, b, s0, kappa0 = ch
     n = kit.T_row([(w, vals)], b)
-    best, why = _step_split(kit, st, n, s0, kappa0, push_need)
+    best, why = step_split(kit, st, n, s0, kappa0, push_need)
     sharpen = ()
     if best is None and op_tables(F) is not None:
         # only where the separator does not split: sharpening layers first
         on_side = np.arange(len(vals)) >= gap if up else np.arange(len(vals)) < gap
-        layers, n2, best2 = _sharpened_split(kit, st, n, on_side, push_need)
+        layers, n2, best2 = sharpened_split(kit, st, n, on_side, push_need)
         if layers is not None:
             sharpen, n, best = tuple(layers), n2, best2
     if best is None:
         raise ConstructionError(f"step at coordinate {j + 1} gap {gap}: {why}")
     _, s, kappa, on, (pre, k0, K), ba, bc = best
-    lift = _lifted_boost(kit, st, pre, on, 2 * push_need) if best[0] < 2 * push_need else None
+    lift = lifted_boost(kit, st, pre, on, 2 * push_need) if best[0] < 2 * push_need else None
     lift = lift if lift is not None and lift[2] > best[0] else None
     if lift is not None:
         (ba, bc), lift = lift[0], (lift[1],)
@@ -229,7 +229,7 @@ def _first_build_four(ck, st, rows, choose, key, push_need):
     def check_on(on):
         if not np.array_equal(on, side):
             raise NotCertified("the step row's on side is not the key's")
-    best, _ = _step_split(ck, st, n4, s0, kappa0, push_need, check_on=check_on)
+    best, _ = step_split(ck, st, n4, s0, kappa0, push_need, check_on=check_on)
     if best is None:
         raise NotCertified("no split")
     _, s, kappa, on, (pre, k0, K), ba, bc = best
@@ -272,10 +272,10 @@ def _first_builds_indexed(kit, st, vals, choose, keys, push_need) -> dict:
     """``_first_build`` of the keys (one coordinate, values vals) on the index tables, as rows of one
     array per operation, for the keys whose build takes its common path: the separator (w, b) with its
     split (s, kappa) at scale 1, a quantizer chain, a boost whose gate reach is at least push_need (so
-    ``_step_split`` stops at scale 1), no sharpening, and no -0 among the scalars (an index has no
+    ``step_split`` stops at scale 1), no sharpening, and no -0 among the scalars (an index has no
     sign of zero; with these, no value the build returns is -0 on the exact path either).  Keys off that
     path are left out (the caller builds them one by one).  Each row follows ``_first_build`` and
-    ``_quantize`` step by step: the same sums and products in the same order, an overflow anywhere
+    ``quantize`` step by step: the same sums and products in the same order, an overflow anywhere
     sends the key to the one-by-one path (which raises or tries the next scale, as before)."""
     tb, F, L = kit.tables, kit.fmt, st.L
     over = tb.over
@@ -298,14 +298,14 @@ def _first_builds_indexed(kit, st, vals, choose, keys, push_need) -> dict:
         return {}
     Ti = kit.T_index()
     W, B, S, KA = (np.array(c, dtype=np.intp)[:, None] for c in zip(*scal))
-    # the separator n = T(w x (+) b), then v = s n (+) kappa (``_first_build``, ``_step_split``)
+    # the separator n = T(w x (+) b), then v = s n (+) kappa (``_first_build``, ``step_split``)
     n = Ti[tb.add(tb.mul(W, iv), B)]
     v = tb.add(tb.mul(S, n), KA)
     ok = ~(v == over).any(axis=1) & ~(n == over).any(axis=1)
     vv = tb.value(np.where(v == over, 0, v))
     on = vv > 0
     ok &= on.any(axis=1)
-    # _quantize: per row k0 from its smallest on value, then the first chain length K (in _quantize's
+    # quantize: per row k0 from its smallest on value, then the first chain length K (in quantize's
     # order) whose pre-activations split into dead and live states with every on value on one side of L
     vmin = np.where(on, vv, np.inf).min(axis=1)
     k0s = np.array([max(math.frexp(float(m))[1] - 1 + F.M, F.e_min) if ok[r] else 0
@@ -315,11 +315,11 @@ def _first_builds_indexed(kit, st, vals, choose, keys, push_need) -> dict:
     Ks = np.zeros(len(rows), dtype=int)
     for k0 in np.unique(k0s[ok]).tolist():
         grp = np.flatnonzero(ok & (k0s == k0))
-        ks, maps = _chain_index_maps(tb, F, k0)
+        ks, maps = chain_index_maps(tb, F, k0)
         vg = v[grp]
         chains = maps[:, vg]                                        # (len(ks), rows, values)
         bad = (chains == over).any(axis=2)
-        # a chain K = ks[j] exists for a row while no chain up to it overflowed (``_chains``)
+        # a chain K = ks[j] exists for a row while no chain up to it overflowed (``quantizer_chains``)
         n_ok = np.where(bad.any(axis=0), np.argmax(bad, axis=0), len(ks)) if len(ks) else np.zeros(len(grp), int)
         todo = np.ones(len(grp), bool)
         on_g = on[grp]
@@ -352,7 +352,7 @@ def _first_builds_indexed(kit, st, vals, choose, keys, push_need) -> dict:
         key, (w, b, s0, kappa0) = rows[r]
         o = on[r]
         try:
-            ba, bc = _boost(kit, st, Tv[pre[r][o]])
+            ba, bc = boost(kit, st, Tv[pre[r][o]])
         except ConstructionError:
             continue
         iba, ibc = kit.index(ba), kit.index(bc)
@@ -361,12 +361,12 @@ def _first_builds_indexed(kit, st, vals, choose, keys, push_need) -> dict:
         boosted = tb.add(tb.mul(iba, Ti[pre[r]]), ibc)
         if (boosted == over).any() or To[boosted[o]].any():
             continue
-        reach = _gate_reach(F, st, Tv[boosted[o]])
+        reach = gate_reach(F, st, Tv[boosted[o]])
         if reach < push_need:
             continue
-        s, kappa = s0 * 1.0, kappa0 * 1.0                      # (scale 1, as _step_split makes them)
+        s, kappa = s0 * 1.0, kappa0 * 1.0                      # (scale 1, as step_split makes them)
         pre_q = tb.value(pre[r])
-        lift = _lifted_boost(kit, st, pre_q, o, 2 * push_need) if reach < 2 * push_need else None
+        lift = lifted_boost(kit, st, pre_q, o, 2 * push_need) if reach < 2 * push_need else None
         lift = lift if lift is not None and lift[2] > reach else None
         if lift is not None:
             continue                                        # (rare: one by one)

@@ -41,13 +41,13 @@ class Step:
     lift: tuple = ()         # ((a, c),) of the boost after a lift; boost_a, boost_c are then the lift
 
 
-def _quantize(kit: Kit, st: States, v, on, why: str):
+def quantize(kit: Kit, st: States, v, on, why: str):
     """((pre, k0, K), why): the longest quantizer chain c_k0 .. c_K that fits and leaves the on side
     (v >= g > 0) live, on one side of L, and the dead side (v <= 0) dead; pre = chain(v) (+) z_d.
     (None, reason) when no chain does."""
     F, L = kit.fmt, st.L
     k0 = max(math.frexp(float(v[on].min()))[1] - 1 + F.M, F.e_min)
-    chains = _chains(kit, v, k0)
+    chains = quantizer_chains(kit, v, k0)
     # (K = e_max last: c_K = succ(2^e_max) exists in most formats but leaves little room below Omega)
     for K in list(range(F.e_max - 1, k0 - 1, -1)) + [k0 - 1, F.e_max]:
         if K not in chains:
@@ -66,7 +66,7 @@ def _quantize(kit: Kit, st: States, v, on, why: str):
     return None, why
 
 
-def _chains(kit: Kit, v, k0: int) -> dict:
+def quantizer_chains(kit: Kit, v, k0: int) -> dict:
     """{K: v (+) c_k0 (+) (-c_k0) (+) ... (+) c_K (+) (-c_K)} (c_k = succ(2^k), rounded sums left to right)
     for K = k0 - 1 (no chain) up to the first K whose c_K is not a value of the format or whose sums
     overflow (that K and every longer chain are absent).  Each chain extends the one before by one step
@@ -93,7 +93,7 @@ def _chains(kit: Kit, v, k0: int) -> dict:
         # a nonzero c, so a zero result is +0, the table's zero (tests/test_op_tables.py).  The steps
         # k0 .. K composed into one index map per K (once per format and k0), so a row costs one gather:
         # the map of an index is the chain of that index, step by step as on the row itself
-        ks, maps = _chain_index_maps(tb, F, k0)
+        ks, maps = chain_index_maps(tb, F, k0)
         rows = maps[:, iv]
         bad = (rows == tb.over).any(axis=1)
         n = int(np.argmax(bad)) if bad.any() else len(ks)
@@ -121,7 +121,7 @@ def _chains(kit: Kit, v, k0: int) -> dict:
     return out
 
 
-def _distinct_indices(idx, n: int) -> np.ndarray:
+def distinct_indices(idx, n: int) -> np.ndarray:
     """np.unique(idx)'s values (as intp) for indices in [0, n): by a mask over the n indices instead of a
     sort (the last layer's sets S repeat values; tests/test_op_tables.py compares the two)."""
     seen = np.zeros(n, bool)
@@ -129,9 +129,9 @@ def _distinct_indices(idx, n: int) -> np.ndarray:
     return np.flatnonzero(seen)
 
 
-def _chain_index_maps(tb, F: Format, k0: int):
+def chain_index_maps(tb, F: Format, k0: int):
     """(ks, maps): maps[j][i] = the index of the chain i (+) c_k0 (+) (-c_k0) ... (+) c_K (+) (-c_K) for
-    K = ks[j], the steps of ``_chains`` on the index tables up to the first c_K that is not a value of F
+    K = ks[j], the steps of ``quantizer_chains`` on the index tables up to the first c_K that is not a value of F
     (the overflow index maps to itself), kept per (tables, k0)."""
     cache = tb.__dict__.setdefault("_chain_maps", {})
     hit = cache.get(k0)
@@ -153,7 +153,7 @@ def _chain_index_maps(tb, F: Format, k0: int):
 class _ChainMaps:
     """One chain step v -> RN(RN(v + c_k) - c_k) (c_k = succ(2^k)) as an index map over every value of a
     16-bit format (no ``op_tables``: 65,279 x 65,279 sums would not fit), built once per k by the same
-    two ``add_array`` passes over all values that ``_chains`` makes on each row, then a gather per row.
+    two ``add_array`` passes over all values that ``quantizer_chains`` makes on each row, then a gather per row.
 
     Why it is the same chain: each step is a function of the value alone, so looking up its result is
     the rounded sums themselves; an overflow in either sum maps to ``over``, and a row that reaches it
@@ -199,7 +199,7 @@ class _ChainMaps:
         return self.maps[k]
 
     def chains(self, v, iv, k0: int) -> dict:
-        """``_chains(kit, v, k0)`` by the maps (iv: v's indices)."""
+        """``quantizer_chains(kit, v, k0)`` by the maps (iv: v's indices)."""
         out = {k0 - 1: v}
         for k in range(k0, self.F.e_max + 1):
             m = self.step(k)

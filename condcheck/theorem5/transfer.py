@@ -1,6 +1,6 @@
 """Multiplication transfer: the blocker weights and the output weight A whose rounded product
 chain y (x) A (x) T'(b_n) (x) a_n ... gives g* exactly, decided on sets of format values;
-joins from both ends and zero ends (``_Transfers``, a part of ``_Ctx``).
+joins from both ends and zero ends (``Transfers``, a part of ``Context``).
 """
 from __future__ import annotations
 
@@ -14,11 +14,11 @@ from ..ops import add_array, mul_array
 from . import tuning
 from .errors import SearchGaveUp
 from .sets import GainGroups, log2_abs, preimage_bisect, spread_sample, stable_first
-from .steps import _distinct_indices
+from .steps import distinct_indices
 
 
-class _Transfers:
-    """The transfer searches of ``_Ctx``: blocker and output weights on exact sets."""
+class Transfers:
+    """The transfer searches of ``Context``: blocker and output weights on exact sets."""
 
     def _weights_for(self, share: float):
         """Blocker weights for a layer meant to carry the gain 2^share: all of them on enumerated
@@ -41,7 +41,7 @@ class _Transfers:
                 self.transfer_budget -= 1
             r = self._transfer_search(y, g, Gz, d3, tail_factors, bmax, h_max, quarter, n_post)
             return r, self.transfer_why
-        r, self.transfer_why = self._cached(("transfer", y, g, Gz, d3, tuple(tail_factors), bmax, h_max, quarter,
+        r, self.transfer_why = self.cached(("transfer", y, g, Gz, d3, tuple(tail_factors), bmax, h_max, quarter,
                                              n_post, self.beam, self.join, self.zero_end), search)
         return r
 
@@ -68,8 +68,8 @@ class _Transfers:
         elif self.nonzero_values is not None:
             # V is every nonzero value whatever g: its images under the chains are the same arrays for
             # every branch with these factors (branches of one slice share them)
-            after_gate = self._cached(("chain", float(d3)), lambda: self._rn_chain(V, [d3]))
-            image = self._cached(("chain",) + tuple(float(f) for f in tail_factors),
+            after_gate = self.cached(("chain", float(d3)), lambda: self._rn_chain(V, [d3]))
+            image = self.cached(("chain",) + tuple(float(f) for f in tail_factors),
                                  lambda: self._rn_chain(V, tail_factors))
         else:
             after_gate, image = self._rn_chain(V, [d3]), self._rn_chain(V, tail_factors)
@@ -142,7 +142,7 @@ class _Transfers:
             else:
                 m = np.abs(weights)
                 rkey = ("ranked_blockers", v_on, len(m)) + ((float(m.min()), float(m.max())) if len(m) else ())
-            a, c, t, d, gain, inexact, abs_t, groups = self._cached(rkey, ranked)
+            a, c, t, d, gain, inexact, abs_t, groups = self.cached(rkey, ranked)
             if len(a) == 0:
                 self.transfer_why = f"no blocker for layer {k + 1} (on value {v_on!r}, gain 2^{share:.0f})"
                 return None
@@ -281,7 +281,7 @@ class _Transfers:
     def _output_weights(self, h_max):
         """The output weights A of an enumerated format with |A| h_max finite (the backward value y A at
         every other point), in value order; kept per h_max."""
-        return self._cached(("output_weights", h_max),
+        return self.cached(("output_weights", h_max),
                             lambda: self.nonzero_values[np.abs(self.nonzero_values) * h_max <= self.F.max_float])
 
     def _zero_end(self, y, post, S, v_on, h_max):
@@ -399,7 +399,7 @@ class _Transfers:
         """The upstream end of ``_last_join``, once per (y, h_max, quarter): arrays (p, T(p), T'(p), |A|, |w|)
         of the (state, w) pairs that an absorbed output weight reaches, and log2 of the largest gain
         |w| Omega / |y| the last layer can carry (what the layers before it leave to it), or None."""
-        return self._cached(("join_reach", y, h_max, quarter), lambda: self._join_reach_search(y, h_max, quarter))
+        return self.cached(("join_reach", y, h_max, quarter), lambda: self._join_reach_search(y, h_max, quarter))
 
     def _join_reach_search(self, y, h_max, quarter):
         F, st = self.F, self.st
@@ -531,7 +531,7 @@ class _Transfers:
         si = self._set_index(S)
         if si is None:
             si = tb.index(S)                    # (raises, as it did)
-        si = _distinct_indices(si, tb.over + 1)
+        si = distinct_indices(si, tb.over + 1)
         if "R" in r:
             cols = np.unpackbits(np.bitwise_or.reduce(r["R"][si], axis=0), count=M.shape[1]).astype(bool)
         else:
@@ -658,7 +658,7 @@ class _Transfers:
                 if iS is not None:
                     # isin on table indices: the same test (equal values share an index, -0 and +0 too,
                     # as == matches them; NaN, the overflow index, matches nothing, as in isin)
-                    img = self._cached(("chain_index", float(d), float(a)), lambda: tb.mul(
+                    img = self.cached(("chain_index", float(d), float(a)), lambda: tb.mul(
                         tb.mul(tb.index(V), tb.index_of(float(d))), tb.index_of(float(a))))
                     in_S = np.zeros(tb.over + 1, bool)
                     in_S[iS] = True
@@ -672,14 +672,14 @@ class _Transfers:
                     # preimage, the last layer): the same indices tb.index(out) finds
                     self._last_set = (out, iV[hit])
                     return out
-                return V[np.isin(self._cached(("chain", float(d), float(a)), lambda: self._rn_chain(V, [d, a])), S)]
+                return V[np.isin(self.cached(("chain", float(d), float(a)), lambda: self._rn_chain(V, [d, a])), S)]
         return V[np.isin(self._rn_chain(V, [d, a]), S)]
 
 
 def _value_runs(MP, n_s):
     """(lo, hi, whole) of the columns of MP (indices u x columns k, values s in 0..n_s): lo[s, k] and
     hi[s, k] the first and last u with MP[u, k] = s (n_s and -1 where there is none), and whole[s]
-    whether in every column the u's with MP[u, k] = s fill [lo, hi] (``_Transfers._last_cols_by_runs``).
+    whether in every column the u's with MP[u, k] = s fill [lo, hi] (``Transfers._last_cols_by_runs``).
 
     lo and hi: lo[MP[u, k], k] = u from the last row up and hi from the first down, on the flat
     positions of (MP[u, k], k) (one index array per row).  whole, without counting every (s, k): the

@@ -10,7 +10,7 @@ import sys
 #: domains with at most this many points evaluate each gate's sum on every point; larger ones bound it
 EXACT_GATE_POINTS = 512
 
-#: transfer searches (``_Ctx._transfer_search``, uncached) one attempt of ``_gradient_branches`` may run
+#: transfer searches (``Context._transfer_search``, uncached) one attempt of ``search_gradient_branches`` may run
 #: on a format with more than 4,096 values before it gives up (SearchGaveUp); each retry (join, gates near
 #: 1) gets as many again.  relu on 1,024 bfloat16 box points: at most 145 for every point that its first
 #: attempt builds
@@ -29,12 +29,12 @@ BLOCKER_WINDOWS = 16
 #: 233 x 27,000)
 TABLES_VERIFY_WORK = 10_000_000
 
-#: the last-layer search (``_Ctx._last_layer_tables``) builds an upstream value's reach rows after this many calls
+#: the last-layer search (``Context._last_layer_tables``) builds an upstream value's reach rows after this many calls
 REACH_ROWS_AFTER = 32
 
 #: sliced gating (d >= 2) on the small formats: each gradient branch is searched from one layer after its
 #: gate upwards (the point's own fewest layers), and a branch shorter than the final depth is padded with
-#: exact relays (``_Ctx.pad_gradient``), rebuilt at that depth only where no relay pads it.  Searching
+#: exact relays (``Context.pad_gradient``), rebuilt at that depth only where no relay pads it.  Searching
 #: from the depth reached so far first cost a full failing sweep (every source, scale and gate) for each
 #: point that works only with fewer layers, and a rebuild for each one built before the depth grew
 SHORTEST_FIRST_SLICED = True

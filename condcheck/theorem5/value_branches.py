@@ -1,6 +1,6 @@
 """Value outputs (layer 5): V'_z = T(a_v V_z + c_v) maps the value gate's on value to a
 power of two P_z so that the output weight f*(z)/P_z is exact; relays and blockers pad a
-value branch to the network's depth (``_ValueBranches``, a part of ``_Ctx``).
+value branch to the network's depth (``ValueBranches``, a part of ``Context``).
 """
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ import numpy as np
 
 from ..constructors.kit import in_format, near_values
 from .errors import ConstructionError, ValueGainOverflow
-from .records import _Branch
+from .records import Branch
 from .sets import log2_abs
 
 
-class _ValueBranches:
-    """The value-branch searches of ``_Ctx``: V'_z, relays and value blockers."""
+class ValueBranches:
+    """The value-branch searches of ``Context``: V'_z, relays and value blockers."""
 
     def _value_states(self):
         """Candidate live states of value gates (computed once): z, T, T', log2|T|, T not a power of two."""
@@ -109,7 +109,7 @@ class _ValueBranches:
                 pows = [P for P in self.pow2_values if in_format(F, f / P)]
             return [(P, f / P) for P in sorted(pows, key=lambda P: (abs(f) > P, abs(log2_abs(f) - log2_abs(P))))]
         # a function of f only (f != 0: -0 never keys it); pairs is rebound below, never mutated
-        pairs = self._cached(("pow2_pairs", f), pow2_pairs)
+        pairs = self.cached(("pow2_pairs", f), pow2_pairs)
         if any_P:
             pairs = []
             for P in np.unique(np.abs(cand_t[cand_t != 0]))[::-1]:
@@ -125,7 +125,7 @@ class _ValueBranches:
         # live states for V: prefer values near each candidate P and small derivatives
         keys = lambda: [np.abs(cand_d), np.abs(lt - log2_abs(f))]        # |T(q3)| near |f*|: a_v near 1
         if self.small_format:       # the order is a function of |f|: kept (a new list each time: it is edited)
-            prefs = list(self._cached(("value_prefs", abs(f)), lambda: tuple(cand_z[np.lexsort(keys())])))
+            prefs = list(self.cached(("value_prefs", abs(f)), lambda: tuple(cand_z[np.lexsort(keys())])))
         else:   # few weights are tried: a power-of-two T(q3) maps onto P exactly; 1,024 by that order and
                 # 1,024 farthest from L (a gate can not land on a value much finer than its sum's spacing,
                 # e.g. tanh~(q) = q = 2^-587 for a tiny f* on float64; and V' needs a weight of about
@@ -169,7 +169,7 @@ class _ValueBranches:
                 worst = max(g_on * y_at, g_off * y_max)       # the largest backward value
                 key = (worst > F.max_float, max(g_on, g_off))
                 if best is None or key < best[0]:
-                    best = (key, _Branch(zi, gate, post, A), g_on, g_off)
+                    best = (key, Branch(zi, gate, post, A), g_on, g_off)
                 return worst <= F.max_float
 
             # the six powers of two nearest |f*| first; the others only when none of those fits (the
@@ -180,7 +180,7 @@ class _ValueBranches:
                 if i >= 6 and best is not None and not best[0][0]:
                     break
                 fits = False
-                m = self._cached(("v_prime", Pv, P), lambda: self._v_prime(Pv, P))
+                m = self.cached(("v_prime", Pv, P), lambda: self._v_prime(Pv, P))
                 if m is not None:
                     a, c, d4, d0 = m
                     # every prefix of the backward chain y A (relays) T'(q4) a T'(q3) beta at the point,
@@ -190,7 +190,7 @@ class _ValueBranches:
                     g_off = abs(A) * max(1.0, d0, d0 * abs(a))
                     post = [(a, c)]
                     # n_post - 1 copies of P's relay (the same factors each time, multiplied in one by one)
-                    r = self._cached(("v_relay", P), lambda: self._v_relay(P)) if n_post > 1 else None
+                    r = self.cached(("v_relay", P), lambda: self._v_relay(P)) if n_post > 1 else None
                     if r is not None:
                         ra, rc, don, doff = r
                         f_on, f_off = max(1.0, don, abs(ra) * don), max(1.0, doff, abs(ra) * doff)
@@ -206,7 +206,7 @@ class _ValueBranches:
                 # the other points the backward value stops at the last blocker (relays after V' map 0
                 # to a zero of T, where T' can be 1, and multiply it by their weights there)
                 # (the chains and their last layers are functions of (Pv, n_post, P): kept, in their order)
-                ends = self._cached(("value_block_ends", Pv, n_post, P), lambda: self._value_block_ends(Pv, n_post, P))
+                ends = self.cached(("value_block_ends", Pv, n_post, P), lambda: self._value_block_ends(Pv, n_post, P))
                 for chain, a2, d4, d0, gains in ends:
                     prefix = [1.0, d4, d4 * abs(a2)]
                     for gk in gains:                        # T'(p_k) a_k, last blocker first
@@ -262,7 +262,7 @@ class _ValueBranches:
         return out
 
     def _value_blockers(self, v_on, n, n_last=8):
-        return self._cached(("value_blockers", v_on, n, n_last), lambda: self._value_blockers_search(v_on, n, n_last))
+        return self.cached(("value_blockers", v_on, n, n_last), lambda: self._value_blockers_search(v_on, n, n_last))
 
     def _value_blockers_search(self, v_on, n, n_last=8):
         """Up to n_last chains of n blocker layers after a value gate whose on value is v_on: each

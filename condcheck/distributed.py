@@ -1,0 +1,184 @@
+"""The Dask engine: one function over many independent items on a ``dask.distributed`` cluster.
+
+condcheck's exhaustive checks beyond 16 bits (:mod:`conditions.chunked`) run on it, and so can any
+other search that splits into independent pieces (the constructions' per-point searches): give
+:meth:`Engine.map` a module-level function (importable on the workers) and a list of picklable items.
+
+* Cluster: a ``LocalCluster`` of worker *processes* on all usable cores by default, one thread each,
+  ``memory_limit`` (2 GiB) per worker, enforced by each worker's nanny; or an existing cluster by its
+  scheduler address (``tcp://HOST:PORT``), whose workers must have condcheck installed.  Processes,
+  not threads: the work is numpy on arrays of millions of values interleaved with pure-Python loops
+  (the certain path's Arb and mpmath evaluations), which hold the GIL; a process per core also gives
+  every worker its own memory limit, and a worker that crashes or is killed takes no other down.
+* Results come back in the order of the items.  A task that raises is retried (``retries``); a task
+  lost with its worker is computed again elsewhere by the scheduler (dask's own bookkeeping).  When an
+  item can not be computed, :meth:`Engine.map` raises a :class:`~condcheck.errors.CondcheckError`
+  naming it and cancels the rest: never a partial list.
+* Progress: a tqdm bar over the items on stderr, on when stderr is a terminal (``progress``).
+
+Dask is imported only here, and only when an Engine starts: ``import condcheck`` does not load it.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import uuid
+
+from .errors import CondcheckError
+
+#: memory limit per worker (the nanny restarts a worker above 95 % of it)
+MEMORY_LIMIT = "2GiB"
+
+
+def usable_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:                          # not Linux
+        return os.cpu_count() or 1
+
+
+def progress_bar(total: int, label: str, progress):
+    """A tqdm bar on stderr (``progress`` None: on when stderr is a terminal)."""
+    from tqdm import tqdm
+    on = sys.stderr.isatty() if progress is None else bool(progress)
+    return tqdm(total=total, desc=label, unit="task", file=sys.stderr, disable=not on, leave=False)
+
+
+def _peak_mib():
+    import resource
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+class SerialRunner:
+    """The Engine's interface in this process, one item after another (tests, small jobs)."""
+
+    kind = "serial (this process)"
+    workers = 1
+
+    def __init__(self, progress=False):
+        self.progress = progress
+        self.tasks = 0
+
+    def map(self, fn, items, label: str = "tasks", on_result=None):
+        out = []
+        with progress_bar(len(items), label, self.progress) as bar:
+            for i, item in enumerate(items):
+                out.append(fn(item))
+                self.tasks += 1
+                bar.update(1)
+                if on_result:
+                    on_result(i, out[-1])
+        return out
+
+    def worker_peaks(self) -> dict:
+        return {"this process": round(_peak_mib(), 1)}
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+class Engine:
+    """A dask.distributed client: ``with Engine() as eng: eng.map(fn, items)`` (see the module docstring).
+
+    ``scheduler``: None for a LocalCluster, else the address of an existing scheduler;
+    ``workers``: LocalCluster worker processes (default: all usable cores)."""
+
+    def __init__(self, scheduler: str | None = None, workers: int | None = None, memory_limit: str = MEMORY_LIMIT,
+                 progress=None, retries: int = 2, connect_timeout: float = 20.0):
+        if scheduler is not None and not (isinstance(scheduler, str) and scheduler.strip()):
+            raise CondcheckError(f"scheduler must be an address such as tcp://HOST:PORT, not {scheduler!r}")
+        if workers is not None and (not isinstance(workers, int) or workers < 1):
+            raise CondcheckError(f"workers must be a positive number of processes, not {workers!r}")
+        self.scheduler, self.n_workers, self.memory_limit = scheduler, workers, memory_limit
+        self.progress, self.retries, self.connect_timeout = progress, retries, connect_timeout
+        self.client = self.cluster = None
+        self.tasks = 0
+
+    def __enter__(self):
+        import logging
+
+        from distributed import Client, LocalCluster
+        try:
+            if self.scheduler is None:
+                self.cluster = LocalCluster(n_workers=self.n_workers or usable_cores(), threads_per_worker=1,
+                                            processes=True, memory_limit=self.memory_limit,
+                                            dashboard_address=":0", silence_logs=logging.ERROR)
+                self.client = Client(self.cluster)
+            else:
+                self.client = Client(self.scheduler.strip(), timeout=f"{self.connect_timeout}s")
+        except (OSError, TimeoutError) as e:
+            self.__exit__(None, None, None)
+            raise CondcheckError(f"could not start or reach the Dask scheduler "
+                                 f"{self.scheduler or '(local cluster)'}: {e}") from None
+        return self
+
+    def __exit__(self, *exc):
+        if self.client is not None:
+            self.client.close()
+        if self.cluster is not None:
+            self.cluster.close()
+        self.client = self.cluster = None
+        return False
+
+    @property
+    def workers(self) -> int:
+        return len(self.client.scheduler_info()["workers"])
+
+    @property
+    def kind(self) -> str:
+        if self.cluster is not None:
+            return f"dask LocalCluster ({self.workers} worker processes, 1 thread, {self.memory_limit} each)"
+        return f"dask cluster at {self.scheduler} ({self.workers} workers)"
+
+    def map(self, fn, items, label: str = "tasks", on_result=None):
+        """fn(item) for every item, on the cluster; results in item order (see the module docstring).
+        ``on_result(i, result)`` is called as results arrive (tests use it to kill a worker)."""
+        from distributed import as_completed
+        if not items:
+            return []
+        tag = uuid.uuid4().hex[:8]
+        keys = [f"{label.replace(' ', '-')}-{tag}-{i}" for i in range(len(items))]
+        futures = self.client.map(fn, items, key=keys, pure=False, retries=self.retries)
+        index = {f.key: i for i, f in enumerate(futures)}
+        out = [None] * len(items)
+        done = [False] * len(items)
+        try:
+            with progress_bar(len(items), label, self.progress) as bar:
+                for fut in as_completed(futures):
+                    i = index[fut.key]
+                    if done[i]:
+                        continue
+                    try:                                    # waits again for a result lost with its worker
+                        out[i] = fut.result()
+                    except CondcheckError:
+                        raise
+                    except Exception as exc:                # noqa: BLE001 -- a task's error, or KilledWorker
+                        raise CondcheckError(f"{label}: item {i} ({_short(items[i])}) could not be computed: "
+                                             f"{type(exc).__name__}: {exc}") from None
+                    done[i] = True
+                    self.tasks += 1
+                    bar.update(1)
+                    if on_result:
+                        on_result(i, out[i])
+        finally:
+            pending = [f for f in futures if not f.done()]
+            if pending:
+                self.client.cancel(pending)
+        if not all(done):
+            raise CondcheckError(f"{label}: {done.count(False)} of {len(items)} items did not come back")
+        return out
+
+    def worker_pids(self) -> dict:
+        return self.client.run(os.getpid)
+
+    def worker_peaks(self) -> dict:
+        """Peak resident memory (MiB) of each current worker process."""
+        return {addr: round(v, 1) for addr, v in self.client.run(_peak_mib).items()}
+
+
+def _short(item) -> str:
+    text = repr(item)
+    return text if len(text) <= 120 else text[:117] + "..."

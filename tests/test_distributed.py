@@ -1,0 +1,103 @@
+"""The Dask engine (condcheck/distributed.py) and the chunked check on it: results in order, errors,
+a worker killed mid-run, an existing cluster by its address, and dask imported only when used."""
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from condcheck.distributed import Engine
+from condcheck.errors import CondcheckError
+from condcheck.rounded_activation import get_rounded
+from conditions import condition1, condition2, condition3
+from conditions.chunked import check_chunked
+from conditions.chunks import Magnitudes
+
+
+def slow_square(x):
+    time.sleep(0.2)
+    return x * x
+
+
+def fails_on_three(x):
+    if x == 3:
+        raise CondcheckError("three is not allowed")
+    return x
+
+
+@pytest.fixture(scope="module")
+def engine():
+    with Engine(workers=2, progress=False) as eng:
+        yield eng
+
+
+def test_map_returns_every_result_in_the_order_of_the_items(engine):
+    assert engine.map(slow_square, list(range(12))) == [x * x for x in range(12)]
+
+
+def test_an_error_in_a_task_stops_the_map_with_its_message(engine):
+    with pytest.raises(CondcheckError, match="three is not allowed"):
+        engine.map(fails_on_three, list(range(6)))
+
+
+def _kill_one_worker(engine):
+    killed = []
+
+    def on_result(i, _):
+        if not killed:
+            pid = sorted(engine.worker_pids().values())[0]
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+    return on_result, killed
+
+
+def test_a_worker_killed_mid_run_costs_time_not_results(engine):
+    on_result, killed = _kill_one_worker(engine)
+    assert engine.map(slow_square, list(range(20)), on_result=on_result) == [x * x for x in range(20)]
+    assert killed
+
+
+def test_a_chunked_check_survives_a_killed_worker_with_the_whole_table_verdicts(engine):
+    r = get_rounded("gelu", "bfloat16")
+    on_result, killed = _kill_one_worker(engine)
+
+    class Killing:                       # the engine, with the kill hooked into the first map's results
+        kind, workers = engine.kind, 2
+
+        def map(self, fn, items, label="tasks", on_result=None):
+            return engine.map(fn, items, label, on_result=hook if not killed else None)
+
+        def worker_peaks(self):
+            return engine.worker_peaks()
+    hook = on_result
+    got, info = check_chunked(r, chunk_magnitudes=512, runner=Killing())
+    assert killed and info["chunks"] == -(-Magnitudes(r.format).n // 512)
+    for key, module in (("1", condition1), ("2", condition2), ("3", condition3)):
+        ref = module.check_exhaustive(r)
+        assert (got[key].holds, got[key].witness) == (ref.holds, ref.witness)
+
+
+def test_check_runs_on_an_existing_cluster_given_its_scheduler_address(engine):
+    from condcheck.check import check_activation
+    address = engine.client.scheduler.address
+    res = check_activation("tanh", "b9_8", method="exhaustive", scheduler=address, progress=False)
+    sym = check_activation("tanh", "b9_8", method="symbolic")
+    assert res.enumeration["points"] == get_rounded("tanh", "b9_8").format.count_finite()
+    assert "dask cluster at tcp://" in res.enumeration["engine"]
+    assert [res.conditions[k]["holds"] for k in "123"] == [sym.conditions[k]["holds"] for k in "123"] == [True] * 3
+    assert res.verdicts["1"].witness.z_dead == sym.verdicts["1"].witness.z_dead
+
+
+def test_an_unreachable_scheduler_is_a_one_line_error():
+    with pytest.raises(CondcheckError, match="could not start or reach the Dask scheduler"):
+        with Engine(scheduler="tcp://127.0.0.1:9", connect_timeout=2):
+            pass
+
+
+def test_importing_condcheck_and_its_checks_does_not_load_dask():
+    out = subprocess.run([sys.executable, "-c", "import condcheck, condcheck.check, condcheck.cli, conditions.chunked\n"
+                          "import sys; print(' '.join(sys.modules))"], capture_output=True, text=True, check=True)
+    mods = set(out.stdout.split())
+    assert "conditions.chunked" in mods and "dask" not in mods and "distributed" not in mods
