@@ -274,9 +274,10 @@ case("theorem5-sigmoid-bfloat16-domain4096", "sigmoid on 4,096 distinguishable b
      "is refused), construct and verify")(lambda: _construct_sigmoid_domain("bfloat16", 4096))
 
 
-def _theorem7(act, fmt_name, n_points, seed=0, grid=0, separable=False):
+def _theorem7(act, fmt_name, n_points, seed=0, grid=0, separable=False, subbox=0):
     """Theorem 7 on n_points points of the box (0: the full box; grid > 0: a grid x grid grid of the box,
-    d = 2, one table per coordinate), random odd tables on every |y| <= H_sigma."""
+    d = 2, one table per coordinate; subbox > 0: the sub-box of the subbox consecutive box values in the
+    middle of each coordinate, d = 2), random odd tables on every |y| <= H_sigma."""
     import time
 
     import numpy as np
@@ -287,8 +288,11 @@ def _theorem7(act, fmt_name, n_points, seed=0, grid=0, separable=False):
     from .theorem7 import construct_theorem7
     F = get_format(fmt_name)
     X = full_box(act, F, 1)
-    if grid:
-        g = X[np.linspace(0, len(X) - 1, grid).round().astype(int), 0]
+    if grid or subbox:
+        if grid:
+            g = X[np.linspace(0, len(X) - 1, grid).round().astype(int), 0]
+        else:
+            g = X[(len(X) - subbox) // 2:(len(X) - subbox) // 2 + subbox, 0]
         X = np.array([(u, v) for u in g for v in g])
     elif n_points:
         X = X[np.sort(np.random.default_rng(seed).choice(len(X), n_points, replace=False))]
@@ -297,7 +301,7 @@ def _theorem7(act, fmt_name, n_points, seed=0, grid=0, separable=False):
         X = separable_part(act, F, X)
     Y = F.values()
     Y = Y[np.abs(Y) <= float(paper_constants(act, F)["H_sigma"])]
-    f, G = random_odd_tables(F, X, Y, seed, per_coordinate=bool(grid))
+    f, G = random_odd_tables(F, X, Y, seed, per_coordinate=bool(grid or subbox))
     t0 = time.perf_counter()
     res = construct_theorem7(act, F, X, f, G, upstream=Y, verify_result=False)
     t1 = time.perf_counter()
@@ -324,6 +328,10 @@ for _act in ("tanh", "gelu"):
     case(f"theorem7-{_act}-float8_e4m3-grid8x8", "d = 2: an 8 x 8 grid of the float8_e4m3 box x every |y| <= "
                                                "H_sigma (issue 5: at least 64 points)")(
         lambda a=_act: _theorem7(a, "float8_e4m3", 0, grid=8))
+    for _n in (16, 32):
+        case(f"theorem7-{_act}-float8_e4m3-subbox{_n}x{_n}", f"d = 2: the {_n} x {_n} sub-box in the middle of the "
+             f"float8_e4m3 box (the consecutive values around 0) x every |y| <= H_sigma: how memory grows towards "
+             f"the full box (issue 31)")(lambda a=_act, n=_n: _theorem7(a, "float8_e4m3", 0, subbox=n))
 
 
 @case("interpreter-float16-depth10-width256", "forward and backward on all 65,536 float16 inputs under 10 s")
