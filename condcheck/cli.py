@@ -11,7 +11,26 @@ from .errors import CondcheckError
 
 
 class _Group(click.Group):
-    """Turns every CondcheckError into a one-line message and exit status 2 (never a traceback)."""
+    """Turns every CondcheckError, and click's own usage errors, into a one-line message and exit status 2
+    (never a traceback, never a usage block)."""
+
+    def main(self, *args, **kwargs):
+        if kwargs.get("standalone_mode", True) is False:
+            return super().main(*args, **kwargs)
+        kwargs["standalone_mode"] = False
+        try:
+            code = super().main(*args, **kwargs)
+        except click.UsageError as e:
+            where = e.ctx.command_path if e.ctx is not None else "condcheck"
+            click.echo(f"error: {one_line(e.format_message())} (see {where} --help)", err=True)
+            sys.exit(e.exit_code)
+        except click.ClickException as e:
+            click.echo(f"error: {one_line(e.format_message())}", err=True)
+            sys.exit(e.exit_code)
+        except click.Abort:
+            click.echo("aborted", err=True)
+            sys.exit(1)
+        sys.exit(code if isinstance(code, int) else 0)
 
     def invoke(self, ctx):
         try:

@@ -18,7 +18,7 @@ CASES = {
     "check: not a name": (lambda: check_activation(5, "float8_e4m3"), "activation must be a name"),
     "check: beyond float64's exponents": (lambda: check_activation("gelu", "b60_15"), "at most 11"),
     "check: unknown method": (lambda: check_activation("gelu", "float8_e4m3", method="fast"), "unknown method"),
-    "check: exhaustive on float32": (lambda: check_activation("gelu", "float32", method="exhaustive"), "16 bits"),
+    "check: exhaustive on float64": (lambda: check_activation("gelu", "float64", method="exhaustive"), "32 bits"),
     "theorem5: text points": (lambda: construct_theorem5("relu", "float8_e4m3", "abc", [1], [1], [[1]]), "points"),
     "theorem5: no points": (lambda: construct_theorem5("relu", "float8_e4m3", [], [], [], []), "non-empty"),
     "theorem5: text values": (lambda: construct_theorem5("relu", "float8_e4m3", [[1.0]], ["x"], [1], [[1]]), "values"),

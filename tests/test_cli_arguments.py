@@ -106,8 +106,8 @@ def test_one_line_strips_numpy_scalar_reprs_and_newlines():
     assert one_line("value np.float64(0.3) is bad\nsecond line") == "value 0.3 is bad second line"
 
 
-def test_the_exhaustive_method_on_a_wide_format_says_which_method_to_use():
-    line = refused(["check", "gelu", "float32", "--method", "exhaustive"], "at most 16 bits")
+def test_the_exhaustive_method_beyond_32_bits_says_which_method_to_use():
+    line = refused(["check", "gelu", "float64", "--method", "exhaustive"], "at most 32 bits")
     assert "()" not in line                                    # no internal function names
 
 

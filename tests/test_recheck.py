@@ -317,8 +317,8 @@ def test_cli_recheck_exits_2_for_a_missing_file(tmp_path):
 def test_cli_check_method_symbolic_on_a_small_format():
     r = CliRunner().invoke(main, ["check", "sigmoid", "float4_e2m1fn", "--method", "symbolic"])
     assert r.exit_code == 1 and "(exact, symbolic): fails; failing clause (e)" in r.output
-    r = CliRunner().invoke(main, ["check", "gelu", "float32", "--method", "exhaustive"])
-    assert r.exit_code == 2 and "at most 16 bits" in r.output
+    r = CliRunner().invoke(main, ["check", "gelu", "float64", "--method", "exhaustive"])
+    assert r.exit_code == 2 and "at most 32 bits" in r.output
 
 
 def test_recheck_as_a_function_raises_condcheck_error_for_a_non_certificate():
