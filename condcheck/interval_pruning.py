@@ -171,6 +171,9 @@ def pruned_for(net, points):
     from .network import Layer, Network
     if net.ieee:
         raise CondcheckError("pruning by parts is for networks under finite semantics")
+    if net.format.bits > 16:
+        raise CondcheckError(f"pruning by parts reads T on every value of the format: formats of at most 16 bits, "
+                             f"not {net.format.name}")
     X = np.asarray(points, float).reshape(len(points), -1)
     ivs = intervals(net, X.min(axis=0), X.max(axis=0))
     tr = _tables(net)

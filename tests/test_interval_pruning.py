@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from condcheck.errors import CondcheckError
 from condcheck.formats import get_format
 from condcheck.interpreters import get_interpreter
 from condcheck.interval_pruning import intervals, pruned_for, verify_in_parts
@@ -76,3 +77,10 @@ def test_an_overflow_in_a_neuron_nobody_reads_is_kept_and_reported():
     assert kept == [2]
     want = verify(net, claim, method="sparse")
     assert not want.ok and verify(pruned, claim, method="sparse").to_dict() == want.to_dict()
+
+
+def test_a_format_beyond_16_bits_is_refused_in_one_line():
+    F = get_format("float32")
+    net = Network(F, "gelu", [Layer(sp.csr_matrix(np.array([[1.0]])), np.zeros(1))])
+    with pytest.raises(CondcheckError, match="formats of at most 16 bits, not float32"):
+        pruned_for(net, np.array([[1.0]]))
