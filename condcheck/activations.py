@@ -1,4 +1,4 @@
-"""Activation functions as exact symbolic data (SPEC 2.2).
+"""Activation functions as exact symbolic data (docs/semantics.md).
 
 An :class:`Activation` is a real function sigma given ONCE as a sympy expression in the module-level
 symbol :data:`x`; its derivative is ``sympy.diff(expr, x)``, computed once when the activation is

@@ -334,6 +334,51 @@ for _act in ("tanh", "gelu"):
              f"the full box (issue 31)")(lambda a=_act, n=_n: _theorem7(a, "float8_e4m3", 0, subbox=n))
 
 
+def _prove(act, fmt_name):
+    """condcheck prove: check, write the Coq development, compile it (make -j on the usable cores)."""
+    import tempfile
+
+    from .proofs import prove
+    with tempfile.TemporaryDirectory() as d:
+        r = prove(act, fmt_name, f"{d}/dev", quiet=True)
+    c = r.coq or {}
+    if not r.ok:
+        raise RuntimeError(f"Coq did not accept the development: {c.get('unexpected_assumptions') or c.get('log', '')[-300:]}")
+    return (f"{act} on {fmt_name}: {r.facts['sigma']} + {r.facts['dsigma']} facts; Coq {c['cpu_seconds']:.1f} s CPU, "
+            f"{c['seconds']:.1f} s wall, peak {c['peak_memory_mb']:.0f} MiB")
+
+
+def _prove_network(act, fmt_name):
+    """condcheck prove --network on the full d = 1 box Theorem 5 network (built first, not timed apart)."""
+    import tempfile
+
+    from .netfile import save_network
+    from .proofs import prove_network
+    from .targets import full_box, random_targets
+    from .theorem5 import construct_theorem5
+    X = full_box(act, fmt_name, 1)
+    f, h, g = random_targets(fmt_name, X, 0, 0.25)
+    net, claim = construct_theorem5(act, fmt_name, X, f, h, g)
+    with tempfile.TemporaryDirectory() as d:
+        save_network(f"{d}/net.json", net, claim)
+        r = prove_network(f"{d}/net.json", f"{d}/dev", quiet=True)
+    c = r.coq or {}
+    if not r.ok:
+        raise RuntimeError(f"Coq did not accept the development: {c.get('unexpected_assumptions') or c.get('log', '')[-300:]}")
+    return (f"{len(X)} points, depth {net.depth}, {net.nonzero_parameters:,} nonzero parameters; "
+            f"{r.facts['sigma']} + {r.facts['dsigma']} facts; Coq {c['cpu_seconds']:.1f} s CPU, "
+            f"{c['seconds']:.1f} s wall, peak {c['peak_memory_mb']:.0f} MiB")
+
+
+for _act in ("relu", "gelu", "sigmoid"):
+    case(f"prove-{_act}-float8_e4m3", "condcheck prove (issue 30): under 60 s of Coq time, peak under 4 GiB")(
+        lambda a=_act: _prove(a, "float8_e4m3"))
+for _act in ("relu", "gelu"):
+    case(f"prove-network-{_act}-float8_e4m3-box", "condcheck prove --network, the full d = 1 box Theorem 5 network "
+                                                  "(issue 30): under 10 minutes, peak under 4 GiB")(
+        lambda a=_act: _prove_network(a, "float8_e4m3"))
+
+
 @case("interpreter-float16-depth10-width256", "forward and backward on all 65,536 float16 inputs under 10 s")
 def _interpreter():
     import numpy as np
@@ -361,6 +406,60 @@ def _interpreter():
     net.evaluate(X, np.full(len(X), 0.5))
     return (f"{len(X):,} inputs, depth {net.depth}, width 256, {terms} nonzero weights per hidden row "
             f"({net.nonzero_parameters:,} nonzero parameters)")
+
+
+def whole_process(args, cwd=None) -> tuple[float, float, float]:
+    """Wall seconds, CPU seconds and peak resident MiB of one ``python -m condcheck ARGS`` process, start-up
+    included (CPU seconds: the figure to compare on a loaded machine)."""
+    import os
+
+    t0 = time.perf_counter()
+    p = subprocess.Popen([sys.executable, "-m", "condcheck", *args], cwd=cwd, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(p.pid, 0)
+    seconds = time.perf_counter() - t0
+    p.returncode = os.waitstatus_to_exitcode(status)
+    err = p.stderr.read().decode(errors="replace").strip()
+    p.stderr.close()
+    if p.returncode not in (0, 1):
+        raise RuntimeError(f"condcheck {' '.join(args)} exited with {p.returncode}: {err[-300:]}")
+    return seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+
+
+def _front_door(args, limit: float) -> str:
+    seconds, cpu, peak = whole_process(args)
+    return (f"condcheck {' '.join(args)}: {seconds:.2f} s whole process, {cpu:.2f} CPU s (target {limit} s), "
+            f"peak {peak:.1f} MiB; {'within' if seconds < limit else 'OVER'} the target")
+
+
+case("front-door-help", "whole process `condcheck --help` under 0.5 s (issue 29)")(
+    lambda: _front_door(["--help"], 0.5))
+case("front-door-check", "whole process `condcheck check gelu float8_e4m3` under 1.5 s (issue 29)")(
+    lambda: _front_door(["check", "gelu", "float8_e4m3"], 1.5))
+
+
+def _verify_vs_construct(theorem: str, act: str, fmt_name: str) -> str:
+    """Whole-process times of ``construct`` (build and verify) and of ``verify`` of the file it wrote."""
+    import os
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "net.json")
+        built, built_cpu, built_peak = whole_process(["construct", theorem, act, fmt_name, "--domain", "full", "--targets",
+                                            "random:1", "--out", out, "--quiet"])
+        size = os.path.getsize(out)
+        checked, checked_cpu, checked_peak = whole_process(["verify", out, "--quiet"])
+    return (f"{theorem} {act} {fmt_name} full box: construct {built:.2f} s ({built_cpu:.2f} CPU s, peak "
+            f"{built_peak:.1f} MiB), file {size / 2**20:.2f} MiB, verify {checked:.2f} s ({checked_cpu:.2f} CPU s, "
+            f"peak {checked_peak:.1f} MiB): verify / construct = {checked / built:.2f} (wall), "
+            f"{checked_cpu / built_cpu:.2f} (CPU); verify {'faster' if checked < built else 'NOT faster'} (wall)")
+
+
+case("front-door-verify-vs-construct", "whole process: verify of a network file faster than its construction "
+     "(issue 29; Theorem 5, gelu, full float8_e4m3 box)")(
+    lambda: _verify_vs_construct("theorem5", "gelu", "float8_e4m3"))
+case("front-door-verify-vs-construct-theorem7", "the same for Theorem 7 (relu, full float6_e3m2fn box)")(
+    lambda: _verify_vs_construct("theorem7", "relu", "float6_e3m2fn"))
 
 
 def machine_reference() -> float:

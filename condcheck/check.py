@@ -23,13 +23,12 @@ from .activations import PAPER_ACTIVATIONS, get_activation
 from .errors import CondcheckError
 from .formats import Format, get_format
 from .paper import depth_bounds, paper_constants, theorem_branch
+#: Conditions 1-3 are checked under finite semantics only: the IEEE-through-Inf option (condcheck.ieee)
+#: applies to networks (``Network.semantics``, ``condcheck verify``), not to these checks.
+from .recheck.schema import SEMANTICS
 from .rounded_activation import get_rounded
 
 SCHEMA = "condcheck.check/2"
-#: Conditions 1-3 are checked under finite semantics only: the IEEE-through-Inf option (condcheck.ieee)
-#: applies to networks (``Network.semantics``, ``condcheck verify``), not to these checks.
-SEMANTICS = ("finite-only (Inf or NaN anywhere is an error, SPEC 2.1; the IEEE-through-Inf option "
-             "applies to network verification, not to Conditions 1-3)")
 
 
 @dataclass
@@ -51,7 +50,7 @@ class CheckResult:
     enumeration: dict = field(default_factory=dict)
 
     def to_certificate(self) -> dict:
-        """The condition certificate (SPEC 6; ``schema: "condcheck.check/2"``, every field a statement
+        """The condition certificate (docs/file-formats.md; ``schema: "condcheck.check/2"``, every field a statement
         ``condcheck recheck`` re-derives: :mod:`condcheck.recheck.schema`)."""
         from .certificate import certificate
         return certificate(self)
@@ -96,7 +95,15 @@ def check_activation(activation, format, implementation: str = "exact", method: 
     value; beyond 16 bits, up to 32, in chunks on Dask: a LocalCluster of ``workers`` processes, default
     all cores, or the cluster at ``scheduler`` "tcp://HOST:PORT"; ``progress`` a bar on stderr, default
     when stderr is a terminal) or "symbolic" (any format; on small formats it is the cross-check of the
-    exhaustive checker)."""
+    exhaustive checker).
+
+    >>> from condcheck import check_activation
+    >>> res = check_activation("relu", "float8_e4m3")
+    >>> res.holds, [res.conditions[k]["verdict"] for k in "123"]
+    (True, ['holds', 'holds', 'holds'])
+    >>> check_activation("sigmoid", "float4_e2m1fn").holds
+    False
+    """
     t0 = time.perf_counter()
     if method not in METHODS:
         raise CondcheckError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")

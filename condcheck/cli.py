@@ -8,6 +8,7 @@ import sys
 import click
 
 from .errors import CondcheckError
+from .progress import bar
 
 
 class _Group(click.Group):
@@ -44,16 +45,6 @@ def one_line(message: str) -> str:
     """A message as one line, with any numpy scalar repr (np.float64(0.3)) shown as its number."""
     message = re.sub(r"\bnp\.[a-z]+[0-9]*\(([^()]*)\)", r"\1", message)
     return " ".join(message.split())
-
-
-def _progress(label: str):
-    """A progress counter on stderr for long work (silent when stderr is not a terminal)."""
-    if not sys.stderr.isatty():
-        return None
-
-    def show(done, total):
-        click.echo(f"\r{label}: {done:,}/{total:,}", err=True, nl=(done == total))
-    return show
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -162,7 +153,7 @@ def _cell(v) -> str:
 @click.option("--workers", type=click.IntRange(min=1), default=None,
               help="Worker processes of the local Dask cluster (default: all usable cores).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar (it is shown only when stderr is a terminal).")
-@click.option("--json", "as_json", is_flag=True, help="Print the condition certificate (SPEC 6) as JSON.")
+@click.option("--json", "as_json", is_flag=True, help="Print the condition certificate (docs/file-formats.md) as JSON.")
 def check(activation, format, implementation, method, scheduler, workers, quiet, as_json):
     """Decide Conditions 1-3 for an activation on a format.
 
@@ -171,7 +162,7 @@ def check(activation, format, implementation, method, scheduler, workers, quiet,
       condcheck check gelu float8_e4m3
       condcheck check relu b3_6 --json
       condcheck check tanh float32 --implementation torch --method exhaustive
-    Conditions are checked under finite semantics (SPEC 2.1); the output says so.
+    Conditions are checked under finite semantics (docs/semantics.md); the output says so.
     Exit status 0 when all conditions hold, 1 when one fails, 3 when undecided, 2 on bad input.
     """
     from .check import check_activation
@@ -195,9 +186,10 @@ def check(activation, format, implementation, method, scheduler, workers, quiet,
               help="Override the file's semantics: finite (Inf/NaN anywhere fails) or ieee (IEEE 754 "
                    "through Inf; NaN or a non-finite output/gradient fails).  Default: the file's, "
                    "finite if it names none.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar (it is shown only when stderr is a terminal).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-def verify(file, exact, dense, tables, semantics, as_json):
-    """Re-check the claim of a network file (SPEC 6) on every listed input, exactly.
+def verify(file, exact, dense, tables, semantics, quiet, as_json):
+    """Re-check the claim of a network file (docs/file-formats.md) on every listed input, exactly.
 
     \b
     Example:
@@ -214,7 +206,7 @@ def verify(file, exact, dense, tables, semantics, as_json):
         click.echo(f"{file}: the network has no claim; nothing to verify")
         sys.exit(2)
     method = "exact" if exact else "tables" if tables else "dense" if dense else "auto"
-    res = run(net, claim, method=method, progress=_progress("verifying"))
+    res = run(net, claim, method=method, progress=bar("verifying", quiet, "point"))
     if as_json:
         click.echo(json.dumps(res.to_dict(), indent=1))
     else:
@@ -258,9 +250,10 @@ def recheck(certificate, as_json):
 
 
 @main.command()
-@click.option("--markdown", is_flag=True, help="Print the table as Markdown (the README's table).")
+@click.option("--markdown", is_flag=True, help="Print the table as Markdown (docs/matrix.md).")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar (it is shown only when stderr is a terminal).")
 @click.option("--json", "as_json", is_flag=True, help="Print every cell's verdicts as JSON.")
-def matrix(markdown, as_json):
+def matrix(markdown, quiet, as_json):
     """Verdicts of Conditions 1-3 for every built-in activation x the 14 formats of the conditions issue.
 
     \b
@@ -270,7 +263,7 @@ def matrix(markdown, as_json):
     """
     from . import matrix as mx
 
-    results, seconds = mx.verdict_matrix(progress=_progress("checking"))
+    results, seconds = mx.verdict_matrix(progress=bar("checking", quiet, "check"))
     if as_json:
         click.echo(json.dumps({f"{a} {f}": {"holds": r.holds, **{k: r.conditions[k]["holds"] for k in "123"}}
                                for (a, f), r in results.items()}, indent=1))
@@ -330,9 +323,9 @@ def construct():
                    "coordinates, results rounded to the format) or a JSON file with lists values, upstream, "
                    "gradients.")
 @click.option("--upstream-max", default=0.25, show_default=True, type=float,
-              help="Largest |h*| of random targets (up to the paper's H_sigma; see README for what was verified).")
+              help="Largest |h*| of random targets (up to the paper's H_sigma; see docs/constructions.md).")
 @click.option("--implementation", "-i", default="exact", show_default=True)
-@click.option("--out", required=True, type=click.Path(dir_okay=False), help="Network file to write (SPEC 6).")
+@click.option("--out", required=True, type=click.Path(dir_okay=False), help="Network file to write (docs/file-formats.md).")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
               help="Worker processes for the per-point searches (default: the environment variable "
                    "CONDCHECK_JOBS if set, else the usable CPUs; 1: all in this process). The network is the "
@@ -340,10 +333,11 @@ def construct():
 @click.option("--scheduler", default=None, metavar="tcp://HOST:PORT",
               help="A Dask scheduler for the chunks of large-format domains (16-bit boxes); default: a local "
                    "cluster of --jobs worker processes. The network is the same either way.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar (it is shown only when stderr is a terminal).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.pass_context
 def construct_theorem5_cmd(ctx, activation, format, domain, dim, targets, upstream_max, implementation, out, jobs,
-                           scheduler, as_json):
+                           scheduler, quiet, as_json):
     """Theorem 5: f(x) = f*(x) and D_(f,x)(h*(x)) = g*(x) on every point of the domain.
 
     \b
@@ -382,7 +376,7 @@ def construct_theorem5_cmd(ctx, activation, format, domain, dim, targets, upstre
     try:
         spread = {}
         net, claim = construct_theorem5(act, fmt, X, f, h, g, implementation=implementation,
-                                        progress=_progress("constructing (gradients, then values)"), jobs=jobs,
+                                        progress=bar("constructing (gradients, then values)", quiet), jobs=jobs,
                                         scheduler=scheduler, stats=spread)
     except ConstructionError as e:
         click.echo(f"construction failed: {e}", err=True)
@@ -413,10 +407,11 @@ def construct_theorem5_cmd(ctx, activation, format, domain, dim, targets, upstre
               help="'random:SEED' (random values; random tables odd in y with zeros and +-Omega) or a JSON file "
                    "with lists values (N), upstream (K: the y covered) and gradients (N x K), odd in y.")
 @click.option("--implementation", "-i", default="exact", show_default=True)
-@click.option("--out", required=True, type=click.Path(dir_okay=False), help="Network file to write (SPEC 6).")
+@click.option("--out", required=True, type=click.Path(dir_okay=False), help="Network file to write (docs/file-formats.md).")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar (it is shown only when stderr is a terminal).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.pass_context
-def construct_theorem7_cmd(ctx, activation, format, domain, dim, targets, implementation, out, as_json):
+def construct_theorem7_cmd(ctx, activation, format, domain, dim, targets, implementation, out, quiet, as_json):
     """Theorem 7: f(x) = f*(x) and D_(f,x)(y) = g*(x, y) for every x of the domain and every y.
 
     \b
@@ -443,6 +438,7 @@ def construct_theorem7_cmd(ctx, activation, format, domain, dim, targets, implem
     from .netfile import save_network
     from .check import depth_bounds
     from .targets import load_odd_tables, parse_targets, random_odd_tables
+    from .progress import working
     from .theorem7 import ConstructionError, construct_theorem7
 
     from .cli_checks import output_file
@@ -468,7 +464,8 @@ def construct_theorem7_cmd(ctx, activation, format, domain, dim, targets, implem
         f, Y, G = load_odd_tables(arg, X.shape[0], X.shape[1])
     t0 = time.perf_counter()
     try:
-        res = construct_theorem7(act, fmt, X, f, G, upstream=Y, implementation=implementation)
+        with working("constructing and verifying", quiet):
+            res = construct_theorem7(act, fmt, X, f, G, upstream=Y, implementation=implementation)
     except ConstructionError as e:
         click.echo(f"construction failed: {e}", err=True)
         sys.exit(1)
@@ -537,18 +534,6 @@ def bench(cases, list_only, as_json, repeat):
 
 
 # ---- reports (issue 6) ------------------------------------------------------------------------------
-def _counter(label: str):
-    """A progress counter on stderr: in place on a terminal, one line per tenth of the work otherwise."""
-    tty = sys.stderr.isatty()
-
-    def show(done, total, what=""):
-        if tty:
-            click.echo(f"\r{label}: {done}/{total} {what:40s}", err=True, nl=(done == total))
-        elif done == total or done % max(1, total // 10) == 0:
-            click.echo(f"{label}: {done}/{total} {what}", err=True)
-    return show
-
-
 @main.command()
 @click.argument("activation", required=False)
 @click.argument("format", required=False)
@@ -557,14 +542,18 @@ def _counter(label: str):
 @click.option("--all", "all_", is_flag=True,
               help="Every built-in activation x the 14 matrix formats, plus catalog.tex and macros.tex.")
 @click.option("--network", "network", type=click.Path(dir_okay=False),
-              help="A construction report for a network file (SPEC 6) instead of a condition report.")
+              help="A construction report for a network file (docs/file-formats.md) instead of a condition report.")
 @click.option("--out", default="condcheck-reports", show_default=True, type=click.Path(file_okay=False),
               help="Folder for the .tex, .json and figure files (created; relative to the current directory).")
 @click.option("--pdf", is_flag=True, help="Also run pdflatex on every .tex written.")
 @click.option("--no-figures", is_flag=True, help="Leave out the sigma~ / sigma~' figure (faster).")
 @click.option("--figure-format", type=click.Choice(["png", "pdf"]), default="png", show_default=True)
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar (it is shown only when stderr is a terminal).")
 @click.option("--json", "as_json", is_flag=True, help="Print the written files (and the verdict) as JSON.")
-def report(activation, format, implementation, all_, network, out, pdf, no_figures, figure_format, as_json):
+@click.option("--proof", type=click.Path(file_okay=False),
+              help="A Coq development of the pair (condcheck prove --out DIR): the report says it is kernel-checked.")
+def report(activation, format, implementation, all_, network, out, pdf, no_figures, figure_format, quiet, as_json,
+           proof):
     """Write LaTeX reports: one (activation, format), --all with a catalog, or --network FILE.
 
     \b
@@ -585,6 +574,8 @@ def report(activation, format, implementation, all_, network, out, pdf, no_figur
     modes = sum([bool(activation or format), all_, bool(network)])
     if modes != 1 or (activation and not format):
         raise click.UsageError("give ACTIVATION FORMAT, or --all, or --network FILE (exactly one)")
+    if proof and not activation:
+        raise click.UsageError("--proof goes with ACTIVATION FORMAT (the pair the development proves)")
     from .cli_checks import output_folder
     if activation:
         from .activations import get_activation
@@ -597,24 +588,24 @@ def report(activation, format, implementation, all_, network, out, pdf, no_figur
     t0 = time.perf_counter()
     if network:
         from reports.network_report import write_network_report
-        rep = write_network_report(network, out=out, progress=_progress("verifying"))
+        rep = write_network_report(network, out=out, progress=bar("verifying", quiet, "point"))
         written = [rep.tex]
         say(f"{rep.tex}: {rep.summary}")
     elif all_:
-        info = rp.write_all(out, figures=figures, image_format=figure_format, progress=_counter("report"))
+        info = rp.write_all(out, figures=figures, image_format=figure_format, progress=bar("report", quiet, "report"))
         written = [info["out"] / "catalog.tex"] + [info["out"] / f"{rp.stem(a, f)}.tex" for a, f in info["results"]]
         say(f"{info['reports']} reports, catalog.tex and macros.tex ({info['macros']:,} macros) written to "
                    f"{out} in {info['seconds']:.1f} s")
     else:
         rep = rp.write_report(activation, format, implementation, out=out, figures=figures,
-                              image_format=figure_format)
+                              image_format=figure_format, proof=proof)
         written = [rep.tex]
         say(f"{rep.tex}: Conditions 1-3 {rp.VERDICT_WORD[rep.result.holds]} "
                    f"(1 {rep.result.conditions['1']['verdict']}, 2 {rep.result.conditions['2']['verdict']}, "
                    f"3 {rep.result.conditions['3']['verdict']}); certificate {rep.json}"
                    + (f"; figure {rep.figure}" if rep.figure else ""))
     if pdf:
-        show = _counter("pdflatex") if len(written) > 1 else None
+        show = bar("pdflatex", quiet, "file") if len(written) > 1 else None
         for i, tex in enumerate(written, 1):
             rp.compile_pdf(tex)
             if show:
@@ -631,6 +622,9 @@ def report(activation, format, implementation, all_, network, out, pdf, no_figur
     if network and not rep.verified:
         sys.exit(1)
 
+
+from .proofs.cli import prove_cmd  # noqa: E402  (condcheck prove: Coq developments, condcheck/proofs/)
+main.add_command(prove_cmd)
 
 if __name__ == "__main__":
     main()

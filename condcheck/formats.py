@@ -1,4 +1,4 @@
-"""Floating-point formats as data (SPEC 2.1).
+"""Floating-point formats as data (docs/semantics.md).
 
 A :class:`Format` is a finite set of binary floating-point values: every value is
 ``s * m * 2**(e - M)`` with an integer significand ``0 <= m < 2**(M+1)`` and ``e >= e_min``, and

@@ -1,4 +1,4 @@
-"""Numbers in interchange files: hexadecimal floating-point text, read strictly (SPEC 6).
+"""Numbers in interchange files: hexadecimal floating-point text, read strictly (docs/file-formats.md).
 
 Every number in a network file, a targets file and a condition certificate is the exact value of a
 binary float written in hexadecimal, as Python's ``float.hex()`` writes it.  Accepted, and nothing

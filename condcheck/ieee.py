@@ -1,4 +1,4 @@
-"""The IEEE-through-Inf option of SPEC 2.1: a network may pass through +-Inf, never through NaN.
+"""The IEEE-through-Inf option of docs/semantics.md: a network may pass through +-Inf, never through NaN.
 
 Two semantics, chosen per network (``Network.semantics``, ``"semantics"`` in the network file):
 
@@ -40,9 +40,9 @@ from .rounding import round_array, round_fraction
 
 SEMANTICS_CHOICES = ("finite", "ieee")
 SEMANTICS_TEXT = {
-    "finite": "finite-only (Inf or NaN anywhere is an error, SPEC 2.1)",
+    "finite": "finite-only (Inf or NaN anywhere is an error, docs/semantics.md)",
     "ieee": ("IEEE 754 through Inf (overflow gives +-Inf, sigma~(+-Inf) = RN(lim sigma), sigma~'(+-Inf) = 0 "
-             "where sigma' -> 0; NaN anywhere or a non-finite output or gradient is an error, SPEC 2.1)"),
+             "where sigma' -> 0; NaN anywhere or a non-finite output or gradient is an error, docs/semantics.md)"),
 }
 
 NAN = float("nan")

@@ -1,16 +1,16 @@
-"""The network file of SPEC section 6 (``schema: "condcheck.network/1"``): read and write.
+"""The network file of docs/file-formats.md (``schema: "condcheck.network/1"``): read and write.
 
 Every number is ``float.hex()`` of its exact value; the reader accepts exactly the hexadecimal forms of
 :mod:`condcheck.hexfloat` (``0x1.8p+1``, ``-0x1.0000000000000p-3``; ``0x`` and ``p`` required) whose
 value is a float64, and refuses anything else -- ``"10"``, ``1.5``, ``"inf"`` -- naming the field.
-``"semantics"``: ``"finite"`` or ``"ieee"`` (SPEC 2.1, ``condcheck.ieee``); a file without it is read as
+``"semantics"``: ``"finite"`` or ``"ieee"`` (docs/semantics.md, ``condcheck.ieee``); a file without it is read as
 ``"finite"``; ``"implementation"`` defaults to ``"exact"``; ``"input_dim"`` (optional) must equal the first
-layer's inputs.  Weights are written as the dense list of rows the SPEC shows; a matrix with more than
-``DENSE_LIMIT`` entries is written as ``"weight_sparse"``:
-``{"shape": [outputs, inputs], "entries": [[row, column, hex], ...]}`` (rows, then columns, ascending,
-no repeats), which readers accept in place of ``"weight"``.
+layer's inputs.  A weight matrix is written as ``"weight"`` (the dense list of rows) or as
+``"weight_sparse"``: ``{"shape": [outputs, inputs], "entries": [[row, column, hex], ...]}`` (rows, then
+columns, ascending, no repeats), whichever is the shorter text (:func:`weight_entry`); readers accept
+either.  The schema name carries the version of the file format (``/1``).
 
-The reader checks everything before a network is built: no field outside the SPEC's (top level, layers,
+The reader checks everything before a network is built: no field outside the documented ones (top level, layers,
 claim), known format, activation, implementation and semantics names, rows of equal length, each
 layer's inputs equal to the previous layer's outputs (and to ``input_dim``), one output at the end, every
 number a value of the format, and a claim of the theorem's shape: N points of d numbers, N values, and
@@ -32,12 +32,11 @@ from .hexfloat import HexFloatError, parse_float64
 from .network import Layer, Network
 
 SCHEMA = "condcheck.network/1"
-DENSE_LIMIT = 1 << 20
 
 
 @dataclass
 class Claim:
-    """What a network file claims: values and AD gradients at listed inputs (SPEC 6).
+    """What a network file claims: values and AD gradients at listed inputs (docs/file-formats.md).
 
     Theorem 5: ``upstream`` has shape (N,), ``gradients`` (N, d).
     Theorem 7: ``upstream`` has shape (K,) (every y covered), ``gradients`` (N, K, d).
@@ -72,19 +71,36 @@ def _hex(x: float) -> str:
     return float(x).hex()
 
 
+ZERO_TEXT = len(json.dumps(_hex(0.0)))
+
+
+def weight_entry(weight) -> dict:
+    """``{"weight": rows}`` or ``{"weight_sparse": {...}}``, whichever is the shorter JSON text.
+
+    The lengths are counted from the stored entries (json.dumps' default separators), so no dense
+    matrix is built for a layer that is written sparse."""
+    coo = weight.tocoo()
+    rows, cols = weight.shape
+    order = np.lexsort((coo.col, coo.row))
+    texts = [json.dumps(_hex(w)) for w in coo.data[order]]
+    stored = sum(map(len, texts))
+    # dense: [[a, b], [c, d]] -- every entry quoted, ", " between entries and between rows
+    dense = 2 + rows * 2 + max(rows - 1, 0) * 2 + rows * max(cols - 1, 0) * 2 + stored \
+        + (rows * cols - len(texts)) * ZERO_TEXT
+    # sparse: {"shape": [r, c], "entries": [[i, j, "hex"], ...]}
+    index_text = sum(len(str(int(i))) + len(str(int(j))) for i, j in zip(coo.row, coo.col))
+    sparse = len(json.dumps({"shape": [rows, cols], "entries": []})) + stored + index_text \
+        + len(texts) * 6 + max(len(texts) - 1, 0) * 2
+    if dense <= sparse:
+        return {"weight": [[_hex(w) for w in row] for row in weight.toarray()]}
+    return {"weight_sparse": {"shape": [rows, cols],
+                              "entries": [[int(coo.row[k]), int(coo.col[k]), _hex(coo.data[k])] for k in order]}}
+
+
 def network_to_dict(net: Network, claim: Claim | None = None) -> dict:
     layers = []
     for layer in net.layers:
-        rows, cols = layer.shape
-        entry: dict = {}
-        if rows * cols <= DENSE_LIMIT:
-            dense = layer.weight.toarray()
-            entry["weight"] = [[_hex(w) for w in row] for row in dense]
-        else:
-            coo = layer.weight.tocoo()
-            order = np.lexsort((coo.col, coo.row))
-            entry["weight_sparse"] = {"shape": [rows, cols],
-                                      "entries": [[int(coo.row[k]), int(coo.col[k]), _hex(coo.data[k])] for k in order]}
+        entry = weight_entry(layer.weight)
         entry["bias"] = [_hex(b) for b in layer.bias]
         layers.append(entry)
     out = {"schema": SCHEMA, "format": net.format.name, "activation": net.activation,
@@ -315,7 +331,18 @@ def save_network(path, net: Network, claim: Claim | None = None) -> None:
 
 
 def load_network(path) -> tuple[Network, Claim | None]:
-    """Read and check a network file (SPEC 6); errors are one-line CondcheckErrors naming the field."""
+    """Read and check a network file (docs/file-formats.md); errors are one-line CondcheckErrors naming the field.
+
+    >>> import os, tempfile
+    >>> from condcheck import construct_theorem5, load_network, save_network
+    >>> net, claim = construct_theorem5("relu", "float8_e4m3", [[-1.0], [0.5]], [0.25, 2.0], [1.0, 0.5],
+    ...                                 [[3.0], [-0.5]])
+    >>> path = os.path.join(tempfile.mkdtemp(), "net.json")
+    >>> save_network(path, net, claim)
+    >>> net2, claim2 = load_network(path)
+    >>> net2.widths == net.widths, claim2.theorem, claim2.values.tolist()
+    (True, 5, [0.25, 2.0])
+    """
     if not isinstance(path, (str, os.PathLike)):
         raise CondcheckError(f"a network file is named by a path, not a {type(path).__name__}")
     p = Path(path)

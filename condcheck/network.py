@@ -1,4 +1,4 @@
-"""Networks in paper order (SPEC 2.3): the data -- affine layers of format values -- and its checks.
+"""Networks in paper order (docs/semantics.md): the data -- affine layers of format values -- and its checks.
 
 A :class:`Network` is ``f = T_L o s o T_(L-1) o ... o s o T_1`` with affine maps ``T_l(v) = A_l v + b_l``
 whose weights and biases are values of the format, and the rounded activation s = sigma~ after every
@@ -94,7 +94,7 @@ class Layer:
 
 @dataclass
 class Network:
-    """A floating-point network in the paper's order (SPEC 2.3)."""
+    """A floating-point network in the paper's order (docs/semantics.md)."""
 
     format: Format
     activation: str
@@ -214,7 +214,7 @@ class Network:
         return forward_point(self, [float(t) for t in x])
 
     def gradient_exact(self, x, y, pre=None) -> list:
-        """D_(f,x)(y) with exact rounding of every operation, in the order of SPEC 2.3."""
+        """D_(f,x)(y) with exact rounding of every operation, in the order of docs/semantics.md."""
         from .interpreters.reference import backward_point
         y = self.format.check(y, "upstream value y")
         if pre is None:

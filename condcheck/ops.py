@@ -1,4 +1,4 @@
-"""Rounded arithmetic: every operation is "round the exact result" (SPEC 2.1).
+"""Rounded arithmetic: every operation is "round the exact result" (docs/semantics.md).
 
 Two paths with one meaning:
 

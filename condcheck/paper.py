@@ -1,4 +1,4 @@
-"""The paper's constants for an activation on a format (SPEC 4), in one place: which version of its
+"""The paper's constants for an activation on a format (arXiv 2605.01702), in one place: which version of its
 theorems covers the format, M_sigma (the half-width of the box of input points) and H_sigma (the
 largest upstream value), and the depth bounds of Theorems 5 and 7.  ``check`` reports them and the
 constructors read them here.
@@ -9,7 +9,7 @@ from .formats import Format
 
 
 def theorem_branch(fmt: Format) -> str:
-    """Which version of the paper's theorems covers the format (SPEC 4)."""
+    """Which version of the paper's theorems covers the format (arXiv 2605.01702)."""
     if fmt.E >= 6:
         return "main (E >= 6)"
     if fmt.E in (4, 5):
@@ -18,7 +18,7 @@ def theorem_branch(fmt: Format) -> str:
 
 
 def paper_constants(activation: str, fmt: Format) -> dict:
-    """M_sigma, H_sigma as the paper states them for its six activations (SPEC 4); None otherwise."""
+    """M_sigma, H_sigma as the paper states them for its six activations (arXiv 2605.01702); None otherwise."""
     if activation in ("relu", "elu", "gelu", "swish"):
         return {"M_sigma": 2.0 ** (fmt.e_max - 2), "H_sigma": float(fmt.max) if fmt.fits_float64 else str(fmt.max)}
     if activation == "sigmoid":
@@ -37,7 +37,7 @@ def box_bound(activation: str, fmt: Format) -> float:
 
 
 def depth_bounds(fmt: Format) -> dict:
-    """The depth bounds of both paper versions (SPEC 4)."""
+    """The depth bounds of both paper versions (arXiv 2605.01702)."""
     return {"theorem5": {"openreview": 7, "arxiv_v2": 9},
             "theorem7": {"openreview": 2 ** (fmt.E + 1) + 2 * fmt.M + 9,
                          "arxiv_v2": 2 ** (fmt.E + 1) + 2 * fmt.M + 11}}

@@ -1,4 +1,4 @@
-"""Activations in floating point: sigma~ = RN_F(sigma) and sigma~' = RN_F(sigma') (SPEC 2.2).
+"""Activations in floating point: sigma~ = RN_F(sigma) and sigma~' = RN_F(sigma') (docs/semantics.md).
 
 Implementations are named (:data:`IMPLEMENTATIONS`):
 

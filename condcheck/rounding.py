@@ -1,4 +1,4 @@
-"""RN_F: round to nearest, ties to even (SPEC 2.1).  The one rounding rule of condcheck.
+"""RN_F: round to nearest, ties to even (docs/semantics.md).  The one rounding rule of condcheck.
 
 ``round_fraction`` is the reference: exact integer arithmetic on a rational, no float in between.
 ``round_array`` is the vectorized path for float64 arrays; it is exact on its input (scaling by powers

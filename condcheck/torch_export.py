@@ -1,5 +1,5 @@
 """Export a :class:`~condcheck.network.Network` to a PyTorch module that computes what the interpreter
-computes (SPEC 2.3), bit for bit, under ``torch.autograd``.
+computes (docs/semantics.md), bit for bit, under ``torch.autograd``.
 
 Why a plain export cannot do it.  ``torch.nn.Linear`` (a matmul) sums a row's products in float32 (or
 wider), in a blocked order that torch does not specify, and rounds once; the paper's semantics rounds
@@ -14,12 +14,12 @@ What :func:`to_torch` builds instead:
 
 * each affine map is one ``torch.autograd.Function`` whose forward is the interpreter's sum --
   products first, summed strictly left to right over the inputs, bias last, every operation rounded --
-  and whose backward is SPEC's backward sum, left to right over the outputs, every operation rounded;
+  and whose backward is the paper's backward sum (docs/semantics.md), left to right over the outputs, every operation rounded;
 * the activation, between them, is differentiated by torch.autograd.  ``activation="torch"`` (the
   default for networks built for the ``"torch"`` implementation) runs the PyTorch op
   (``condcheck.torch_impl.torch_op``): sigma~ is the op's output, and sigma~'(z) is
   ``torch.autograd.grad`` of the op at z with upstream 1 -- exactly how the ``"torch"`` implementation
-  takes its table -- and the backward multiplies the upstream by it with one rounding (SPEC's
+  takes its table -- and the backward multiplies the upstream by it with one rounding (the paper's
   ``u'_j = v_j (x) sigma~'(z_j)``).  ``activation="torch-fused"`` lets torch's own backward kernel
   do it instead; torch then computes ``RN(v * s)`` with s its unrounded float32 derivative (no
   rounding of s first), which is not the paper's rule, and differs from the interpreter wherever s is
@@ -28,7 +28,7 @@ What :func:`to_torch` builds instead:
   implementation.
 * arithmetic: in the format's own torch dtype where torch has one with arithmetic (float16, bfloat16:
   a sum or product of two values computed by torch in float32 and rounded once is correctly rounded
-  for at most 11 significand bits, SPEC 2.1; float32, float64: IEEE binary operations, each one
+  for at most 11 significand bits, docs/semantics.md; float32, float64: IEEE binary operations, each one
   correctly rounded, and torch's CPU kernels keep subnormals unless ``torch.set_flush_denormal(True)``,
   which the exporter refuses); otherwise in float64 and rounded to the format after every operation
   with condcheck's exact ``round_array`` (float64 then RN_F is correctly rounded for every format a
@@ -229,7 +229,18 @@ def to_torch(net: Network, activation: str | None = None):
 
     ``module(X)`` takes an (N, d) tensor or array of inputs and returns the N outputs (float64 tensor of
     exact values); gradients come from ``torch.autograd.grad(out, X, upstream)`` with X a float64
-    tensor that requires grad (see :func:`torch_value_and_gradient`)."""
+    tensor that requires grad (see :func:`torch_value_and_gradient`).
+
+    >>> import torch
+    >>> from condcheck import construct_theorem5, to_torch
+    >>> net, claim = construct_theorem5("relu", "float8_e4m3", [[-1.0], [0.5]], [0.25, 2.0], [1.0, 0.5],
+    ...                                 [[3.0], [-0.5]])
+    >>> x = torch.tensor([[-1.0], [0.5]], dtype=torch.float64, requires_grad=True)
+    >>> out = to_torch(net)(x)
+    >>> (gx,) = torch.autograd.grad(out, x, torch.tensor([1.0, 0.5], dtype=torch.float64))
+    >>> out.tolist(), gx.ravel().tolist()
+    ([0.25, 2.0], [3.0, -0.5])
+    """
     torch = _torch()
     if activation is None:
         activation = "torch" if net.implementation == "torch" else "table"

@@ -1,4 +1,4 @@
-"""Check a network's claim exactly, on every listed input (SPEC 6).
+"""Check a network's claim exactly, on every listed input (docs/file-formats.md).
 
 A claim holds when for every point the forward value equals the claimed value and, for every listed
 upstream value, ``D_(f,x)(y)`` equals the claimed gradient, by value (``+0 == -0``), with no overflow
@@ -105,6 +105,20 @@ def auto_method(net: Network, claim: Claim) -> str:
 
 
 def verify(net: Network, claim: Claim | None, method: str = "dense", progress=None) -> VerifyResult:
+    """Evaluate ``net`` on every point of ``claim`` with AD, exactly, and compare values and gradients by value.
+
+    ``method``: an interpreter name ("exact" is the rational reference), "auto" (the tables interpreter for
+    small work, else the sparse one) or "fast" (the dense one).  ``progress(done, total)`` follows the points.
+
+    >>> from condcheck import construct_theorem5, verify
+    >>> net, claim = construct_theorem5("relu", "float8_e4m3", [[-1.0], [0.5]], [0.25, 2.0], [1.0, 0.5],
+    ...                                 [[3.0], [-0.5]], verify_result=False)
+    >>> res = verify(net, claim, method="auto")
+    >>> res.ok, res.method
+    (True, 'tables')
+    >>> print(res.summary().splitlines()[0])
+    VERIFIED: 2 points; values 2/2 equal; AD gradients 2/2 equal (tables interpreter)
+    """
     if not isinstance(net, Network):
         raise CondcheckError(f"verify needs a Network (e.g. from load_network), not a {type(net).__name__}")
     if claim is None:

@@ -14,7 +14,7 @@ mpmath), which does not rest on the numpy enclosures' accuracy assumption.
 The chunks run on :mod:`condcheck.distributed` (Dask) by default; ``runner=SerialRunner()`` runs them
 in this process (tests).  Before any verdict the chunk results must tile all magnitudes exactly, each
 with its full count of points, together every finite value of the format once (-0 is the value 0: the
-pattern of -0 is not evaluated apart from +0, as everywhere in condcheck, SPEC 2.3).
+pattern of -0 is not evaluated apart from +0, as everywhere in condcheck, docs/semantics.md).
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 r"""Condition 1: the states the Theorem 5 constructor gates with (condcheck's own statement).
 
-The paper's text of Condition 1 was not available (SPEC section 3).  Its role there: the network must
+The paper's text of Condition 1 was not available (docs/conditions.md).  Its role there: the network must
 be able to distinguish inputs and to build exact indicator-like signals.  condcheck states it as what
 its own constructor (condcheck/theorem5/) uses, so that the statement is exactly what a construction
 relies on.  Clauses, and why each is there:

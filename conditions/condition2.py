@@ -1,6 +1,6 @@
 r"""Condition 2: gradient suppression (and exact pass-through) without overflow.
 
-Statement (:data:`STATEMENT`; SPEC section 3, as a reproduction read arXiv 2605.01702 v2).  Why each
+Statement (:data:`STATEMENT`; docs/conditions.md, as a reproduction read arXiv 2605.01702 v2).  Why each
 clause is there (construction notes 3.2, 3.6):
 
 * ``delta_1`` is the exact **pass-through** state: sigma~'(delta_1) = +-2^k is a power of two, so a

@@ -1,6 +1,6 @@
 r"""Condition 3: a first-layer gradient source.
 
-Statement (:data:`STATEMENT`; SPEC section 3, as a reproduction read arXiv 2605.01702 v2).  Role
+Statement (:data:`STATEMENT`; docs/conditions.md, as a reproduction read arXiv 2605.01702 v2).  Role
 (construction notes 3.4): the zero-output, target-gradient block (Lemma 3.5) needs one neuron
 sigma~(w x_j + b) whose derivative at the active point is usable, |sigma~'(xi)| >= 2^-M, so that a
 non-zero gradient can be created in the first layer and then shaped by multiplication transfer, while

@@ -20,7 +20,7 @@ A :class:`Verdict` is what ``check_exhaustive`` and ``check_symbolic`` return:
 * ``evidence``: what was enumerated or checked, with counts.
 * ``reason``: why the verdict is undecided (``holds=None``), else None.
 * ``semantics``: the floating-point semantics used.  All checks here use the default semantics of
-  SPEC 2.1: inputs are finite values of the format, and an overflow of sigma~ or sigma~' at a point
+  docs/semantics.md: inputs are finite values of the format, and an overflow of sigma~ or sigma~' at a point
   disqualifies that point (Inf/NaN are never used).
 
 Values in witnesses are reported with :func:`exact_value`: the exact value as a hexadecimal float and

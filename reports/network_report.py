@@ -1,4 +1,4 @@
-"""Construction report for a network file (SPEC 6): structure, the claim, and its verification.
+"""Construction report for a network file (docs/file-formats.md): structure, the claim, and its verification.
 
 The report re-runs ``condcheck.verify`` on the file rather than trusting how it was built, so a PDF
 that says "verified" is backed by a check made when the PDF was written.

@@ -25,7 +25,7 @@ WIDE_TWINS = {"float16": ("b10_5",), "float32": ("b23_8",)}
 KINDS = ("finite_not_L", "positive_pow2", "zero", "nonzero_pow2", "pass_pow2", "pass_pow2_iii", "abs_at_least_2^-M",
          "pairs")
 BRANCHES = ("main (E >= 6)", "low-exponent appendix (E = 4, 5)", "not covered (E < 4)")
-SOURCES = ("paper (SPEC 4)", "unknown: the paper's formulas for M_sigma, H_sigma from witnesses are not available")
+SOURCES = ("paper (arXiv 2605.01702)", "unknown: the paper's formulas for M_sigma, H_sigma from witnesses are not available")
 SWAPS = {"activation": ACTIVATIONS, "format": FORMATS, "implementation": ("exact", "float32-upcast"),
          "method": ("exhaustive", "symbolic"), "verdict": ("holds", "fails", "undecided"), "route": ("a", "b"),
          "clause": ("(a)", "(b)", "(c)", "(d)", "(e)", "(i)", "(ii)", "(iii)", "(iv)"), "kind": KINDS,

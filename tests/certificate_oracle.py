@@ -431,7 +431,7 @@ def _judge(c, reference):
     need(c["semantics"] == SEMANTICS, "semantics")
     t = truth(act, fmt, c["implementation"], reference)
     G = t.G
-    # the paper's statements (SPEC 4)
+    # the paper's statements (arXiv 2605.01702)
     need(c["theorem_branch"] == ("main (E >= 6)" if G.E >= 6 else "low-exponent appendix (E = 4, 5)"
                                  if G.E in (4, 5) else "not covered (E < 4)"), "theorem_branch")
     M_s, H_s = {"relu": (G.e_max - 2, None), "elu": (G.e_max - 2, None), "gelu": (G.e_max - 2, None),
@@ -441,7 +441,7 @@ def _judge(c, reference):
     else:
         need(c["M_sigma"] is not None and hex_value(c["M_sigma"]) == Fraction(2) ** M_s, "M_sigma")
         need(c["H_sigma"] is not None and hex_value(c["H_sigma"]) == (G.omega if H_s is None else Fraction(2) ** H_s), "H_sigma")
-    need(c["constants_source"] == ("paper (SPEC 4)" if act in PAPER_SIX else
+    need(c["constants_source"] == ("paper (arXiv 2605.01702)" if act in PAPER_SIX else
                                    "unknown: the paper's formulas for M_sigma, H_sigma from witnesses are not available"),
          "constants_source")
     t7 = 2 ** (G.E + 1) + 2 * G.M

@@ -176,8 +176,10 @@ def _executable(path: Path, body: str) -> None:
 def environment(bin_dir: Path) -> dict:
     """An environment where ``condcheck`` and ``python3`` run this checkout's code."""
     py = shlex.quote(sys.executable)
-    _executable(bin_dir / "condcheck", f'#!/bin/sh\nexec {py} -P -m condcheck "$@"\n')
-    _executable(bin_dir / "python3", f'#!/bin/sh\nexec {py} "$@"\n')
+    # the checkout first on the import path even where a command sets PYTHONPATH itself (PYTHONPATH=examples)
+    path = f'PYTHONPATH={shlex.quote(str(REPO))}"${{PYTHONPATH:+{os.pathsep}$PYTHONPATH}}"'
+    _executable(bin_dir / "condcheck", f'#!/bin/sh\n{path} exec {py} -P -m condcheck "$@"\n')
+    _executable(bin_dir / "python3", f'#!/bin/sh\n{path} exec {py} "$@"\n')
     env = dict(os.environ)
     env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
     env["PYTHONPATH"] = os.pathsep.join([str(REPO)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))

@@ -1,4 +1,6 @@
 """`condcheck bench CASES`: which benchmark cases a command line selects, and how repeated runs report."""
+import pytest
+
 from condcheck import bench
 
 
@@ -46,3 +48,14 @@ def test_a_case_imports_the_modules_of_its_prefix_before_its_clock_starts(monkey
     res = bench.run_case("fake-case")
     assert seen == [True] and res["detail"] == "done"
 
+
+
+def test_the_front_door_cases_time_whole_processes_of_the_command_line():
+    assert {"front-door-help", "front-door-check", "front-door-verify-vs-construct"} <= set(bench.CASES)
+    seconds, cpu, peak = bench.whole_process(["--help"])
+    assert seconds > 0 and cpu > 0 and peak > 1
+
+
+def test_a_front_door_process_that_fails_is_reported_not_timed():
+    with pytest.raises(RuntimeError, match="exited with 2"):
+        bench.whole_process(["check", "no-such-activation", "float8_e4m3"])

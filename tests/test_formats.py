@@ -1,4 +1,4 @@
-"""Formats (SPEC 2.1): value sets, fields, encodings and neighbours, checked against independent decodings.
+"""Formats (docs/semantics.md): value sets, fields, encodings and neighbours, checked against independent decodings.
 
 Every expected value comes from tests/fp_reference.py (numpy / ml_dtypes decoding of every bit pattern,
 or the IEEE 754 formula for custom bM_E formats) or from np.finfo / ml_dtypes.finfo, never from

@@ -1,4 +1,4 @@
-"""The IEEE-through-Inf option (SPEC 2.1, condcheck.ieee): networks that pass through +-Inf."""
+"""The IEEE-through-Inf option (docs/semantics.md, condcheck.ieee): networks that pass through +-Inf."""
 import json
 import math
 

@@ -483,9 +483,9 @@ def test_one_upstream_value_per_point_gives_gradients_of_shape_points_by_inputs_
         assert interpreter(label).evaluate(net, X).tolist() == [3.0, 0.0], label
 
 
-# ---- the reference itself: SPEC 2.3 literally, zero weights included -------------------------------------------
+# ---- the reference itself: docs/semantics.md literally, zero weights included -------------------------------------------
 def _dense_loops(net, x, y):
-    """SPEC 2.3 literally: dense loops over every weight (zeros included), exact rounding."""
+    """docs/semantics.md literally: dense loops over every weight (zeros included), exact rounding."""
     from fractions import Fraction
 
     from condcheck.rounding import round_fraction

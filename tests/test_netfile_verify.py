@@ -1,4 +1,4 @@
-"""Network files (SPEC 6), claim verification, and `condcheck verify`."""
+"""Network files (docs/file-formats.md), claim verification, and `condcheck verify`."""
 import json
 
 import numpy as np
@@ -40,14 +40,30 @@ def test_numbers_are_written_as_float_hex():
     assert d["schema"] == "condcheck.network/1"
 
 
-def test_large_sparse_layers_are_written_sparse_and_read_back(monkeypatch):
-    monkeypatch.setattr(netfile, "DENSE_LIMIT", 4)
-    w = sp.csr_matrix(([1.0, -2.0], ([0, 2], [1, 0])), shape=(3, 2))
-    net = Network("float16", "relu", [Layer(w, [0.0, 0.5, 0.0]), Layer(np.ones((1, 3)), [0.0])])
+def test_a_mostly_zero_layer_is_written_sparse_and_read_back():
+    w = sp.csr_matrix(([1.0, -2.0], ([0, 5], [7, 0])), shape=(6, 8))
+    net = Network("float16", "relu", [Layer(w, [0.0] * 6), Layer(np.ones((1, 6)), [0.0])])
     d = network_to_dict(net)
-    assert "weight_sparse" in d["layers"][0]
-    back, _ = network_from_dict(d)
+    assert "weight_sparse" in d["layers"][0] and "weight" in d["layers"][1]
+    back, _ = network_from_dict(json.loads(json.dumps(d)))
     assert (back.layers[0].weight != w).nnz == 0
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_layer_is_written_in_whichever_form_is_the_shorter_text(seed):
+    rng = np.random.default_rng(seed)
+    rows, cols = rng.integers(1, 14, size=2)
+    dense = np.where(rng.random((rows, cols)) < rng.random(), rng.choice([0.5, -3.0, 0.1875, 1024.0], (rows, cols)), 0.0)
+    w = sp.csr_matrix(dense)
+    coo = w.tocoo()
+    order = np.lexsort((coo.col, coo.row))
+    as_rows = json.dumps([[x.hex() for x in row] for row in dense])
+    as_entries = json.dumps({"shape": [int(rows), int(cols)],
+                             "entries": [[int(coo.row[k]), int(coo.col[k]), coo.data[k].hex()] for k in order]})
+    written = netfile.weight_entry(w)
+    expected = "weight" if len(as_rows) <= len(as_entries) else "weight_sparse"
+    assert list(written) == [expected]
+    assert json.dumps(written[expected]) == (as_rows if expected == "weight" else as_entries)
 
 
 def test_a_true_claim_verifies_with_both_interpreters():

@@ -1,4 +1,4 @@
-"""Rounded +, -, x (SPEC 2.1): the fast array path equals the exact path.
+"""Rounded +, -, x (docs/semantics.md): the fast array path equals the exact path.
 
 The expected results come from tests/fp_reference.round_scaled_ints: the exact sum or product as an
 integer times a power of two (Python ints, no float in between), rounded to nearest-even with integer

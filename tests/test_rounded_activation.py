@@ -1,4 +1,4 @@
-"""Rounded activations: the fast tables are the correctly rounded values (SPEC 2.2)."""
+"""Rounded activations: the fast tables are the correctly rounded values (docs/semantics.md)."""
 from fractions import Fraction
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""RN_F, round to nearest with ties to even (SPEC 2.1): hand cases, a brute-force reference, and the
+"""RN_F, round to nearest with ties to even (docs/semantics.md): hand cases, a brute-force reference, and the
 vectorized round_array checked against the exact round_fraction.
 
 Expected values are hand-computed (with the arithmetic written out) or come from

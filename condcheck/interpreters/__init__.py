@@ -1,4 +1,4 @@
-"""Interpreters of the paper's AD order (SPEC 2.3): one reference, fast ones behind one interface.
+"""Interpreters of the paper's AD order (docs/semantics.md): one reference, fast ones behind one interface.
 
     exact        reference.py     Fractions, exact rounding, one input at a time (the standalone verifier)
     dense        dense.py         every neuron, vectorized; compiled sums (numba) or numpy (dense-numpy)

@@ -1,4 +1,4 @@
-"""RN_F arithmetic on exact values, the reference interpreter's (SPEC 2.1): IEEE 754 rules on rationals.
+"""RN_F arithmetic on exact values, the reference interpreter's (docs/semantics.md): IEEE 754 rules on rationals.
 
 A value is a Fraction (exact), or, past an overflow, the float +inf, -inf or nan.  A product or sum of
 Fractions is rounded exactly (``rounding.round_fraction``); beyond Omega it is +-Inf (NaN in a format

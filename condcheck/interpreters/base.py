@@ -1,8 +1,8 @@
-"""The one interface of every interpreter of the paper's AD order (SPEC 2.3), and the registry by name.
+"""The one interface of every interpreter of the paper's AD order (docs/semantics.md), and the registry by name.
 
 An interpreter computes, for a network, inputs X (N, d) and upstream values Y (N, K), the values
 f(x) and the AD gradients ``D_(f,x)(y)`` -- all of them the reference's (``reference``), equal as values
-(bit for bit but for the sign of a zero, which SPEC 2.3 does not compare), or it refuses the network
+(bit for bit but for the sign of a zero, which docs/semantics.md does not compare), or it refuses the network
 (:meth:`Interpreter.refusal`, :class:`~condcheck.errors.InterpreterRefusedError`).  Where a value fails
 (an overflow; see ``failures``) it raises the failure the reference raises: the first failing input, its
 first failing step, the lowest neuron.  A fast interpreter need only raise a genuine failure of some

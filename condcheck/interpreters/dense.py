@@ -1,7 +1,7 @@
 """The dense interpreter: every neuron at every input, vectorized over inputs and upstream values.
 
 Layer by layer, for a chunk of inputs at once, in the format's working dtype (``ops.working_dtype``):
-each operation is rounded to the format once, which is RN_F of the exact result (SPEC 2.1, ``ops``).
+each operation is rounded to the format once, which is RN_F of the exact result (docs/semantics.md, ``ops``).
 The sums run in the paper's order (products first, left to right, bias last) by the compiled kernels
 (``dense_kernels``, numba) or by numpy (``sum_plan``): ``DenseInterpreter(kernels=False)`` chooses numpy.
 sigma~ and sigma~' come from the format's table (formats of at most 16 bits, by the compiled lookup) or

@@ -1,4 +1,4 @@
-"""Where evaluation fails, and how every interpreter says so (SPEC 2.1's two semantics).
+"""Where evaluation fails, and how every interpreter says so (docs/semantics.md's two semantics).
 
 Which values fail.  Under the "finite" semantics every value that is not finite (an overflow to Inf, a
 NaN) fails; under "ieee" (IEEE 754 through Inf, ``condcheck.ieee``) a NaN fails, and so does a

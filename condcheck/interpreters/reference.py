@@ -1,4 +1,4 @@
-"""The reference interpreter: SPEC 2.3 literally, one input at a time, with exact rounding.
+"""The reference interpreter: docs/semantics.md literally, one input at a time, with exact rounding.
 
 Forward, coordinate i of ``T(v) = A v + b``: ``z_i = (((A_i1 (x) v_1) (+) (A_i2 (x) v_2)) (+) ...) (+) b_i``,
 products first, summed left to right over the inputs, bias last; sigma~ after every layer but the last.

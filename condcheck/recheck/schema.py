@@ -18,7 +18,7 @@ Top level (all required unless marked optional):
   null if one is null, else true);
 * ``conditions``: {"1", "2", "3"} -> a condition record (below);
 * ``theorem_branch``, ``M_sigma``, ``H_sigma`` (hexadecimal exact values, or null where the paper states
-  none), ``constants_source``, ``depth_bounds``: as SPEC section 4 states them for the format and
+  none), ``constants_source``, ``depth_bounds``: as the paper states them for the format and
   activation; ``sigma_source`` (present exactly when sigma~ is not certified: a callable plug-in, or the
   observed torch table) says where sigma~ and sigma~' come from.
 
@@ -51,7 +51,7 @@ from __future__ import annotations
 import re
 
 SCHEMA = "condcheck.check/2"
-SEMANTICS = ("finite-only (Inf or NaN anywhere is an error, SPEC 2.1; the IEEE-through-Inf option "
+SEMANTICS = ("finite-only (Inf or NaN anywhere is an error, docs/semantics.md; the IEEE-through-Inf option "
              "applies to network verification, not to Conditions 1-3)")
 METHODS = ("exhaustive", "symbolic")
 VERDICTS = {True: "holds", False: "fails", None: "undecided"}
@@ -65,7 +65,7 @@ METADATA_FIELDS = ("seconds", "enumeration")
 CONDITION_FIELDS = ("verdict", "holds", "method", "witness", "failing_clause", "counterexample")
 
 BRANCHES = {"main": "main (E >= 6)", "low": "low-exponent appendix (E = 4, 5)", "none": "not covered (E < 4)"}
-CONSTANTS_SOURCES = {True: "paper (SPEC 4)",
+CONSTANTS_SOURCES = {True: "paper (arXiv 2605.01702)",
                      False: "unknown: the paper's formulas for M_sigma, H_sigma from witnesses are not available"}
 
 #: the failing clauses of each condition: id -> the certificate's text (id, then the clause's wording)

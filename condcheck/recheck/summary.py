@@ -1,9 +1,9 @@
-"""The certificate's statements about the paper (SPEC 4), derived again from the format's fields.
+"""The certificate's statements about the paper (arXiv 2605.01702), derived again from the format's fields.
 
 * ``theorem_branch``: "main (E >= 6)", "low-exponent appendix (E = 4, 5)" or "not covered (E < 4)";
 * ``M_sigma``, ``H_sigma``: relu, elu, gelu, swish: 2^(e_max-2) and Omega; sigmoid: 2^(e_max-1) and
   2^(M-1); tanh: 2^(e_max-1) and 2^(M-2); null for every other activation (the paper states none);
-* ``constants_source``: "paper (SPEC 4)" for the paper's six activations, else the "unknown" text;
+* ``constants_source``: "paper (arXiv 2605.01702)" for the paper's six activations, else the "unknown" text;
 * ``depth_bounds``: Theorem 5 L >= 7 (OpenReview) / 9 (arXiv v2); Theorem 7 L >= 2^(E+1) + 2M + 9 / + 11;
 * ``sigma_source``: present exactly when sigma~ is not certified (a callable plug-in or the torch table),
   with the text ``condcheck.check.source_note`` gives.

@@ -30,7 +30,16 @@ def construct_theorem5(activation, fmt, points, values, upstream, gradients, imp
     (``spread``): a LocalCluster of ``jobs`` worker processes (jobs = 1: all in this process), or the
     cluster at ``scheduler`` (an address such as tcp://HOST:PORT); the network depends on neither.
     ``stats`` (a dict): filled there with the chunks, the chunk runs (runs again included), the workers
-    and their peak memory (``spread.run_spread``)."""
+    and their peak memory (``spread.run_spread``).
+
+    >>> import numpy as np
+    >>> from condcheck import construct_theorem5
+    >>> net, claim = construct_theorem5("relu", "float8_e4m3", [[-1.0], [0.5]], [0.25, 2.0], [1.0, 0.5],
+    ...                                 [[3.0], [-0.5]])
+    >>> values, gradients = net.evaluate(np.array([[-1.0], [0.5]]), np.array([[1.0], [0.5]]))
+    >>> values.tolist(), gradients.ravel().tolist()
+    ([0.25, 2.0], [3.0, -0.5])
+    """
     from ..paper import theorem_branch
 
     args = (activation, fmt, points, values, upstream, gradients, implementation, verify_result, max_post,

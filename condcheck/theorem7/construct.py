@@ -26,6 +26,14 @@ def construct_theorem7(activation, fmt, points, values, gradient_table_or_callab
     relu, elu, gelu, swish; 2^(M-1) for sigmoid, 2^(M-2) for tanh).  ``generic``: use the
     activation-generic construction (the default for every activation but relu; relu has its own,
     shallower one, the default up to 64 points and d = 1).
+
+    >>> import numpy as np
+    >>> from condcheck import construct_theorem7
+    >>> res = construct_theorem7("relu", "float6_e3m2fn", [[0.5]], [1.0], [[0.5, 0.0, -0.5]],
+    ...                          upstream=[-1.0, 0.0, 1.0])
+    >>> values, gradients = res.network.evaluate(np.array([[0.5]]), np.array([[-1.0, 0.0, 1.0]]))
+    >>> values.tolist(), gradients.ravel().tolist()
+    ([1.0], [0.5, 0.0, -0.5])
     """
     F = get_format(fmt)
     try:

@@ -5,7 +5,7 @@ Why: a Theorem 7 network holds one family of chains per point; at any other poin
 computes every neuron for every (x, y): N x K x width x depth, which for the float8 box (225 points, 247
 upstream values, width ~50,000, depth 57) is hundreds of billions of rounded operations.
 
-Why it is exact (finite semantics, SPEC 2.1/2.3): an inactive neuron's upstream value is +-0 (its
+Why it is exact (finite semantics, docs/semantics.md): an inactive neuron's upstream value is +-0 (its
 sigma~' is 0, or every term of its backward sum is a product with a +-0).  In a rounded left-to-right sum
 ``acc (+) (+-0 (x) w)`` equals ``acc`` when acc != 0 and is a zero otherwise, so leaving such terms out
 changes no value (only, possibly, the sign of a zero, and equality is numeric: +0 == -0); nothing
