@@ -330,11 +330,14 @@ def construct():
               help="Worker processes for the per-point searches (default: the environment variable "
                    "CONDCHECK_JOBS if set, else the usable CPUs; 1: all in this process). The network is the "
                    "same for every value.")
+@click.option("--scheduler", default=None, metavar="tcp://HOST:PORT",
+              help="A Dask scheduler for the chunks of large-format domains (16-bit boxes); default: a local "
+                   "cluster of --jobs worker processes. The network is the same either way.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar (it is shown only when stderr is a terminal).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.pass_context
 def construct_theorem5_cmd(ctx, activation, format, domain, dim, targets, upstream_max, implementation, out, jobs,
-                           quiet, as_json):
+                           scheduler, quiet, as_json):
     """Theorem 5: f(x) = f*(x) and D_(f,x)(h*(x)) = g*(x) on every point of the domain.
 
     \b
@@ -371,15 +374,19 @@ def construct_theorem5_cmd(ctx, activation, format, domain, dim, targets, upstre
         f, h, g = load_targets(arg, X.shape[0], X.shape[1])
     t0 = time.perf_counter()
     try:
+        spread = {}
         net, claim = construct_theorem5(act, fmt, X, f, h, g, implementation=implementation,
-                                        progress=bar("constructing (gradients, then values)", quiet), jobs=jobs)
+                                        progress=bar("constructing (gradients, then values)", quiet), jobs=jobs,
+                                        scheduler=scheduler, stats=spread)
     except ConstructionError as e:
         click.echo(f"construction failed: {e}", err=True)
         sys.exit(1)
     seconds = time.perf_counter() - t0
     save_network(out, net, claim)
     bounds = depth_bounds(fmt)["theorem5"]
-    summary = _network_summary(out, fmt, act, X, net, seconds, bounds)
+    summary = _network_summary(out, fmt, act, X, net, seconds, bounds,
+                               {k: spread[k] for k in ("chunks", "chunk_runs", "workers", "engine", "verify_parts",
+                                                "worker_peak_mib") if k in spread})
     if as_json:
         click.echo(json.dumps(summary, indent=1))
     else:

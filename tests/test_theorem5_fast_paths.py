@@ -820,3 +820,50 @@ def test_the_boost_search_on_the_index_tables_equals_the_rounded_search(fmt, act
         assert got == want and np.signbit(got[1]) == np.signbit(want[1])
         outcomes.add("found")
     assert "found" in outcomes
+
+
+def _blockers_grid(ctx, v_on, weights=None):
+    """_GradientBranches._blockers_search's large-format path as first written: all three rounded sums on
+    the whole (weight x target) grid, then the live, dead and state tests."""
+    from condcheck.ops import add_array, mul_array
+    st, F = ctx.st, ctx.F
+    A = ctx.block_weights if weights is None else np.asarray(weights, float)
+    P = ctx.block_targets
+    m_on, o1 = mul_array(A, np.full_like(A, v_on), F)
+    m_off, o2 = mul_array(A, np.full_like(A, st.L), F)
+    ok = ~(o1 | o2)
+    A, m_on, m_off = A[ok], m_on[ok], m_off[ok]
+    shape = (len(A), len(P))
+    c, oc = add_array(np.broadcast_to(P[None, :], shape), np.broadcast_to(-m_on[:, None], shape), F)
+    p_on, o3 = add_array(np.broadcast_to(m_on[:, None], c.shape), np.where(oc, 0.0, c), F)
+    p_off, o4 = add_array(np.broadcast_to(m_off[:, None], c.shape), np.where(oc, 0.0, c), F)
+    good = ~(oc | o3 | o4) & st.dead(p_off) & ~st.dead(p_on)
+    ia, ip = np.nonzero(good)
+    q = p_on[ia, ip]
+    k = np.clip(np.searchsorted(st.z, q), 0, len(st.z) - 1)
+    hit = (st.z[k] == q) & (st.dt[k] != 0)
+    ia, ip, q, k = ia[hit], ip[hit], q[hit], k[hit]
+    _, first = np.unique(np.stack([A[ia], q]), axis=1, return_index=True)
+    first = np.sort(first)
+    ia, ip, q, k = ia[first], ip[first], q[first], k[first]
+    return A[ia], c[ia, ip], q, st.t[k], st.dt[k]
+
+
+@pytest.mark.parametrize("act,fmt", [("relu", "float32"), ("gelu", "bfloat16")])
+def test_blockers_of_a_large_format_from_the_dead_pairs_first_equal_the_whole_grid(monkeypatch, act, fmt):
+    from condcheck.targets import box_sample, random_targets
+    fast = t5.context.Context._blockers_search
+    seen = []
+
+    def both(self, v_on, weights=None):
+        r = fast(self, v_on, weights)
+        if not self.small_format and len(self.block_weights if weights is None else weights) * len(self.block_targets) <= (1 << 21):
+            want = _blockers_grid(self, v_on, weights)
+            assert all(np.array_equal(np.asarray(x).view(np.int64), np.asarray(y).view(np.int64)) for x, y in zip(r, want))
+            seen.append(len(r[0]))
+        return r
+    monkeypatch.setattr(t5.context.Context, "_blockers_search", both)
+    X = box_sample(act, fmt, 1, 12, 3)
+    f, h, g = random_targets(fmt, X, 3, 0.25)
+    t5.construct_theorem5(act, fmt, X, f, h, g, verify_result=False, jobs=1)
+    assert len(seen) >= 2 and max(seen) > 0
