@@ -23,13 +23,13 @@ def main(names):
     print(f"{'format':10s} {'activation':12s} {'seconds':>8s} {'peak MiB':>9s} {'fallbacks (value+deriv)':>24s}")
     for fmt in ("bfloat16", "float16"):
         for name in names:
-            rounded_activation._table.cache_clear()
+            rounded_activation.clear_tables()
             intervals.compile_expression.cache_clear()
             t0 = time.perf_counter()
             t = rounded_activation.get_rounded(name, fmt).table()
             dt = time.perf_counter() - t0
             # memory in a second, untimed run (tracemalloc slows Python code down)
-            rounded_activation._table.cache_clear()
+            rounded_activation.clear_tables()
             intervals.compile_expression.cache_clear()
             tracemalloc.start()
             rounded_activation.get_rounded(name, fmt).table()

@@ -3,7 +3,7 @@
 Layers, bottom up (each imports only those below it): errors -> formats -> rounding -> ops, op_tables,
 kernels -> activations, intervals -> torch_impl, rounded_activation -> network and its interpreters ->
 netfile, verify -> conditions (top-level package) -> paper, check -> constructors -> separators ->
-targets -> theorem5 -> theorem7 -> reports (top-level package), cli, bench.
+targets -> theorem5 -> theorem7 -> proofs -> reports (top-level package), cli, bench.
 
 ``import condcheck`` is light: the names below are imported from their modules at their first use
 (PEP 562), so sympy, numba, scipy, matplotlib, torch, dask and the reports package load only where a
@@ -27,8 +27,9 @@ _EXPORTS = {
     "verify": ".verify",
     "construct_theorem5": ".theorem5",
     "construct_theorem7": ".theorem7",
-    "to_torch": ".torch_export",
+    "to_torch": ".interpreters.torch_export",
     "write_report": "reports",          # the reports package sits above condcheck
+    "prove": ".proofs", "prove_certificate": ".proofs", "prove_network": ".proofs",   # Coq developments
 }
 
 __all__ = sorted(_EXPORTS)

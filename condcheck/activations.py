@@ -41,6 +41,7 @@ Plug-ins (three ways; each gives an :class:`Activation` usable everywhere a buil
 from __future__ import annotations
 
 import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
@@ -75,7 +76,7 @@ class Activation:
     def __str__(self):
         return self.name
 
-    # ``derivative`` of a built-in is sympy.diff(expr, x) computed at its first use (``_make`` passes
+    # ``derivative`` of a built-in is sympy.diff(expr, x) computed at its first use (``lazy_activation`` passes
     # _LAZY): differentiating all twelve built-ins at import cost about 0.2 CPU s of every process, most
     # of which uses one activation.  The expression is the same whenever it is computed.
     @property
@@ -88,6 +89,11 @@ class Activation:
     @_lazy_derivative.setter
     def _lazy_derivative(self, value):
         self.__dict__["_derivative"] = value
+
+    @property
+    def derivative_known(self) -> bool:
+        """False while a lazily made derivative (:func:`lazy_activation`) has not been computed yet."""
+        return self.__dict__.get("_derivative") is not _LAZY
 
     @property
     def is_callable(self) -> bool:
@@ -112,7 +118,8 @@ _REGISTRY: dict[str, Activation] = {}
 _ALIASES: dict[str, str] = {}
 
 
-def _make(name: str, expr: sympy.Expr, description: str, aliases=()) -> Activation:
+def lazy_activation(name: str, expr: sympy.Expr, description: str, aliases=()) -> Activation:
+    """An activation whose derivative sympy.diff(expr, x) is computed at its first use (the built-ins)."""
     return Activation(name=name, expr=expr, derivative=_LAZY, description=description, aliases=tuple(aliases))
 
 
@@ -305,6 +312,33 @@ def plugin_errors() -> list[str]:
     return list(_PLUGINS["errors"])
 
 
+def plugins_loaded() -> bool:
+    """Whether the entry point plug-ins have been loaded (the first lookup of an unknown name loads them)."""
+    return _PLUGINS["loaded"]
+
+
+def is_registered(name: str) -> bool:
+    """Whether ``name`` is a registered activation or alias now (plug-ins not loaded yet do not count)."""
+    return _taken(name)
+
+
+@contextmanager
+def scoped_registry(plugins_loaded: bool | None = None):
+    """The registry as it is, for a block whose registrations leave no trace: after it the activations,
+    aliases and plug-in state are what they were before (tests; a tool trying activations out).
+    ``plugins_loaded``: whether the entry points count as loaded inside the block (None: as they are;
+    False: the first lookup of an unknown name inside loads them)."""
+    saved = dict(_REGISTRY), dict(_ALIASES), dict(_PLUGINS)
+    if plugins_loaded is not None:
+        _PLUGINS.update(loaded=plugins_loaded, errors=[])
+    try:
+        yield
+    finally:
+        for live, before in zip((_REGISTRY, _ALIASES, _PLUGINS), saved):
+            live.clear()
+            live.update(before)
+
+
 def _entry_points():
     from importlib.metadata import entry_points
     try:
@@ -434,26 +468,26 @@ _R = sympy.Rational
 _SELU_ALPHA = _R("1.6732632423543772848170429916717")
 _SELU_SCALE = _R("1.0507009873554804934193349852946")
 
-_add(_make("relu", sympy.Piecewise((0, x <= 0), (x, True)),
+_add(lazy_activation("relu", sympy.Piecewise((0, x <= 0), (x, True)),
            "ReLU max(0, x); written Piecewise((0, x <= 0), (x, True)) so that ReLU'(0) = 0"))
-_add(_make("elu", sympy.Piecewise((sympy.exp(x) - 1, x <= 0), (x, True)),
+_add(lazy_activation("elu", sympy.Piecewise((sympy.exp(x) - 1, x <= 0), (x, True)),
            "ELU with alpha = 1: exp(x) - 1 for x <= 0, x otherwise; ELU'(0) = 1"))
-_add(_make("gelu", x / 2 * (1 + sympy.erf(x / sympy.sqrt(2))),
+_add(lazy_activation("gelu", x / 2 * (1 + sympy.erf(x / sympy.sqrt(2))),
            "GELU (exact, with erf): x/2 * (1 + erf(x/sqrt(2)))"))
-_add(_make("swish", x / (1 + sympy.exp(-x)), "Swish / SiLU: x * sigmoid(x) = x / (1 + exp(-x))",
+_add(lazy_activation("swish", x / (1 + sympy.exp(-x)), "Swish / SiLU: x * sigmoid(x) = x / (1 + exp(-x))",
            aliases=("silu",)))
-_add(_make("sigmoid", 1 / (1 + sympy.exp(-x)), "logistic sigmoid 1 / (1 + exp(-x))"))
-_add(_make("tanh", sympy.tanh(x), "hyperbolic tangent"))
-_add(_make("gelu_tanh",
+_add(lazy_activation("sigmoid", 1 / (1 + sympy.exp(-x)), "logistic sigmoid 1 / (1 + exp(-x))"))
+_add(lazy_activation("tanh", sympy.tanh(x), "hyperbolic tangent"))
+_add(lazy_activation("gelu_tanh",
            x / 2 * (1 + sympy.tanh(sympy.sqrt(2 / sympy.pi) * (x + _R(44715, 10 ** 6) * x ** 3))),
            "GELU, tanh approximation: x/2 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3)))"))
-_add(_make("leaky_relu", sympy.Piecewise((x / 100, x <= 0), (x, True)),
+_add(lazy_activation("leaky_relu", sympy.Piecewise((x / 100, x <= 0), (x, True)),
            "LeakyReLU with slope 1/100: x/100 for x <= 0, x otherwise; LeakyReLU'(0) = 1/100"))
-_add(_make("selu", sympy.Piecewise((_SELU_SCALE * _SELU_ALPHA * (sympy.exp(x) - 1), x <= 0),
+_add(lazy_activation("selu", sympy.Piecewise((_SELU_SCALE * _SELU_ALPHA * (sympy.exp(x) - 1), x <= 0),
                                    (_SELU_SCALE * x, True)),
            "SELU with PyTorch's alpha and scale as exact rationals; SELU'(0) = scale * alpha"))
-_add(_make("softplus", sympy.log(1 + sympy.exp(x)), "softplus log(1 + exp(x))"))
-_add(_make("mish", x * sympy.tanh(sympy.log(1 + sympy.exp(x))), "Mish x * tanh(softplus(x))"))
-_add(_make("sin", sympy.sin(x), "sine"))
+_add(lazy_activation("softplus", sympy.log(1 + sympy.exp(x)), "softplus log(1 + exp(x))"))
+_add(lazy_activation("mish", x * sympy.tanh(sympy.log(1 + sympy.exp(x))), "Mish x * tanh(softplus(x))"))
+_add(lazy_activation("sin", sympy.sin(x), "sine"))
 
 BUILTIN_ACTIVATIONS = tuple(_REGISTRY)

@@ -198,6 +198,59 @@ for _fmt in ("float32", "float64"):
                 lambda f=_fmt, a=_act, n=_n: _construct_sample(a, f, n))
 
 
+def _construct_spread(act, fmt_name, domain, seed=0, h_max=0.25, jobs=None):
+    """Theorem 5 on a 16-bit domain of more than ``tuning.SPREAD_FROM`` points, its chunks on Dask workers
+    (``theorem5.spread``; ``jobs`` of them, default every usable CPU; 1: all in this process): the full
+    box (domain "box"), N box points ("sampleN") or sigmoid's distinguishable part ("domain": the values
+    with |x| in [2^-12, M_sigma], ``spread_domain``).  The detail names the chunks, how many ran (again
+    ones included), the workers and each worker's peak memory."""
+    import time
+
+    from .targets import box_sample, full_box, random_targets
+    from .theorem5 import construct_theorem5
+    if domain == "box":
+        X = full_box(act, fmt_name, 1)
+    elif domain == "domain":
+        X = spread_domain(act, fmt_name)
+    else:
+        X = box_sample(act, fmt_name, 1, int(domain[len("sample"):]), seed)
+    f, h, g = random_targets(fmt_name, X, seed, h_max)
+    stats = {}
+    t0 = time.perf_counter()
+    net, claim = construct_theorem5(act, fmt_name, X, f, h, g, jobs=jobs, stats=stats)
+    seconds = time.perf_counter() - t0
+    peaks = ", ".join(f"{v:,.0f}" for v in stats.get("worker_peak_mib", {}).values()) or "-"
+    return (f"{len(X):,} points (d = 1), random:{seed} values and gradients, |h*| <= {h_max}; depth {net.depth}, "
+            f"{net.nonzero_parameters:,} nonzero parameters; built and verified in {seconds:.1f} s; "
+            f"{stats.get('chunks', 1)} chunks ({stats.get('chunk_runs', 1)} runs), {stats.get('verify_parts', 0)} "
+            f"verification parts, {stats.get('engine', 'this process')}; worker peaks {peaks} MiB")
+
+
+def spread_domain(act, fmt_name):
+    """The bfloat16 box without the values of magnitude below 2^-12 (but 0): where condcheck's separator
+    search splits every gap of sigmoid (its box is not distinguishable below 2^-98, and the restricted
+    search leaves the gaps below about 2e-4 open, ``separators.restricted``)."""
+    import numpy as np
+
+    from .targets import full_box
+    X = full_box(act, fmt_name, 1)
+    return X[(np.abs(X[:, 0]) >= 2.0 ** -12) | (X[:, 0] == 0)]
+
+
+for _act in ("relu", "elu", "gelu", "swish", "sigmoid", "tanh"):
+    case(f"theorem5-{_act}-float16-box", "the full float16 box, d = 1 (57,345-59,393 points), on Dask workers, "
+                                          "under 30 min on 2 cores for gelu, peak under 4 GiB per process (issue 31)")(
+        lambda a=_act: _construct_spread(a, "float16", "box"))
+    case(f"theorem5-{_act}-bfloat16-box" if _act != "sigmoid" else "theorem5-sigmoid-bfloat16-domain",
+         "the largest distinguishable bfloat16 domain condcheck names, on Dask workers (issue 31): the box, for "
+         "sigmoid its values with |x| >= 2^-12")(
+        lambda a=_act: _construct_spread(a, "bfloat16", "domain" if a == "sigmoid" else "box"))
+for _jobs in (1, 2):
+    case(f"theorem5-gelu-float16-sample16384-workers{_jobs}", "how the time of a spread construction falls from 1 "
+         "to 2 workers (32 chunks of 512 points; 1: all in this process) (issue 31)")(
+        lambda j=_jobs: _construct_spread("gelu", "float16", "sample16384", jobs=j))
+
+
 def _construct_sigmoid_domain(fmt_name, n, seed=0, h_max=0.25):
     """sigmoid on n points with |x| in [2^-12, 2^6] (``targets.distinguishable_sample``): its float32 and
     float64 boxes are not distinguishable (tiny neighbouring inputs share sigma~ and sigma~' under every
@@ -222,9 +275,10 @@ case("theorem5-sigmoid-bfloat16-domain4096", "sigmoid on 4,096 distinguishable b
      "is refused), construct and verify")(lambda: _construct_sigmoid_domain("bfloat16", 4096))
 
 
-def _theorem7(act, fmt_name, n_points, seed=0, grid=0, separable=False):
+def _theorem7(act, fmt_name, n_points, seed=0, grid=0, separable=False, subbox=0):
     """Theorem 7 on n_points points of the box (0: the full box; grid > 0: a grid x grid grid of the box,
-    d = 2, one table per coordinate), random odd tables on every |y| <= H_sigma."""
+    d = 2, one table per coordinate; subbox > 0: the sub-box of the subbox consecutive box values in the
+    middle of each coordinate, d = 2), random odd tables on every |y| <= H_sigma."""
     import time
 
     import numpy as np
@@ -235,8 +289,11 @@ def _theorem7(act, fmt_name, n_points, seed=0, grid=0, separable=False):
     from .theorem7 import construct_theorem7
     F = get_format(fmt_name)
     X = full_box(act, F, 1)
-    if grid:
-        g = X[np.linspace(0, len(X) - 1, grid).round().astype(int), 0]
+    if grid or subbox:
+        if grid:
+            g = X[np.linspace(0, len(X) - 1, grid).round().astype(int), 0]
+        else:
+            g = X[(len(X) - subbox) // 2:(len(X) - subbox) // 2 + subbox, 0]
         X = np.array([(u, v) for u in g for v in g])
     elif n_points:
         X = X[np.sort(np.random.default_rng(seed).choice(len(X), n_points, replace=False))]
@@ -245,7 +302,7 @@ def _theorem7(act, fmt_name, n_points, seed=0, grid=0, separable=False):
         X = separable_part(act, F, X)
     Y = F.values()
     Y = Y[np.abs(Y) <= float(paper_constants(act, F)["H_sigma"])]
-    f, G = random_odd_tables(F, X, Y, seed, per_coordinate=bool(grid))
+    f, G = random_odd_tables(F, X, Y, seed, per_coordinate=bool(grid or subbox))
     t0 = time.perf_counter()
     res = construct_theorem7(act, F, X, f, G, upstream=Y, verify_result=False)
     t1 = time.perf_counter()
@@ -272,6 +329,55 @@ for _act in ("tanh", "gelu"):
     case(f"theorem7-{_act}-float8_e4m3-grid8x8", "d = 2: an 8 x 8 grid of the float8_e4m3 box x every |y| <= "
                                                "H_sigma (issue 5: at least 64 points)")(
         lambda a=_act: _theorem7(a, "float8_e4m3", 0, grid=8))
+    for _n in (16, 32):
+        case(f"theorem7-{_act}-float8_e4m3-subbox{_n}x{_n}", f"d = 2: the {_n} x {_n} sub-box in the middle of the "
+             f"float8_e4m3 box (the consecutive values around 0) x every |y| <= H_sigma: how memory grows towards "
+             f"the full box (issue 31)")(lambda a=_act, n=_n: _theorem7(a, "float8_e4m3", 0, subbox=n))
+
+
+def _prove(act, fmt_name):
+    """condcheck prove: check, write the Coq development, compile it (make -j on the usable cores)."""
+    import tempfile
+
+    from .proofs import prove
+    with tempfile.TemporaryDirectory() as d:
+        r = prove(act, fmt_name, f"{d}/dev", quiet=True)
+    c = r.coq or {}
+    if not r.ok:
+        raise RuntimeError(f"Coq did not accept the development: {c.get('unexpected_assumptions') or c.get('log', '')[-300:]}")
+    return (f"{act} on {fmt_name}: {r.facts['sigma']} + {r.facts['dsigma']} facts; Coq {c['cpu_seconds']:.1f} s CPU, "
+            f"{c['seconds']:.1f} s wall, peak {c['peak_memory_mb']:.0f} MiB")
+
+
+def _prove_network(act, fmt_name):
+    """condcheck prove --network on the full d = 1 box Theorem 5 network (built first, not timed apart)."""
+    import tempfile
+
+    from .netfile import save_network
+    from .proofs import prove_network
+    from .targets import full_box, random_targets
+    from .theorem5 import construct_theorem5
+    X = full_box(act, fmt_name, 1)
+    f, h, g = random_targets(fmt_name, X, 0, 0.25)
+    net, claim = construct_theorem5(act, fmt_name, X, f, h, g)
+    with tempfile.TemporaryDirectory() as d:
+        save_network(f"{d}/net.json", net, claim)
+        r = prove_network(f"{d}/net.json", f"{d}/dev", quiet=True)
+    c = r.coq or {}
+    if not r.ok:
+        raise RuntimeError(f"Coq did not accept the development: {c.get('unexpected_assumptions') or c.get('log', '')[-300:]}")
+    return (f"{len(X)} points, depth {net.depth}, {net.nonzero_parameters:,} nonzero parameters; "
+            f"{r.facts['sigma']} + {r.facts['dsigma']} facts; Coq {c['cpu_seconds']:.1f} s CPU, "
+            f"{c['seconds']:.1f} s wall, peak {c['peak_memory_mb']:.0f} MiB")
+
+
+for _act in ("relu", "gelu", "sigmoid"):
+    case(f"prove-{_act}-float8_e4m3", "condcheck prove (issue 30): under 60 s of Coq time, peak under 4 GiB")(
+        lambda a=_act: _prove(a, "float8_e4m3"))
+for _act in ("relu", "gelu"):
+    case(f"prove-network-{_act}-float8_e4m3-box", "condcheck prove --network, the full d = 1 box Theorem 5 network "
+                                                  "(issue 30): under 10 minutes, peak under 4 GiB")(
+        lambda a=_act: _prove_network(a, "float8_e4m3"))
 
 
 @case("interpreter-float16-depth10-width256", "forward and backward on all 65,536 float16 inputs under 10 s")

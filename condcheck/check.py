@@ -21,7 +21,7 @@ from conditions import condition1, condition2, condition3
 
 from .activations import PAPER_ACTIVATIONS, get_activation
 from .errors import CondcheckError
-from .formats import Format, get_format
+from .formats import get_format
 from .paper import depth_bounds, paper_constants, theorem_branch
 #: Conditions 1-3 are checked under finite semantics only: the IEEE-through-Inf option (condcheck.ieee)
 #: applies to networks (``Network.semantics``, ``condcheck verify``), not to these checks.
@@ -121,7 +121,7 @@ def check_activation(activation, format, implementation: str = "exact", method: 
     for key, module in (("1", condition1), ("2", condition2), ("3", condition3)):
         if key not in verdicts:
             verdicts[key] = module.check_exhaustive(rounded) if exhaustive else module.check_symbolic(rounded)
-    note = source_note(act, fmt, rounded.implementation)
+    note = rounded.source_note
     if note:
         for v in verdicts.values():
             v.evidence = f"{note}; {v.evidence}" if v.evidence else note
@@ -131,15 +131,3 @@ def check_activation(activation, format, implementation: str = "exact", method: 
     return CheckResult(act.name, fmt.name, rounded.implementation, holds, conditions, theorem_branch(fmt),
                        paper_constants(act.name, fmt), depth_bounds(fmt), time.perf_counter() - t0,
                        verdicts=verdicts, source_note=note, enumeration=enumeration)
-
-
-def source_note(act, fmt: Format, implementation: str) -> str:
-    """"" for certified tables; otherwise how sigma~ and sigma~' were obtained (callable, trusted; torch)."""
-    if implementation == "torch":
-        from .torch_impl import evidence_note
-        return evidence_note(act, fmt)
-    if act.is_callable:
-        how = ("RN_F" if implementation == "exact" else "RN_F(RN_float32(.))")
-        return (f"callable, trusted: {how} of the user's mpmath callables, accepted when two precisions agree "
-                f"away from rounding boundaries (not certified like a sympy expression)")
-    return ""

@@ -350,11 +350,14 @@ def construct():
               help="Worker processes for the per-point searches (default: the environment variable "
                    "CONDCHECK_JOBS if set, else the usable CPUs; 1: all in this process). The network is the "
                    "same for every value.")
+@click.option("--scheduler", default=None, metavar="tcp://HOST:PORT",
+              help="A Dask scheduler for the chunks of large-format domains (16-bit boxes); default: a local "
+                   "cluster of --jobs worker processes. The network is the same either way.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar (it is shown only when stderr is a terminal).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.pass_context
 def construct_theorem5_cmd(ctx, activation, format, domain, dim, targets, upstream_max, implementation, out, jobs,
-                           quiet, as_json):
+                           scheduler, quiet, as_json):
     """Theorem 5: f(x) = f*(x) and D_(f,x)(h*(x)) = g*(x) on every point of the domain.
 
     \b
@@ -391,15 +394,19 @@ def construct_theorem5_cmd(ctx, activation, format, domain, dim, targets, upstre
         f, h, g = load_targets(arg, X.shape[0], X.shape[1])
     t0 = time.perf_counter()
     try:
+        spread = {}
         net, claim = construct_theorem5(act, fmt, X, f, h, g, implementation=implementation,
-                                        progress=bar("constructing (gradients, then values)", quiet), jobs=jobs)
+                                        progress=bar("constructing (gradients, then values)", quiet), jobs=jobs,
+                                        scheduler=scheduler, stats=spread)
     except ConstructionError as e:
         click.echo(f"construction failed: {e}", err=True)
         sys.exit(1)
     seconds = time.perf_counter() - t0
     save_network(out, net, claim)
     bounds = depth_bounds(fmt)["theorem5"]
-    summary = _network_summary(out, fmt, act, X, net, seconds, bounds)
+    summary = _network_summary(out, fmt, act, X, net, seconds, bounds,
+                               {k: spread[k] for k in ("chunks", "chunk_runs", "workers", "engine", "verify_parts",
+                                                "worker_peak_mib") if k in spread})
     if as_json:
         click.echo(json.dumps(summary, indent=1))
     else:
@@ -563,7 +570,10 @@ def bench(cases, list_only, as_json, repeat):
 @click.option("--figure-format", type=click.Choice(["png", "pdf"]), default="png", show_default=True)
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar (it is shown only when stderr is a terminal).")
 @click.option("--json", "as_json", is_flag=True, help="Print the written files (and the verdict) as JSON.")
-def report(activation, format, implementation, all_, network, out, pdf, no_figures, figure_format, quiet, as_json):
+@click.option("--proof", type=click.Path(file_okay=False),
+              help="A Coq development of the pair (condcheck prove --out DIR): the report says it is kernel-checked.")
+def report(activation, format, implementation, all_, network, out, pdf, no_figures, figure_format, quiet, as_json,
+           proof):
     """Write LaTeX reports: one (activation, format), --all with a catalog, or --network FILE.
 
     \b
@@ -584,6 +594,8 @@ def report(activation, format, implementation, all_, network, out, pdf, no_figur
     modes = sum([bool(activation or format), all_, bool(network)])
     if modes != 1 or (activation and not format):
         raise click.UsageError("give ACTIVATION FORMAT, or --all, or --network FILE (exactly one)")
+    if proof and not activation:
+        raise click.UsageError("--proof goes with ACTIVATION FORMAT (the pair the development proves)")
     from .cli_checks import output_folder
     if activation:
         from .activations import get_activation
@@ -606,7 +618,7 @@ def report(activation, format, implementation, all_, network, out, pdf, no_figur
                    f"{out} in {info['seconds']:.1f} s")
     else:
         rep = rp.write_report(activation, format, implementation, out=out, figures=figures,
-                              image_format=figure_format)
+                              image_format=figure_format, proof=proof)
         written = [rep.tex]
         say(f"{rep.tex}: Conditions 1-3 {rp.VERDICT_WORD[rep.result.holds]} "
                    f"(1 {rep.result.conditions['1']['verdict']}, 2 {rep.result.conditions['2']['verdict']}, "
@@ -630,6 +642,9 @@ def report(activation, format, implementation, all_, network, out, pdf, no_figur
     if network and not rep.verified:
         sys.exit(1)
 
+
+from .proofs.cli import prove_cmd  # noqa: E402  (condcheck prove: Coq developments, condcheck/proofs/)
+main.add_command(prove_cmd)
 
 if __name__ == "__main__":
     main()

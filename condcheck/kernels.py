@@ -45,7 +45,7 @@ def _compile():
     _rn = rn = numba.njit(cache=True, inline="always")(_rn_py)     # before the kernels that call it
     globals().update(_best_separators=numba.njit(cache=True)(_best_separators_py),
                      _preimage_runs=numba.njit(cache=True)(_preimage_runs_py),
-                     _gate_pick=numba.njit(cache=True)(_gate_pick_py))
+                     _gate_pick=numba.njit(cache=True)(gate_pick_py))
 
 
 def __getattr__(name):
@@ -199,7 +199,7 @@ def preimage_runs(V: np.ndarray, factors, S: np.ndarray, sign: float, fmt):
     return lo, hi
 
 
-def _gate_pick_py(acc, pe, zi, low, over, add, dead, rank, ntv, small_first):
+def gate_pick_py(acc, pe, zi, low, over, add, dead, rank, ntv, small_first):
     """(row, bias index) of ``theorem5.context._Ctx._gate_indexed``'s choice on table indices, or (-1, -1).
 
     Row r's index at point k is add[acc[r, k], pe[k]] (acc[r, k] where pe is empty: the sums before the
@@ -249,7 +249,7 @@ def _gate_pick_py(acc, pe, zi, low, over, add, dead, rank, ntv, small_first):
 
 
 def gate_pick(acc, zi, low, over, add, dead, rank, ntv, small_first, pe=None):
-    """``_gate_pick_py`` compiled (numba): (row, bias index), (-1, -1) where none is ok; pe (the index
+    """``gate_pick_py`` compiled (numba): (row, bias index), (-1, -1) where none is ok; pe (the index
     row of the gate's extra term) is added to every row of acc, or nothing is."""
     _compile()
     if pe is None:

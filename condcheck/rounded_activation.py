@@ -11,7 +11,7 @@ Implementations are named (:data:`IMPLEMENTATIONS`):
   enclosure of all points at once, accepted where both ends round (``round_array``, exact) to the same
   value; every other point goes through the certain path.  The two paths are the same function: the
   fast path only accepts points where the certain answer is forced.
-  With python-flint installed (:data:`USE_ARB`), the certain path first runs the same strategy on Arb
+  With python-flint installed (``intervals.HAVE_ARB``), the certain path first runs the same strategy on Arb
   balls (``intervals.ArbBackend``: rigorous, no widening assumption; p + 8 bits rounded up to whole
   limbs, doubling; sympy's exact check at :data:`ARB_EXACT_AT_PRECISION` bits), 10-20 times faster
   than mpmath; a point it leaves undecided (a ball that stays unbounded) goes to the mpmath loop.  On
@@ -102,9 +102,8 @@ def _finish(r, fmt: Format, what: str):
 
 
 # ---- the Arb path ----------------------------------------------------------------------------------
-#: Use python-flint's Arb balls first in the certain path (when python-flint is importable).
-USE_ARB = HAVE_ARB
-_UNDECIDED = object()
+#: what the Arb path returns for a point it leaves to the mpmath path
+UNDECIDED = object()
 
 
 #: Arb's balls are cheap at a few thousand bits (sympy's exact evaluation costs milliseconds), so the
@@ -173,38 +172,38 @@ def _key_value(k):
     return Fraction(n << s) if s >= 0 else Fraction(n, 1 << -s)
 
 
-def _certain_arb(comp, q, fmt: Format):
-    """RN_F at q from Arb enclosures, a Fraction or +-inf (overflow), or _UNDECIDED."""
+def certain_arb(comp, q, fmt: Format):
+    """RN_F at q from Arb enclosures, a Fraction or +-inf (overflow), or UNDECIDED."""
     k = _arb_key(comp, q, fmt)
-    return k if (k is _UNDECIDED or isinstance(k, (float, Fraction))) else _key_value(k)
+    return k if (k is UNDECIDED or isinstance(k, (float, Fraction))) else _key_value(k)
 
 
 def _arb_key(comp, q, fmt: Format):
     """RN_F at q (a Fraction, or a float taken exactly) from Arb enclosures (Ziv: the precision doubles
     until both ends round to one value): a key of :func:`_rn_key`, +-inf for an overflow, a Fraction
-    (sympy's exact value), or _UNDECIDED.  The same rule as the mpmath loop of :func:`_certain`, on
+    (sympy's exact value), or UNDECIDED.  The same rule as the mpmath loop of :func:`certain_value`, on
     rigorous balls: at ARB_EXACT_AT_PRECISION bits still undecided (the ball holds a rounding boundary),
     sympy's exact value is used if it is rational; an end still unbounded at EXACT_AT_PRECISION bits
-    (no ball can say it) or an error gives up (_UNDECIDED): the mpmath path decides then."""
+    (no ball can say it) or an error gives up (UNDECIDED): the mpmath path decides then."""
     prec = arb_start_precision(fmt)
     tried_exact = False
     while prec <= MAX_PRECISION:
         try:
             lo, hi = comp.enclose_arb_ends(q, prec)
         except CondcheckError:
-            return _UNDECIDED
+            return UNDECIDED
         kl, kh = _rn_key(lo, fmt), _rn_key(hi, fmt)
         if kl == kh:
             return kl
         if (type(lo) is float or type(hi) is float) and prec >= EXACT_AT_PRECISION:
-            return _UNDECIDED                           # still unbounded: Arb can not say it
+            return UNDECIDED                           # still unbounded: Arb can not say it
         if prec >= ARB_EXACT_AT_PRECISION and not tried_exact:
             tried_exact = True
             r = _sympy_rational(comp, Fraction(q), fmt)
             if r is not None:
                 return r
         prec *= 2
-    return _UNDECIDED
+    return UNDECIDED
 
 
 def _sympy_rational(comp, q: Fraction, fmt: Format):
@@ -218,14 +217,14 @@ def _sympy_rational(comp, q: Fraction, fmt: Format):
     return None
 
 
-def _certain(comp, q: Fraction, fmt: Format, what, use_arb=None):
+def certain_value(comp, q: Fraction, fmt: Format, what, use_arb=None):
     """RN_F of the compiled expression at q; returns a Fraction or +-inf (overflow).  ``what`` names the
     evaluation in the error: a string, or a function giving it (printing a sympy expression costs as
     much as a certified evaluation, so the many-point callers format it only on failure).  Arb first
-    (``use_arb``, default :data:`USE_ARB`), then mpmath for what Arb leaves undecided."""
-    if USE_ARB if use_arb is None else use_arb:
-        r = _certain_arb(comp, q, fmt)
-        if r is not _UNDECIDED:
+    (``use_arb``, default: when python-flint is installed), then mpmath for what Arb leaves undecided."""
+    if HAVE_ARB if use_arb is None else use_arb:
+        r = certain_arb(comp, q, fmt)
+        if r is not UNDECIDED:
             return r
     prec = START_PRECISION
     tried_exact = False
@@ -250,7 +249,7 @@ def certain_round(expr, point, fmt) -> Fraction:
     fmt = get_format(fmt)
     q = to_fraction(point)
     what = f"{expr} at x = {q}"
-    return _finish(_certain(compile_expression(sympy.sympify(expr)), q, fmt, what), fmt, what)
+    return _finish(certain_value(compile_expression(sympy.sympify(expr)), q, fmt, what), fmt, what)
 
 
 # ---- callables: trusted, not certified --------------------------------------------------------------
@@ -336,7 +335,7 @@ def exact_point(act: Activation, derivative: bool, q: Fraction, fmt: Format):
     if act.is_callable:
         return callable_round(_callable_of(act, derivative), q, fmt, what)
     expr = act.derivative if derivative else act.expr
-    return _certain(compile_expression(expr), q, fmt, what)
+    return certain_value(compile_expression(expr), q, fmt, what)
 
 
 def _callable_array(act: Activation, derivative: bool, pts: np.ndarray, fmt: Format):
@@ -439,6 +438,11 @@ def clear_memo():
     _memo_size[0] = 0
 
 
+def memo_size() -> int:
+    """How many certified evaluations the memo holds now (at most :data:`MEMO_LIMIT`)."""
+    return sum(len(d) for d in _memo.values())
+
+
 def _memo_room(n_new: int):
     if _memo_size[0] + n_new <= MEMO_LIMIT:
         return
@@ -450,15 +454,15 @@ def _memo_room(n_new: int):
         clear_memo()
 
 
-def _certain_float(comp, v: float, fmt: Format, what):
+def certain_float(comp, v: float, fmt: Format, what):
     """RN_F at the float v for a format inside float64: a float (+-inf for an overflow)."""
-    if USE_ARB:
+    if HAVE_ARB:
         k = _arb_key(comp, v, fmt)
         if type(k) is tuple:
             return math.ldexp(k[0], k[1])               # exact: a value of fmt is a float64
-        if k is not _UNDECIDED:
+        if k is not UNDECIDED:
             return float(k)
-    r = _certain(comp, Fraction(v), fmt, what, use_arb=False)
+    r = certain_value(comp, Fraction(v), fmt, what, use_arb=False)
     return r if isinstance(r, float) else float(r)
 
 
@@ -482,7 +486,7 @@ def _exact_fast(expr, pts: np.ndarray, fmt: Format):
         size = _memo_size[0]
         for j in new:
             v = xs[j]
-            r = got[j] = _certain_float(comp, v, fmt, lambda v=v: f"{expr} at x = {v!r}")
+            r = got[j] = certain_float(comp, v, fmt, lambda v=v: f"{expr} at x = {v!r}")
             if size < MEMO_LIMIT:
                 memo[v] = r
                 size += 1
@@ -597,6 +601,11 @@ def _table(act: Activation, fmt: Format, impl: str) -> Table:
                  fallback_count=sf + df, sigma_fallbacks=sf, dsigma_fallbacks=df)
 
 
+def clear_tables():
+    """Forget the tables of sigma~ and sigma~' made so far (a benchmark times one from scratch)."""
+    _table.cache_clear()
+
+
 class RoundedActivation:
     """sigma~ and sigma~' of one activation in one format under one implementation (cached by
     :func:`get_rounded`)."""
@@ -688,6 +697,19 @@ class RoundedActivation:
     def value_array(self, z):
         """(sigma~(z) as float64, overflow mask) for an array of values of the format (any shape)."""
         return self._array(z, False)
+
+    @property
+    def source_note(self) -> str:
+        """"" when sigma~ and sigma~' are certified; otherwise how they were obtained (a callable, trusted;
+        torch): the check's ``sigma_source``, which ``condcheck recheck`` asks for in the same words."""
+        if self.implementation == "torch":
+            from .torch_impl import evidence_note
+            return evidence_note(self.activation, self.format)
+        if self.activation.is_callable:
+            how = ("RN_F" if self.implementation == "exact" else "RN_F(RN_float32(.))")
+            return (f"callable, trusted: {how} of the user's mpmath callables, accepted when two precisions "
+                    f"agree away from rounding boundaries (not certified like a sympy expression)")
+        return ""
 
     def derivative_array(self, z):
         """(sigma~'(z) as float64, overflow mask)."""

@@ -300,7 +300,7 @@ def _bad_shape(path, key, got, want):
     raise CondcheckError(f"targets file {path!r}: {key!r} has shape {got}, expected {want}")
 
 
-def _all_valid(fmt: Format, X, f, h, g, bound) -> bool:
+def all_valid(fmt: Format, X, f, h, g, bound) -> bool:
     """Whether every check of ``validate``'s per-point loop passes, decided on whole arrays: finite
     numbers, each a value of fmt (an enumerated format's value list; else RN_F(v) == v, exact under
     ``fits_float64``), inside the box (bound None: no box), and g* = 0 wherever h* = 0.  False when unsure
@@ -407,7 +407,7 @@ def validate(fmt: Format, activation: str, points, values, upstream, gradients, 
 
     def where(i):
         return f"point {i + 1} {X[i].tolist()}"
-    if _all_valid(fmt, X, f, h, g, bound if box else None):
+    if all_valid(fmt, X, f, h, g, bound if box else None):
         n_loop = 0       # the loop below would raise nothing: skip its per-number exact membership tests
     else:
         n_loop = n

@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from condcheck import load_network
-from condcheck.torch_export import plain_export, to_torch, torch_value_and_gradient
+from condcheck.interpreters.torch_export import plain_export, to_torch, torch_value_and_gradient
 
 net, claim = load_network(sys.argv[1])
 module = to_torch(net)        # each affine map a torch.autograd.Function with the rounded left-to-right sums

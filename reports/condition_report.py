@@ -199,8 +199,12 @@ class Report:
 
 
 def write_report(activation, format, implementation: str = "exact", out=DEFAULT_OUT, figures: bool = True,
-                 image_format: str = "png", result: CheckResult | None = None, macros_file: bool = True) -> Report:
+                 image_format: str = "png", result: CheckResult | None = None, macros_file: bool = True,
+                 proof=None) -> Report:
     """Check (unless ``result`` is given) and write ``<stem>.tex``, ``<stem>.json`` and the figure.
+
+    ``proof``: the directory of a Coq development of the pair (``condcheck prove``); the report then says
+    that its verdicts are kernel-checked, naming Coq, Flocq and the development's hash.
 
     >>> import tempfile
     >>> from condcheck import write_report
@@ -212,6 +216,12 @@ def write_report(activation, format, implementation: str = "exact", out=DEFAULT_
     out = output_folder(out, "out")              # before the check: a folder that cannot be written fails now
     res = result or check_activation(activation, format, implementation)
     cert = res.to_certificate()
+    rows = summary_rows(cert)
+    if proof is not None:
+        from condcheck.proofs.record import kernel_note
+        verdicts = {k: c["verdict"] for k, c in cert["conditions"].items()}
+        note, digest = kernel_note(proof, res.activation, res.format, verdicts)
+        rows.append(f"proof & {escape(note)} (development sha256 {tt(digest)}) \\\\")
     name = stem(res.activation, res.format, res.implementation)
     json_path = out / f"{name}.json"
     json_path.write_text(json.dumps(cert, indent=1) + "\n")
@@ -231,7 +241,7 @@ def write_report(activation, format, implementation: str = "exact", out=DEFAULT_
                  activation=escape(res.activation), format=escape(res.format),
                  implementation=escape(res.implementation), version=__version__, schema=SCHEMA,
                  json_file=escape(json_path.name), verdict=VERDICT_WORD[res.holds],
-                 semantics=escape(cert["semantics"]), summary_rows="\n".join(summary_rows(cert)),
+                 semantics=escape(cert["semantics"]), summary_rows="\n".join(rows),
                  conditions="\n\n".join(condition_section(k, cert["conditions"][k], res.conditions[k])
                                          for k in ("1", "2", "3")),
                  figure=figure,

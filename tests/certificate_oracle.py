@@ -35,7 +35,7 @@ import numpy as np
 
 from conditions import condition1, condition2, condition3
 from condcheck.activations import get_activation
-from condcheck.check import SEMANTICS, source_note
+from condcheck.check import SEMANTICS
 from condcheck.errors import CondcheckError, FormatOverflowError
 from condcheck.formats import get_format
 from condcheck.rounded_activation import get_rounded
@@ -448,7 +448,7 @@ def _judge(c, reference):
     need(c["depth_bounds"] == {"theorem5": {"openreview": 7, "arxiv_v2": 9},
                                "theorem7": {"openreview": t7 + 9, "arxiv_v2": t7 + 11}}
          and all(type(v) is int for d in c["depth_bounds"].values() for v in d.values()), "depth_bounds")
-    note = source_note(get_activation(act), get_format(fmt), c["implementation"])
+    note = get_rounded(act, fmt, c["implementation"]).source_note
     need(c.get("sigma_source") == (note or None) and (bool(note) == ("sigma_source" in c)), "sigma_source")
     keys(c["conditions"], ("1", "2", "3"), "conditions")
     states = []

@@ -9,9 +9,9 @@ from condcheck.errors import CondcheckError, UnknownNameError
 
 
 @pytest.fixture
-def clean_registry(monkeypatch):
-    monkeypatch.setattr(A, "_REGISTRY", dict(A._REGISTRY))
-    monkeypatch.setattr(A, "_ALIASES", dict(A._ALIASES))
+def clean_registry():
+    with A.scoped_registry():
+        yield
 
 
 def test_paper_activations_are_the_six_of_the_paper_and_registered():

@@ -211,11 +211,10 @@ def test_constant_runs_of_the_exact_implementation_equal_every_point_evaluated(a
 
 
 @pytest.fixture
-def registry(monkeypatch):
+def registry():
     import condcheck.activations as A
-    monkeypatch.setattr(A, "_REGISTRY", dict(A._REGISTRY))
-    monkeypatch.setattr(A, "_ALIASES", dict(A._ALIASES))
-    monkeypatch.setattr(A, "_PLUGINS", {"loaded": True, "errors": []})
+    with A.scoped_registry(plugins_loaded=True):
+        yield
 
 
 def test_a_callable_plugin_is_checked_chunk_by_chunk_as_its_trusted_path_computes(registry):

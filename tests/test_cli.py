@@ -38,9 +38,9 @@ def test_a_plug_in_activation_gets_a_condition_report(tmp_path, monkeypatch):
     (tmp_path / "reportplug_acts.py").write_text("from condcheck.activations import make_activation\n"
                                                  "ACT = make_activation('softsign_report', 'x/(1+Abs(x))')\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(A, "_REGISTRY", dict(A._REGISTRY))      # the registration stays inside this test
-    out = CliRunner().invoke(main, ["--plugin", "reportplug_acts:ACT", "report", "softsign_report", "float8_e4m3",
-                                    "--no-figures", "--out", str(tmp_path / "out"), "--json"])
+    with A.scoped_registry():                                   # the registration stays inside this test
+        out = CliRunner().invoke(main, ["--plugin", "reportplug_acts:ACT", "report", "softsign_report",
+                                        "float8_e4m3", "--no-figures", "--out", str(tmp_path / "out"), "--json"])
     assert out.exit_code == 0, out.output
     tex = (tmp_path / "out" / "softsign_report-float8_e4m3.tex").read_text()
     assert "softsign" in tex and "Condition 1" in tex

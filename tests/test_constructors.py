@@ -17,12 +17,11 @@ from conditions.condition3 import Condition3Witness
 
 
 @pytest.fixture
-def relu_callable(monkeypatch):
+def relu_callable():
     """relu as an mpmath plug-in (trusted callables, no sympy expression), in a scratch registry."""
-    monkeypatch.setattr(A, "_REGISTRY", dict(A._REGISTRY))
-    monkeypatch.setattr(A, "_ALIASES", dict(A._ALIASES))
-    return A.register_activation("relu_callable", function=lambda t: t if t > 0 else mpmath.mpf(0),
-                                 derivative=lambda t: mpmath.mpf(1) if t > 0 else mpmath.mpf(0))
+    with A.scoped_registry():
+        yield A.register_activation("relu_callable", function=lambda t: t if t > 0 else mpmath.mpf(0),
+                                    derivative=lambda t: mpmath.mpf(1) if t > 0 else mpmath.mpf(0))
 
 
 def test_the_witnesses_of_conditions_that_hold_are_the_checkers_typed_witnesses():

@@ -439,6 +439,34 @@ def test_a_theorem7_network_gives_the_references_values_and_its_targets(theorem7
     assert np.array_equal(ref[1], f) and np.array_equal(ref[2][:, :, 0], G[:, ::9])
 
 
+# ---- the constructors' own evaluators -----------------------------------------------------------------------------
+@settings(max_examples=60, deadline=None)
+@given(fmt_name=st.sampled_from(["float8_e4m3", "float8_e5m2", "float6_e2m3fn", "float16", "bfloat16"]),
+       seed=st.integers(0, 2 ** 32 - 1), depth=st.integers(1, 6), scale=st.sampled_from([0.25, 1.0, 8.0]))
+def test_theorem7s_rounded_product_chains_are_the_references_backward_pass_through_a_chain_of_relays(
+        fmt_name, seed, depth, scale):
+    """``theorem7.chains.chain(y, [w_L, ..., w_1])`` is what Theorem 7 predicts of a chain of relu relays:
+    one neuron per layer, every pre-activation positive (sigma~' = 1), so the backward value is
+    RN(...RN(RN(y w_L) w_(L-1))... w_1).  The reference gives it, or fails where the chain overflows."""
+    from condcheck.theorem7.chains import chain
+    fmt = get_format(fmt_name)
+    rng = np.random.default_rng(seed)
+    weights = np.abs(_values(fmt, rng, depth + 1, scale))
+    weights[weights == 0] = 1.0
+    net = _net(fmt, "relu", [([[w]], [float(fmt.smallest_subnormal)]) for w in weights])
+    X = np.abs(_values(fmt, rng, (4, 1), 1.0))
+    Y = _values(fmt, rng, (4, 1), scale * 4)
+    predicted = chain(Y[:, 0], weights[::-1], fmt)
+    for n in range(len(X)):
+        ref = outcome(get_interpreter("exact"), net, X[n:n + 1], Y[n:n + 1])
+        if ref[0] == "failure" and ref[1] == "forward":
+            continue                                    # the relays themselves overflow: nothing predicted
+        if np.isfinite(predicted[n]):
+            assert ref[0] == "values" and ref[2][0, 0, 0] == predicted[n], (ref[:2], predicted[n])
+        else:
+            assert ref[0] == "failure" and ref[1] == "backward", ref[:2]
+
+
 # ---- what comparing by value leaves out: the bits of zeros -----------------------------------------------------
 @needs_numba
 @pytest.mark.parametrize("fmt_name", ["float8_e4m3", "float8_e4m3fnuz", "float16", "bfloat16", "float32", "float64"])
@@ -590,8 +618,8 @@ def test_adding_zero_maps_every_index_to_itself_so_the_tables_may_skip_zero_term
 def test_the_tables_interpreter_folds_long_sums_of_mostly_zero_terms_in_by_their_nonzero_terms(monkeypatch):
     import condcheck.interpreters.tables as tables
     calls = []
-    fold = tables._fold_nonzero
-    monkeypatch.setattr(tables, "_fold_nonzero", lambda *a: calls.append(len(a[1])) or fold(*a))
+    fold = tables.fold_nonzero
+    monkeypatch.setattr(tables, "fold_nonzero", lambda *a: calls.append(len(a[1])) or fold(*a))
     rng = np.random.default_rng(3)
     net = _long_sums_network("float8_e4m3", rng, 64, 12)
     X = _values(net.format, rng, (25, 2), 2.0)

@@ -128,3 +128,41 @@ def test_every_module_imports_on_its_own_in_a_fresh_process():
                          timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.split() == [], out.stderr[-3000:]
+
+
+def _room(name: str) -> str:
+    """The room a module stands in, as ``farm-studio look`` draws the house: a module of condcheck/ at its
+    top level is its own room; a subpackage of condcheck/ (interpreters, theorem5, ...) and each top-level
+    package beside it (conditions, reports) is one room."""
+    parts = name.split(".")
+    if parts[0] != "condcheck":
+        return parts[0]
+    return ".".join(parts[:2])
+
+
+def test_no_import_runs_back_up_between_rooms_so_the_packages_stack_in_layers():
+    modules = _modules()
+    rooms = {}
+    for name, path in modules.items():
+        rooms.setdefault(_room(name), set()).update(_room(m) for m in _imports(name, path, modules))
+    for room, used in rooms.items():
+        used.discard(room)
+    assert "condcheck.interpreters" in rooms["condcheck.network"]          # the graph is read
+    assert _cycles(rooms) == []
+
+
+def test_the_conditions_side_and_the_networks_side_of_the_house_do_not_import_each_other():
+    """docs/architecture.md's picture: the conditions (decided, certified, re-checked) and the networks
+    (evaluated, verified) stand side by side, each on the layers below both."""
+    conditions_side = {"conditions", "condcheck.recheck", "condcheck.check", "condcheck.certificate",
+                       "condcheck.matrix"}
+    networks_side = {"condcheck.interpreters", "condcheck.ieee", "condcheck.network", "condcheck.netfile",
+                     "condcheck.verify"}
+    modules = _modules()
+    crossing = []
+    for name, path in modules.items():
+        for used in _imports(name, path, modules):
+            for a, b in ((conditions_side, networks_side), (networks_side, conditions_side)):
+                if _room(name) in a and _room(used) in b:
+                    crossing.append(f"{name} -> {used}")
+    assert crossing == []

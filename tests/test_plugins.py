@@ -42,11 +42,17 @@ def asinh_d(t):
 
 
 @pytest.fixture
-def registry(monkeypatch):
-    """A private copy of the registry, with entry points marked as loaded (tests load them on purpose)."""
-    monkeypatch.setattr(A, "_REGISTRY", dict(A._REGISTRY))
-    monkeypatch.setattr(A, "_ALIASES", dict(A._ALIASES))
-    monkeypatch.setattr(A, "_PLUGINS", {"loaded": True, "errors": []})
+def registry():
+    """A scratch copy of the registry, with entry points marked as loaded (tests load them on purpose)."""
+    with A.scoped_registry(plugins_loaded=True):
+        yield
+
+
+@pytest.fixture
+def unloaded_registry():
+    """A scratch copy of the registry whose entry points the first lookup of an unknown name loads."""
+    with A.scoped_registry(plugins_loaded=False):
+        yield
 
 
 def _same_result(a, b):
@@ -205,7 +211,7 @@ def test_gelu_from_callables_gets_the_builtin_gelus_bfloat16_table(registry):
 def test_a_wrong_derivative_is_refused_with_a_message_naming_the_point(registry):
     with pytest.raises(CondcheckError, match=r"'bad_asinh': the derivative does not match the function at x = -7\.3125"):
         register_activation("bad_asinh", function=mpmath.asinh, derivative=lambda t: 1 / (1 + t * t))
-    assert "bad_asinh" not in A._REGISTRY
+    assert not A.is_registered("bad_asinh")
 
 
 def test_a_derivative_wrong_only_on_the_positive_side_is_refused_at_the_first_positive_sample(registry):
@@ -291,21 +297,20 @@ def _fake_distribution(tmp_path, name, module_name, module_text, entry_points):
 
 
 @pytest.fixture
-def plugin_dist(tmp_path, monkeypatch, registry):
+def plugin_dist(tmp_path, monkeypatch, unloaded_registry):
     d = _fake_distribution(tmp_path, "fakeplug", "fakeplug_acts", PLUGIN_MODULE,
                            {"xsig2": "fakeplug_acts:XSIG2", "more": "fakeplug_acts:register_more"})
     monkeypatch.syspath_prepend(str(d))
-    monkeypatch.setattr(A, "_PLUGINS", {"loaded": False, "errors": []})
     yield d
     sys.modules.pop("fakeplug_acts", None)
 
 
 def test_entry_points_are_loaded_lazily_on_the_first_lookup_of_an_unknown_name(plugin_dist):
-    assert "xsig2" not in A._REGISTRY                  # nothing loaded at import
+    assert not A.is_registered("xsig2")                # nothing loaded at import
     act = get_activation("xsig2")
     assert act.is_callable and "entry point fakeplug:xsig2" in act.source
     assert "xsig2_expr" in list_activations()          # the registering callable ran too
-    assert A._PLUGINS["loaded"] and A.plugin_errors() == []
+    assert A.plugins_loaded() and A.plugin_errors() == []
 
 
 @pytest.mark.parametrize("fmt", SMALL_FORMATS)
@@ -330,11 +335,10 @@ def test_x_sigmoid_2x_is_swish_of_2x_halved_so_its_table_follows_from_swishs_rea
     assert checked > 150
 
 
-def test_a_broken_plug_in_is_a_warning_naming_it_and_never_a_traceback(tmp_path, monkeypatch, registry):
+def test_a_broken_plug_in_is_a_warning_naming_it_and_never_a_traceback(tmp_path, monkeypatch, unloaded_registry):
     d = _fake_distribution(tmp_path, "brokenplug", "brokenplug_acts", "raise RuntimeError('no luck')\n",
                            {"broken": "brokenplug_acts:ACT", "missing": "no_such_module_xyz:ACT"})
     monkeypatch.syspath_prepend(str(d))
-    monkeypatch.setattr(A, "_PLUGINS", {"loaded": False, "errors": []})
     with pytest.warns(PluginWarning, match="'broken'.*RuntimeError: no luck"):
         names = list_activations()
     assert "relu" in names
@@ -344,10 +348,9 @@ def test_a_broken_plug_in_is_a_warning_naming_it_and_never_a_traceback(tmp_path,
     sys.modules.pop("brokenplug_acts", None)
 
 
-def test_an_entry_point_that_loads_something_else_is_reported(tmp_path, monkeypatch, registry):
+def test_an_entry_point_that_loads_something_else_is_reported(tmp_path, monkeypatch, unloaded_registry):
     d = _fake_distribution(tmp_path, "oddplug", "oddplug_acts", "ACT = 42\n", {"odd": "oddplug_acts:ACT"})
     monkeypatch.syspath_prepend(str(d))
-    monkeypatch.setattr(A, "_PLUGINS", {"loaded": False, "errors": []})
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
         load_plugins()

@@ -9,7 +9,7 @@ from condcheck.activations import BUILTIN_ACTIVATIONS, PAPER_ACTIVATIONS, get_ac
 from condcheck.errors import CondcheckError, FormatOverflowError, NotInFormatError, UnknownNameError
 from condcheck.formats import all_formats, get_format
 from condcheck.intervals import compile_expression
-from condcheck.rounded_activation import (IMPLEMENTATIONS, RoundedActivation, _certain, certain_round,
+from condcheck.rounded_activation import (IMPLEMENTATIONS, RoundedActivation, certain_value, certain_round,
                                           get_rounded)
 from condcheck.rounding import round_array
 
@@ -22,7 +22,7 @@ def _certain_table(expr, fmt, points):
     comp = compile_expression(expr)
     vals, over = [], []
     for p in points:
-        r = _certain(comp, Fraction(float(p)), fmt, "test")
+        r = certain_value(comp, Fraction(float(p)), fmt, "test")
         over.append(isinstance(r, float))
         vals.append(float(r))
     return np.array(vals), np.array(over)
@@ -274,12 +274,12 @@ def test_arb_path_rounds_like_the_mpmath_path(fmt, name, derivative):
     undecided = 0
     for v in _hard_points(fmt).tolist():
         q = Fraction(v)
-        got = _ra._certain_arb(comp, q, fmt)
-        if got is _ra._UNDECIDED:
+        got = _ra.certain_arb(comp, q, fmt)
+        if got is _ra.UNDECIDED:
             undecided += 1
             continue
-        assert got == _certain(comp, q, fmt, "test", use_arb=False), (name, derivative, v)
-        assert _ra._certain_float(comp, v, fmt, "test") == float(got)
+        assert got == certain_value(comp, q, fmt, "test", use_arb=False), (name, derivative, v)
+        assert _ra.certain_float(comp, v, fmt, "test") == float(got)
     if name in PAPER_ACTIVATIONS:
         assert undecided == 0                     # Arb decides every hard point of the paper's activations
 
@@ -294,28 +294,31 @@ def test_arb_decides_values_next_to_a_subnormal_tie(name, derivative, v, expecte
     a = get_activation(name)
     comp = compile_expression(a.derivative if derivative else a.expr)
     F = get_format("float64")
-    got = _ra._certain_arb(comp, Fraction(v), F)
-    assert got is not _ra._UNDECIDED and float(got) == expected
-    assert got == _certain(comp, Fraction(v), F, "test", use_arb=False)
+    got = _ra.certain_arb(comp, Fraction(v), F)
+    assert got is not _ra.UNDECIDED and float(got) == expected
+    assert got == certain_value(comp, Fraction(v), F, "test", use_arb=False)
 
 
 @needs_arb
 def test_a_tie_found_only_by_exact_evaluation_rounds_to_even_on_the_arb_path():
     fmt = get_format("b2_5")
-    assert _ra._certain_arb(compile_expression(x / 3), Fraction(27), fmt) == 8
-    assert _ra._certain_arb(compile_expression(x / 3), Fraction(33), fmt) == 12
+    assert _ra.certain_arb(compile_expression(x / 3), Fraction(27), fmt) == 8
+    assert _ra.certain_arb(compile_expression(x / 3), Fraction(33), fmt) == 12
 
 
 @pytest.mark.parametrize("name", ["tanh", "gelu"])
-def test_float64_values_without_arb_equal_the_arb_values(monkeypatch, name):
+def test_float64_values_equal_the_mpmath_paths_values_point_by_point(name):
+    """The table path (float64 enclosures, then Arb where python-flint is installed) against the mpmath
+    loop alone at every point."""
+    F = get_format("float64")
     pts = np.array([-3.5, -1e-300, 0.0, 0.75, 2.0 ** 41, -1e300, 5e-324])
     _ra.clear_memo()
-    with_arb = get_rounded(name, "float64").value_array(pts)
+    values, over = get_rounded(name, F).value_array(pts)
     _ra.clear_memo()
-    monkeypatch.setattr(_ra, "USE_ARB", False)
-    without = get_rounded(name, "float64").value_array(pts)
-    _ra.clear_memo()
-    _assert_equal_tables(with_arb[0], with_arb[1], without[0], without[1])
+    comp = compile_expression(get_activation(name).expr)
+    want = [certain_value(comp, Fraction(float(p)), F, "test", use_arb=False) for p in pts]
+    want_over = np.array([isinstance(w, float) for w in want])
+    _assert_equal_tables(values, over, np.array([float(w) for w in want]), want_over)
 
 
 def test_the_memo_of_certified_values_is_bounded(monkeypatch):
@@ -324,9 +327,9 @@ def test_the_memo_of_certified_values_is_bounded(monkeypatch):
     R = get_rounded("tanh", "float64")
     pts = np.linspace(-3, 3, 40)
     first = R.value_array(pts)
-    assert _ra._memo_size[0] <= 50
+    assert 0 < _ra.memo_size() <= 50
     R.value_array(np.linspace(3.5, 9, 40))
-    assert _ra._memo_size[0] <= 50 and sum(len(d) for d in _ra._memo.values()) == _ra._memo_size[0]
+    assert 0 < _ra.memo_size() <= 50
     again = R.value_array(pts)
     _assert_equal_tables(first[0], first[1], again[0], again[1])
     _ra.clear_memo()

@@ -367,3 +367,28 @@ def test_round_array_accepts_a_scalar_that_overflows():
     from condcheck.rounding import round_array
     r, over = round_array(np.float64(1e6), get_format("float8_e4m3"))
     assert r.shape == () and bool(over) and r == np.inf
+
+
+def _ties_and_neighbours(V):
+    """Values, the midpoints between neighbours (ties), the float64 numbers next to those, and negatives."""
+    mids = (V[1:] + V[:-1]) / 2
+    x = np.concatenate([V, mids, np.nextafter(mids, np.inf), np.nextafter(mids, -np.inf)])
+    return np.concatenate([x, -x, [0.0, -0.0, np.inf, -np.inf, np.nan]])
+
+
+def test_rounding_to_binary32_by_numpys_conversion_equals_the_bit_trick_bit_for_bit(monkeypatch):
+    import condcheck.rounding as rounding
+    fmt = get_format("float32")
+    rng = np.random.default_rng(11)
+    # random binary32 values of every binade, subnormals, the normal boundary and Omega
+    r = (rng.standard_normal(100000) * 2.0 ** rng.integers(-149, 128, 100000)).astype(np.float32)
+    V = np.unique(np.abs(np.concatenate([r, np.float32([1.4e-45, 1.1754942e-38, 1.1754944e-38,
+                                                           3.4028235e38])]).astype(float)))
+    x = np.concatenate([_ties_and_neighbours(V), rng.standard_normal(50000) * 2.0 ** rng.integers(-160, 140, 50000),
+                        [float(fmt.max) * (1 + 2.0 ** -30), float(fmt.max) + float(fmt.max) * 2.0 ** -(fmt.M + 1)]])
+    got = round_array(x, fmt)
+    assert rounding._PLANS[(id(fmt), x.dtype)][1][0] == "cast"
+    monkeypatch.setattr(rounding, "CAST", False)
+    monkeypatch.setattr(rounding, "_PLANS", {})
+    want = round_array(x, fmt)
+    assert np.array_equal(got[0].view(np.int64), want[0].view(np.int64)) and np.array_equal(got[1], want[1])

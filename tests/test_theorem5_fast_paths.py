@@ -195,7 +195,7 @@ def test_validate_whole_array_check_passes_valid_targets_and_leaves_errors_to_th
     F = get_format("float8_e4m3")
     X = tg.full_box("gelu", F, 2)[::97]
     f, h, g = tg.random_targets(F, X, 0, 0.25)
-    assert tg._all_valid(F, X, f, h, g, tg.box_bound("gelu", F))
+    assert tg.all_valid(F, X, f, h, g, tg.box_bound("gelu", F))
     bad_cases = []
     for what in ("value", "upstream", "nan", "box", "zero_h"):
         f2, h2, g2, X2 = f.copy(), h.copy(), g.copy(), X.copy()
@@ -211,11 +211,11 @@ def test_validate_whole_array_check_passes_valid_targets_and_leaves_errors_to_th
             h2[6], g2[6, 0] = 0.0, 1.0
         bad_cases.append((X2, f2, h2, g2))
     for X2, f2, h2, g2 in bad_cases:
-        assert not tg._all_valid(F, X2, f2, h2, g2, tg.box_bound("gelu", F))
+        assert not tg.all_valid(F, X2, f2, h2, g2, tg.box_bound("gelu", F))
         with pytest.raises(CondcheckError) as fast:
             tg.validate(F, "gelu", X2, f2, h2, g2)
         with monkeypatch.context() as m:          # the loop alone names the same point and reason
-            m.setattr(tg, "_all_valid", lambda *a: False)
+            m.setattr(tg, "all_valid", lambda *a: False)
             with pytest.raises(CondcheckError) as loop:
                 tg.validate(F, "gelu", X2, f2, h2, g2)
         assert str(fast.value) == str(loop.value)
@@ -301,7 +301,7 @@ def test_chain_maps_refuse_a_row_with_a_number_outside_the_format():
 def _extremes_of_rows(W, B, I, src):
     """The extremes ``separator_extremes`` passes to ``choose_steps``, from candidate rows."""
     T = src[I.T]
-    acc = sx._accumulate
+    acc = sx.running_extremes
     return (W, B, None, acc(np.minimum, T, False), acc(np.maximum, T, False), acc(np.minimum, T, True),
             acc(np.maximum, T, True))
 
@@ -332,7 +332,7 @@ def test_compiled_separator_choice_equals_choose_steps_on_random_rows_with_ties_
     W, B = rng.standard_normal(n_cand), rng.standard_normal(n_cand)
     with np.errstate(over="ignore", invalid="ignore"):
         want = sx.choose_steps(_extremes_of_rows(W, B, I, src), n_vals)
-    _same_choice(sx._choose_from_rows(W, B, I, src, n_vals), want)
+    _same_choice(sx.choose_from_rows(W, B, I, src, n_vals), want)
 
 
 @pytest.mark.skipif(not kernels.HAVE_NUMBA, reason="needs numba")
@@ -379,8 +379,8 @@ def test_numpy_separator_search_equals_the_kernel_on_the_full_box_coordinates(fm
     got = sx.best_separators_np(I, src)
     _same_arrays(got, kernels.best_separators(I, src))
     assert (got[0][1:] >= 0).any()
-    _same_choice(sx._choose_from_rows(W, B, I, src, len(vals), compiled=False),
-                 sx._choose_from_rows(W, B, I, src, len(vals), compiled=True))
+    _same_choice(sx.choose_from_rows(W, B, I, src, len(vals), compiled=False),
+                 sx.choose_from_rows(W, B, I, src, len(vals), compiled=True))
 
 
 @pytest.mark.parametrize("fmt", ["float6_e3m2fn", "float8_e4m3", "float8_e5m2", "float8_e4m3b11fnuz"])
@@ -393,7 +393,7 @@ def test_the_row_sources_nan_decision_is_whether_some_row_reads_a_nan(fmt, act):
     vals = np.unique(full_box(act, F, 1)[:, 0])
     W, B, I, t_all = sx.separator_rows(kit, op_tables(F), vals)
     assert np.isnan(t_all).any()                 # (the overflow index: the superset test must not stop there)
-    _, src, reads_nan = sx._row_source(kit, t_all, I)
+    _, src, reads_nan = sx.row_source(kit, t_all, I)
     assert reads_nan == bool(np.isnan(src)[I].any())
     _same_arrays(sx.best_separators_np(I, src, reads_nan=reads_nan), sx.best_separators_np(I, src))
 
@@ -707,7 +707,7 @@ def test_compiled_gate_pick_chooses_what_the_numpy_pick_chooses(fmt, seed):
             got = kernels.gate_pick(acc, zi, low if n == 1 else 0, tb.over, tb.add_table, dead, rank, ntv, small_first,
                                     pe)
             assert got == want
-            assert tuple(int(x) for x in kernels._gate_pick_py(
+            assert tuple(int(x) for x in kernels.gate_pick_py(
                 acc, np.zeros(0, np.int16) if pe is None else pe, zi, low if n == 1 else 0, tb.over, tb.add_table,
                 dead, rank, ntv, small_first)) == want
             hits += want[0] >= 0
@@ -820,3 +820,50 @@ def test_the_boost_search_on_the_index_tables_equals_the_rounded_search(fmt, act
         assert got == want and np.signbit(got[1]) == np.signbit(want[1])
         outcomes.add("found")
     assert "found" in outcomes
+
+
+def _blockers_grid(ctx, v_on, weights=None):
+    """_GradientBranches._blockers_search's large-format path as first written: all three rounded sums on
+    the whole (weight x target) grid, then the live, dead and state tests."""
+    from condcheck.ops import add_array, mul_array
+    st, F = ctx.st, ctx.F
+    A = ctx.block_weights if weights is None else np.asarray(weights, float)
+    P = ctx.block_targets
+    m_on, o1 = mul_array(A, np.full_like(A, v_on), F)
+    m_off, o2 = mul_array(A, np.full_like(A, st.L), F)
+    ok = ~(o1 | o2)
+    A, m_on, m_off = A[ok], m_on[ok], m_off[ok]
+    shape = (len(A), len(P))
+    c, oc = add_array(np.broadcast_to(P[None, :], shape), np.broadcast_to(-m_on[:, None], shape), F)
+    p_on, o3 = add_array(np.broadcast_to(m_on[:, None], c.shape), np.where(oc, 0.0, c), F)
+    p_off, o4 = add_array(np.broadcast_to(m_off[:, None], c.shape), np.where(oc, 0.0, c), F)
+    good = ~(oc | o3 | o4) & st.dead(p_off) & ~st.dead(p_on)
+    ia, ip = np.nonzero(good)
+    q = p_on[ia, ip]
+    k = np.clip(np.searchsorted(st.z, q), 0, len(st.z) - 1)
+    hit = (st.z[k] == q) & (st.dt[k] != 0)
+    ia, ip, q, k = ia[hit], ip[hit], q[hit], k[hit]
+    _, first = np.unique(np.stack([A[ia], q]), axis=1, return_index=True)
+    first = np.sort(first)
+    ia, ip, q, k = ia[first], ip[first], q[first], k[first]
+    return A[ia], c[ia, ip], q, st.t[k], st.dt[k]
+
+
+@pytest.mark.parametrize("act,fmt", [("relu", "float32"), ("gelu", "bfloat16")])
+def test_blockers_of_a_large_format_from_the_dead_pairs_first_equal_the_whole_grid(monkeypatch, act, fmt):
+    from condcheck.targets import box_sample, random_targets
+    fast = t5.context.Context._blockers_search
+    seen = []
+
+    def both(self, v_on, weights=None):
+        r = fast(self, v_on, weights)
+        if not self.small_format and len(self.block_weights if weights is None else weights) * len(self.block_targets) <= (1 << 21):
+            want = _blockers_grid(self, v_on, weights)
+            assert all(np.array_equal(np.asarray(x).view(np.int64), np.asarray(y).view(np.int64)) for x, y in zip(r, want))
+            seen.append(len(r[0]))
+        return r
+    monkeypatch.setattr(t5.context.Context, "_blockers_search", both)
+    X = box_sample(act, fmt, 1, 12, 3)
+    f, h, g = random_targets(fmt, X, 3, 0.25)
+    t5.construct_theorem5(act, fmt, X, f, h, g, verify_result=False, jobs=1)
+    assert len(seen) >= 2 and max(seen) > 0

@@ -6,7 +6,7 @@ import pytest
 from condcheck.errors import CondcheckError
 from condcheck.formats import get_format
 from condcheck.rounding import round_array, round_down_up
-from condcheck.separators.restricted import _step
+from condcheck.separators.restricted import neighbours
 from condcheck.targets import (box_bound, box_sample, distinguishable_sample, random_targets, random_values,
                                separable_box_sample)
 from condcheck.theorem5 import ConstructionError, construct_theorem5, distinguishability
@@ -30,7 +30,7 @@ def test_the_neighbour_step_matches_nextafter_on_every_kind_of_value(fmt, dtype)
     for direction, towards in ((1, np.inf), (-1, -np.inf)):
         want = np.nextafter(z, dtype(towards)).astype(float)
         want = np.where(np.isinf(want), z.astype(float), want)          # Omega stays Omega
-        got = _step(F, z.astype(float), direction)
+        got = neighbours(F, z.astype(float), direction)
         assert np.array_equal(got, want), (direction, z[got != want], got[got != want], want[got != want])
 
 

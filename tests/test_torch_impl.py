@@ -20,17 +20,16 @@ from condcheck.interpreters import get_interpreter  # noqa: E402
 from condcheck.network import Layer, Network  # noqa: E402
 from condcheck.rounded_activation import get_rounded  # noqa: E402
 from condcheck.theorem5 import construct_theorem5  # noqa: E402
-from condcheck.torch_export import plain_export, to_torch, torch_value_and_gradient  # noqa: E402
+from condcheck.interpreters.torch_export import plain_export, to_torch, torch_value_and_gradient  # noqa: E402
 from condcheck.torch_comparison import COMPARISON_FORMATS, compare_with_exact  # noqa: E402
 from condcheck.torch_impl import table_info, torch_table_arrays  # noqa: E402
 from condcheck.verify import verify  # noqa: E402
 
 
 @pytest.fixture
-def registry(monkeypatch):
-    monkeypatch.setattr(A, "_REGISTRY", dict(A._REGISTRY))
-    monkeypatch.setattr(A, "_ALIASES", dict(A._ALIASES))
-    monkeypatch.setattr(A, "_PLUGINS", {"loaded": True, "errors": []})
+def registry():
+    with A.scoped_registry(plugins_loaded=True):
+        yield
 
 
 # ---- the observed tables -----------------------------------------------------------------------------------

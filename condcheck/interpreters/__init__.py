@@ -4,7 +4,7 @@
     dense        dense.py         every neuron, vectorized; compiled sums (numba) or numpy (dense-numpy)
     tables       tables.py        the dense one on RN index tables (formats of at most 1024 values)
     sparse       sparse/          active neurons only, points grouped (finite semantics; groups: <= 16 bits)
-    torch        torch_autograd.py  the PyTorch export under torch.autograd: a second opinion
+    torch        torch_autograd.py  the PyTorch export (torch_export.py) under torch.autograd: a second opinion
 
 Each is an :class:`Interpreter` (``base``): ``evaluate(net, points, upstream)`` gives the reference's
 values and gradients (equal values: bit for bit but for the sign of a zero), or the reference's failure

@@ -28,7 +28,7 @@ from .failures import BACKWARD, BACKWARD_DERIVATIVE, FORWARD, FORWARD_ACTIVATION
 from .sum_plan import backward_plan, forward_plan
 
 #: products per batch of steps (intp: 2 MiB); more than ``sum_plan.PRODUCT_ELEMENTS``, since a batch of
-#: mostly zero inputs costs one fold (``_fold_nonzero``; the 447-step backward sum of the relu
+#: mostly zero inputs costs one fold (``fold_nonzero``; the 447-step backward sum of the relu
 #: float8_e5m2 box's first hidden layer: 112 batches of 4 steps at 2^15, 12 here)
 TABLE_PRODUCT_ELEMENTS = 1 << 18
 #: a batch of at least this many steps is folded when at most a quarter of its products are nonzero
@@ -104,7 +104,7 @@ class TablesInterpreter(Interpreter):
         V[..., col_ik] (x) w_ik.  The tables are read flat (a (a, b) entry at a * S + b: one ``take`` per
         step, where a two-array index costs several times as much), the products of several steps at once
         (as ``SumPlan.apply`` batches them; a product does not depend on the sums), and a batch of mostly
-        zero products folded in by its nonzero ones (``_fold_nonzero``): a batch whose inputs are zero at
+        zero products folded in by its nonzero ones (``fold_nonzero``): a batch whose inputs are zero at
         every point for most terms, or one of many steps."""
         add, mul, S = _flat_tables(tb.fmt)
         lead_shape = V.shape[:-1]
@@ -126,7 +126,7 @@ class TablesInterpreter(Interpreter):
                 P = Vt[cols[live]]
                 P *= S
                 P += np.concatenate(w_idx[k:stop])[live][:, None]
-                _fold_nonzero(out, mul.take(P), _step_rows(plan.active[k:stop])[live], zero, add, S)
+                fold_nonzero(out, mul.take(P), _step_rows(plan.active[k:stop])[live], zero, add, S)
                 k = stop
                 continue
             P = Vt[cols]
@@ -135,7 +135,7 @@ class TablesInterpreter(Interpreter):
             P = mul.take(P)
             if stop - k >= self.fold_steps and 4 * np.count_nonzero(P != zero) <= P.size:
                 # many steps of mostly zero products (a last layer's long one-row sum)
-                _fold_nonzero(out, P, _step_rows(plan.active[k:stop]), zero, add, S)
+                fold_nonzero(out, P, _step_rows(plan.active[k:stop]), zero, add, S)
                 k = stop
                 continue
             p0 = 0
@@ -162,7 +162,7 @@ def _step_rows(sizes) -> np.ndarray:
     return np.arange(int(sizes.sum())) - np.repeat(np.cumsum(sizes) - sizes, sizes)
 
 
-def _fold_nonzero(out, P, rows, zero, add, S):
+def fold_nonzero(out, P, rows, zero, add, S):
     """Add the products P (in step order; row j of P is a term of row rows[j] of out) into out where
     they are not zero, each (row, point) taking its terms in step order.
 

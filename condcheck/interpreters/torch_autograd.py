@@ -34,7 +34,7 @@ class TorchInterpreter(Interpreter):
     def run(self, net, X, Y, progress=None):
         import torch
 
-        from ..torch_export import to_torch, torch_value_and_gradient
+        from .torch_export import to_torch, torch_value_and_gradient
         module = to_torch(net, self.activation)
         N, K = Y.shape
         if not K:

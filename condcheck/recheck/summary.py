@@ -6,7 +6,7 @@
 * ``constants_source``: "paper (arXiv 2605.01702)" for the paper's six activations, else the "unknown" text;
 * ``depth_bounds``: Theorem 5 L >= 7 (OpenReview) / 9 (arXiv v2); Theorem 7 L >= 2^(E+1) + 2M + 9 / + 11;
 * ``sigma_source``: present exactly when sigma~ is not certified (a callable plug-in or the torch table),
-  with the text ``condcheck.check.source_note`` gives.
+  with the text ``RoundedActivation.source_note`` gives.
 """
 from __future__ import annotations
 
@@ -62,8 +62,7 @@ def check(ctx, cert: dict) -> None:
             v = got[thm][version]
             ctx.claim(type(v) is int and v == bound, f"depth_bounds.{thm}.{version}",
                       f"the paper's bound for {fmt.name} is L >= {bound}")
-    from ..check import source_note
-    note = source_note(ctx.rounded.activation, fmt, ctx.rounded.implementation)
+    note = ctx.rounded.source_note
     if note:
         ctx.claim(cert.get("sigma_source") == note, "sigma_source", f"sigma~ is not certified here; must be {note!r}")
     else:

@@ -93,7 +93,7 @@ def separator_rows(kit: Kit, tb, vals: np.ndarray):
     return W, B, I, t_all
 
 
-def _row_source(kit: Kit, t_all, I):
+def row_source(kit: Kit, t_all, I):
     """(whether a -0 is among the T values the candidate rows I read, the values to read them from:
     t_all in float32 where every value they read is a float32, else t_all, whether a NaN is among the
     values they read).  The tests on the T values of every finite index first: a superset (the rows
@@ -117,10 +117,10 @@ def separator_extremes(kit: Kit, vals):
     if tb is None:
         return extremes(separator_table(kit, vals))
     W, B, I, t_all = _separator_rows_cached(kit, tb, vals)
-    src = _row_source(kit, t_all, I)[1]
+    src = row_source(kit, t_all, I)[1]
     T = src[I.T]                                    # (values, candidates), C order
-    return (W, B, None, _accumulate(np.minimum, T, False), _accumulate(np.maximum, T, False),
-            _accumulate(np.minimum, T, True), _accumulate(np.maximum, T, True))
+    return (W, B, None, running_extremes(np.minimum, T, False), running_extremes(np.maximum, T, False),
+            running_extremes(np.minimum, T, True), running_extremes(np.maximum, T, True))
 
 
 def extremes(table):
@@ -129,11 +129,11 @@ def extremes(table):
     W, B, Tv = table
     T32 = Tv.astype(np.float32) if np.array_equal(Tv.astype(np.float32), Tv) else Tv
     T = np.ascontiguousarray(T32.T)
-    return (W, B, Tv, _accumulate(np.minimum, T, False), _accumulate(np.maximum, T, False),
-            _accumulate(np.minimum, T, True), _accumulate(np.maximum, T, True))
+    return (W, B, Tv, running_extremes(np.minimum, T, False), running_extremes(np.maximum, T, False),
+            running_extremes(np.minimum, T, True), running_extremes(np.maximum, T, True))
 
 
-def _accumulate(op, T, reverse):
+def running_extremes(op, T, reverse):
     """op.accumulate of the rows of T (from the last row up if reverse), one whole row at a time (numpy's
     accumulate along axis 0 walks each column with a stride: ~50x slower here).  The same values: each
     row is op of the previous result row and T's row, in the same order."""
@@ -230,10 +230,10 @@ def choose_steps_compiled(kit: Kit, vals, gaps=None):
     if tb is None or not (compiled or kit.fmt.bits <= NUMPY_SEPARATORS_BITS):
         return None
     W, B, I, t_all = _separator_rows_cached(kit, tb, vals)
-    neg_zero, src, reads_nan = _row_source(kit, t_all, I)
+    neg_zero, src, reads_nan = row_source(kit, t_all, I)
     if neg_zero:
         return None
-    return _choose_from_rows(W, B, I, src, len(vals), compiled, gaps, reads_nan)
+    return choose_from_rows(W, B, I, src, len(vals), compiled, gaps, reads_nan)
 
 
 def _separator_rows_cached(kit: Kit, tb, vals):
@@ -251,7 +251,7 @@ def best_separators_np(I, src, gaps=None, reads_nan=None):
     (best_i, best_sp) arrays, without loading numba's compiled code (its first load in a process costs
     0.4-0.6 CPU s, more than this whole search on an 8-bit format: 0.1-0.2 s).
 
-    Why the same: the extremes are the kernel's prefix and suffix minima and maxima (``_accumulate``
+    Why the same: the extremes are the kernel's prefix and suffix minima and maxima (``running_extremes``
     rows, in src's dtype; no NaN reaches them from finite rows, and signed zeros are the caller's
     concern as for the kernel); a pair (gap g, candidate c) of case q separates exactly where the
     kernel's ``lo > edge`` holds, and its spread is the kernel's (hi - edge) / (lo - edge) in src's
@@ -264,7 +264,7 @@ def best_separators_np(I, src, gaps=None, reads_nan=None):
     ``gaps`` = (lo, hi): only the gaps lo..hi (the others keep (-1, 0)), from the prefix extremes of the
     values below hi and the suffix extremes from value lo, the same numbers as for every gap (a chunk
     of a construction chooses the separators of its own gaps).  ``reads_nan``: whether some row reads a
-    NaN of src, where the caller knows (``_row_source``), else found here (a gather of every row)."""
+    NaN of src, where the caller knows (``row_source``), else found here (a gather of every row)."""
     n = I.shape[1]
     dt = src.dtype
     best_i = np.full((n, 4), -1, dtype=np.int64)
@@ -286,8 +286,8 @@ def best_separators_np(I, src, gaps=None, reads_nan=None):
     for c0 in range(0, I.shape[0], SEPARATOR_BLOCK):
         T[:, c0:c0 + SEPARATOR_BLOCK] = key[I[c0:c0 + SEPARATOR_BLOCK]].T
     # row r: the gap lo + r (prefix extremes of the values below it, suffix extremes from it)
-    pmin, pmax = (_accumulate(op, T[:hi], False)[lo - 1:hi] for op in (np.minimum, np.maximum))
-    smin, smax = (_accumulate(op, T[lo:], True)[:hi - lo + 1] for op in (np.minimum, np.maximum))
+    pmin, pmax = (running_extremes(op, T[:hi], False)[lo - 1:hi] for op in (np.minimum, np.maximum))
+    smin, smax = (running_extremes(op, T[lo:], True)[:hi - lo + 1] for op in (np.minimum, np.maximum))
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         # q = 0 (on [g:], s = +1) and q = 3 (on [:g], s = -1) separate where smin[g] > pmax[g-1];
         # q = 1 (on [g:], s = -1) and q = 2 (on [:g], s = +1) where pmin[g-1] > smax[g].
@@ -326,7 +326,7 @@ def best_separators_np(I, src, gaps=None, reads_nan=None):
     return best_i, best_sp
 
 
-def _choose_from_rows(W, B, I, src, n_vals: int, compiled: bool = True, gaps=None, reads_nan=None) -> dict:
+def choose_from_rows(W, B, I, src, n_vals: int, compiled: bool = True, gaps=None, reads_nan=None) -> dict:
     """``choose_steps``' dict from candidate rows (candidate c: weight W[c], bias B[c], values
     src[I[c, :]] on the sorted coordinate values) by ``kernels.best_separators`` (or, not
     ``compiled``, by ``best_separators_np``: the same arrays); with ``gaps`` = (lo, hi), of those gaps."""

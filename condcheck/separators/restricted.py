@@ -145,7 +145,7 @@ class _SampledAct(_Act):
         for k in np.asarray(offsets).tolist():
             v = z.copy()
             for _ in range(abs(k)):
-                v = _step(self.F, v, 1 if k > 0 else -1)
+                v = neighbours(self.F, v, 1 if k > 0 else -1)
             out.append(v)
         return np.stack(out, axis=-1)
 
@@ -157,11 +157,11 @@ class _SampledAct(_Act):
             _, o = mul_array(w, np.full_like(w, vmax), F)
             if not o[0]:
                 out.append(float(w[0]))
-            w = _step(F, w, -1)
+            w = neighbours(F, w, -1)
         return np.array(out[::-1])
 
 
-def _step(F, z, direction: int):
+def neighbours(F, z, direction: int):
     """The neighbour of each value z of F one place up (direction 1) or down (-1); Omega stays Omega."""
     z = np.asarray(z, float)
     a = np.abs(z)

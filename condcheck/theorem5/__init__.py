@@ -15,6 +15,8 @@ Where each block lives (one module per block):
 - ``steps``: layer 2: steps from ``condcheck.separators``' separators, quantizer chains
 - ``layers``: sparse layer assembly helpers
 - ``boosts``: layer 3: boosts, sharpened and padded steps
+- ``step_extremes``: a step built on its separator row's four extreme values where they decide it
+  (16-bit domains whose gates read the steps at their own points only)
 - ``step_rounds``: the steps built (by chunk, in rounds; on the index tables all keys of a coordinate at
   once) and padded to one depth
 - ``records``: ``Gate`` and ``Branch`` records
@@ -26,6 +28,8 @@ Where each block lives (one module per block):
 - ``sliced``: ``SlicedContext``: sliced gating for d >= 2 (slice neurons, AND gates)
 - ``search``: the per-point gradient-branch search: depths, retries, budget
 - ``chunks``: the per-point searches in chunks of the domain, side by side in worker processes
+- ``build``: ``Build``: one construction's setup and its rounds per chunk (a worker makes its own)
+- ``spread``: 16-bit domains in chunks of fresh contexts, agreed on by speculation, on Dask workers
 - ``assemble``: the absorber constants and the network's layers from the branches
 - ``construct``: ``construct_theorem5``: the construction end to end, then verification
 """

@@ -58,10 +58,10 @@ def _boost_search(kit: Kit, st: States, on_vals, low=None):
             continue
         c = float(cand[ok].max())                 # the largest bias keeping L dead
         p, op = add_array(m_on, np.full_like(m_on, c), F)
-        if op.any():
+        if op.any() or st.dead(p).any():
             continue
         t, ot = kit.R.value_array(p)
-        if ot.any() or st.dead(p).any():
+        if ot.any():
             continue
         side = np.sign(t - L)
         if (side == 0).any() or (side != side[0]).any():
@@ -136,7 +136,8 @@ def _boost_weights(F: Format, sg: float, wide: bool):
     return [float(sgn * m) for m in mags for sgn in (sg, -sg)]
 
 
-def step_split(kit: Kit, st: States, n, s0: float, kappa0: float, push_need: float, up: bool = False):
+def step_split(kit: Kit, st: States, n, s0: float, kappa0: float, push_need: float, up: bool = False,
+               check_on=None):
     """(best, why): the step row s n + kappa (+) chain (+) z_d of a separator's values n and its boost,
     best = (reach, s, kappa, on, (pre, k0, K), boost a, boost c), or (None, why) when no scale works.
 
@@ -145,7 +146,9 @@ def step_split(kit: Kit, st: States, n, s0: float, kappa0: float, push_need: flo
     boosted step a gate can use (``gate_reach``) is taken, else the one that comes nearest.
     With ``up`` (sharpened separators), scales 2^k > 1 are tried after 1: the chain lifts the on values
     to at most 2^(e_max - M) (2 on float8_e4m3b11fnuz, while its dead tail starts at -5 to -10), and a
-    sharpened separator, whose sides are a few clusters far apart, can be stretched instead."""
+    sharpened separator, whose sides are a few clusters far apart, can be stretched instead.
+    ``check_on(on)`` is called with each scale's on side (``step_extremes``: four values stand for a row
+    only where their on side is the step's)."""
     F = kit.fmt
     why, best = "no quantizer chain fits (every chain overflows)", None
     ups = [2.0 ** k for k in range(1, F.e_max + 1)] if up else []
@@ -158,6 +161,8 @@ def step_split(kit: Kit, st: States, n, s0: float, kappa0: float, push_need: flo
         except ConstructionError:
             continue
         on = v > 0
+        if check_on is not None:
+            check_on(on)
         found = None
         if on.any():
             found, why = quantize(kit, st, v, on, why)

@@ -57,10 +57,16 @@ def point_chunks(n_points: int, d: int, small_format: bool, by_coordinate: bool 
     - else POINT_CHUNKS contiguous parts of the points, each with its points' gradient and value
       branches.
 
-    Elsewhere one chunk.  Larger formats stay one chunk: their searches spend a transfer budget
-    (``tuning.TRANSFER_BUDGET``) that a cached search does not use, so there a search's outcome depends
-    on what the caches hold."""
+    Elsewhere one chunk.  Larger formats stay one chunk up to ``tuning.SPREAD_FROM`` points: their searches
+    spend a transfer budget (``tuning.TRANSFER_BUDGET``) that a cached search does not use, so there a
+    search's outcome depends on what the caches hold.  Beyond (per-point gating, not by_coordinate), parts
+    of ``tuning.SPREAD_CHUNK_POINTS`` points, each searched from a fresh context (``spread``), so that its
+    outcome depends on its points only."""
     every = tuple(range(d))
+    if not small_format and not by_coordinate and n_points > tuning.SPREAD_FROM:
+        k = -(-n_points // tuning.SPREAD_CHUNK_POINTS)
+        parts = [range(n_points * i // k, n_points * (i + 1) // k) for i in range(k)]
+        return [Chunk(p, every, p) for p in parts]
     if not small_format or n_points < tuning.CHUNK_MIN_POINTS or tuning.POINT_CHUNKS < 2:
         return [Chunk(range(n_points), every, range(n_points))]
     k = d if by_coordinate and d >= 2 else tuning.POINT_CHUNKS

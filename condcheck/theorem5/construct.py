@@ -2,29 +2,16 @@
 """
 from __future__ import annotations
 
-import math
-import os
-
-import numpy as np
-
-from ..constructors.kit import Kit
-from ..constructors.witnesses import require_conditions
 from ..errors import CondcheckError
 from ..formats import get_format
-from . import tuning
-from .assemble import assemble_network, Constants
-from .chunks import gc_frozen, gc_paused, point_chunks, resolve_jobs, run_rounds
-from .context import Context
+from .build import Build, verify_points
+from .chunks import gc_frozen, point_chunks, resolve_jobs, run_rounds
 from .errors import ConditionFailure, ConstructionError, ValueGainOverflow
-from .gates import gate_push_need
-from .search import search_gradient_branches
-from .sliced import SlicedContext
-from .states import find_states
-from .step_rounds import agree_steps, all_keys, chunk_keys, gating_keys, step_rounds
 
 
 def construct_theorem5(activation, fmt, points, values, upstream, gradients, implementation="exact",
-                       verify_result=True, max_post=None, progress=None, gating="auto", jobs=None):
+                       verify_result=True, max_post=None, progress=None, gating="auto", jobs=None, scheduler=None,
+                       stats=None):
     """Build a network f with f(x) = values and D_(f,x)(upstream) = gradients on every point.
 
     ``progress(done, total)`` is called once per point and coordinate for the gradient branches, then once
@@ -38,7 +25,12 @@ def construct_theorem5(activation, fmt, points, values, upstream, gradients, imp
 
     ``jobs``: the worker processes for the per-point searches (default ``tuning.JOBS``, else the
     environment variable CONDCHECK_JOBS, else the usable CPUs; 1 runs everything in this process).  The
-    network does not depend on it (``chunks``).
+    network does not depend on it (``chunks``).  Formats with more than 4,096 values on domains of more
+    than ``tuning.SPREAD_FROM`` points (d = 1: the 16-bit boxes) run their chunks on Dask workers
+    (``spread``): a LocalCluster of ``jobs`` worker processes (jobs = 1: all in this process), or the
+    cluster at ``scheduler`` (an address such as tcp://HOST:PORT); the network depends on neither.
+    ``stats`` (a dict): filled there with the chunks, the chunk runs (runs again included), the workers
+    and their peak memory (``spread.run_spread``).
 
     >>> import numpy as np
     >>> from condcheck import construct_theorem5
@@ -51,7 +43,7 @@ def construct_theorem5(activation, fmt, points, values, upstream, gradients, imp
     from ..paper import theorem_branch
 
     args = (activation, fmt, points, values, upstream, gradients, implementation, verify_result, max_post,
-            progress, gating, jobs)
+            progress, gating, jobs, scheduler, stats)
     try:
         with gc_frozen():
             try:
@@ -73,235 +65,35 @@ def construct_theorem5(activation, fmt, points, values, upstream, gradients, imp
 
 
 def _construct_theorem5(activation, fmt, points, values, upstream, gradients, implementation, verify_result,
-                        max_post, progress, gating, jobs, wide_boosts=False):
-    from ..netfile import Claim
-    from ..targets import as_points, validate
+                        max_post, progress, gating, jobs, scheduler, stats, wide_boosts=False):
     from ..verify import VerifyResult
 
     if gating not in ("auto", "points", "slices"):
         raise CondcheckError(f"gating must be 'auto', 'points' or 'slices', not {gating!r}")
-    F = get_format(fmt)
+    if scheduler is not None:
+        from ..distributed import Engine
+        Engine(scheduler)                 # (refuses an argument that is not an address; starts nothing)
     jobs = resolve_jobs(jobs)
-    kit = Kit(activation, F, implementation)
-    kit.wide_boosts = wide_boosts
-    X = as_points(points)
-    X, fv, hv, gv = validate(F, kit.act.name, X, values, upstream, gradients)
-    N, d = X.shape
-    st = find_states(kit, require_conditions(kit.act, F, implementation, 5))
-
-    # constants: constant neurons whose values are positive powers of two
-    cz, ct = st.constants
-    if len(cz) == 0:
-        raise ConditionFailure(f"Condition 1 (constants) fails: {kit.act.name} takes no positive power of two "
-                                f"value on {F.name}")
-
-    # ---- steps ------------------------------------------------------------------------------------------
-    coord_vals = [np.unique(X[:, j]) for j in range(d)]
-    coord_idx = [np.searchsorted(coord_vals[j], X[:, j]) for j in range(d)]
-    push_need = gate_push_need(st)
-    keys = all_keys(coord_vals)
-    step_of = {key: i for i, key in enumerate(keys)}
-
-    def build_steps(chunk_step_keys):
-        """The steps of the keys, in rounds (``step_rounds``)."""
-        return step_rounds(kit, st, coord_vals, chunk_step_keys, push_need)
-
-    if gating == "auto":
-        gating = "slices" if d >= 2 and N > tuning.EXACT_GATE_POINTS else "points"
-    sliced = gating == "slices" and d >= 2 and N > 1
-    small_format = Context.is_small_format(F)
-    ctx = None
-    if sliced:
-        # sliced gating reads every step (its slices' AND gates span every coordinate): built here
-        step_map, val_map = run_rounds([keys], lambda k, report: build_steps(k), agree_steps)[0]
-        steps = [step_map[key] for key in keys]
-        ctx = SlicedContext(kit, st, F, X, steps, [val_map[key] for key in keys], coord_vals, coord_idx, step_of)
-        step_map = val_map = None
-
-    process_ctx = {}
-
-    def point_ctx(step_map, val_map):
-        """The per-point gating context of this process, with the steps of the chunks it ran (the others
-        None: a point's gates read only its own gating steps).  The chunks one process runs share it, so
-        they share its caches, as one chunk of every point would; a forked worker starts without one."""
-        indexed = [(step_of[key], s, val_map[key][coord_idx[key[0]]]) for key, s in step_map.items()]
-        c = process_ctx.get(os.getpid())
-        if c is None:
-            c = process_ctx[os.getpid()] = Context(kit, st, F, X, [None] * len(keys), [None] * len(keys),
-                                                lambda zi: [step_of[key] for key in gating_keys(coord_vals, coord_idx, zi)])
-        c.add_steps(indexed)
-        return c
-
-    h_max = float(np.max(np.abs(hv))) if N else 0.0
-    consts = Constants(F, cz, ct)
-    C = consts.absorber(h_max, kit.dT)
-    # the number of layers after the gates: each extra pass layer lets a gradient branch carry a larger
-    # ratio g*/h* (its forward value at z is re-centred once more); every branch gets the same depth
-    quarter = math.ldexp(1.0, math.frexp(C)[1] - 1 - F.M - 2)
-    # every branch must span the same layers: build each with at least the depth reached so far, and
-    # rebuild (or pad) the ones that came out shorter than the final depth.  The points are searched in
-    # chunks (``chunks.point_chunks``), side by side in worker processes where there are cores: each
-    # chunk's search starts from one layer, and the chunks agree on the depth between the rounds.
-    # Sliced gating searches each branch from the fewest layers (``tuning.SHORTEST_FIRST_SLICED``) only
-    # where T(0) != 0 (the activations with T(0) = 0 built their branches faster from the depth
-    # reached so far: relu on the float8_e5m2 box 108 s from one layer up against 61 s, elu, gelu, swish,
-    # tanh on float8_e4m3 20-30 % slower; sigmoid on float8_e4m3 331 s -> 85 s)
-    shortest = (tuning.SHORTEST_FIRST_SLICED and sliced and small_format
-                and float(kit.T(0.0)) != 0)
-    claim = Claim(5, X, fv, hv, gv)
-
-    def rounds(chunk, report):
-        """The chunk's part: with per-point gating, the steps its points read (``step_rounds``); its
-        gradient branches (then rebuilt or padded to the depth of every chunk's deepest); once every
-        chunk has counted its gradient gates per point, its points' value branches at the final depth;
-        then, once the network is assembled from every chunk's branches, the verification of its
-        points (None without verification)."""
-        step_map = {}
-        if sliced:
-            c = ctx
-        else:
-            step_map, val_map = yield from build_steps(
-                chunk_keys(coord_vals, coord_idx, sorted(set(chunk.grad_points) | set(chunk.points))))
-            c = point_ctx(step_map, val_map)
-            val_map = None
-        grad_part, n_cur = [], 1
-        if shortest:
-            c.depth_hint, c.depth_last = {1: 0}, 1        # (``Context.depth_hint``)
-        for zi, j in chunk.pairs():
-            report()
-            if gv[zi, j] != 0:
-                brs = search_gradient_branches(c, zi, j, float(hv[zi]), float(gv[zi, j]), h_max, C, max_post,
-                                         1 if shortest else n_cur)
-                n_cur = max(n_cur, len(brs[0].post))
-                grad_part += brs
-        n_cur = (yield {"depth": n_cur})["depth"]
-        _to_depth(c, grad_part, n_cur, shortest, h_max, C, quarter)
-        gates = {}
-        for br in grad_part:
-            gates[br.zi] = gates.get(br.zi, 0) + 1
-        every = yield {"depth": max([len(br.post) for br in grad_part] + [1]), "gates": gates}
-        n_final = every["depth"]
-        for br in grad_part:
-            c.pad_gradient(br, n_final, h_max, quarter)
-        # the value gates share each point's gating steps with its gradient gates, of every chunk
-        # (``gradient_at``, read where gating is per point, holds this chunk's branches: all of its
-        # points' there, since such chunks split the points, not the coordinates)
-        c.gradient_gates = every["gates"]
-        for br in grad_part:
-            c.gradient_at.setdefault(br.zi, []).append(br)
-        values_part = []
-        for zi in chunk.points:
-            report()
-            if fv[zi] != 0:
-                values_part += c.value_branches(zi, fv[zi], h_max, n_final, float(hv[zi]))
-        # sliced gating: the indicators this chunk built (assembly reads them; a worker's are its own)
-        indicators = getattr(c, "indicators", None)
-        c = None             # its per-point arrays (steps x points) and caches are not needed to verify
-        net = (yield {"branches": (grad_part, values_part, indicators, step_map)})["network"]
-        grad_part = values_part = indicators = None
-        return None if net is None else _verify_points(net, claim, chunk.points)
-
-    assembled = []
-
-    def combine(reports):
-        """Between rounds: the steps' agreement (``agree_steps``), the branches' (``_agree``), and last
-        the network, assembled from every chunk's branches (with the chunks' steps merged in key order)."""
-        nonlocal ctx
-        if "step_depth" in reports[0] or "step_failure" in reports[0]:
-            return agree_steps(reports)
-        if "branches" not in reports[0]:
-            return _agree(reports)
-        parts = [r["branches"] for r in reports]
-        # point by point, each point's coordinates in order, as one chunk of every point would list them
-        grad_part = sorted((br for p in parts for br in p[0]), key=lambda br: (br.zi, br.coord, br.part))
-        values_part = [br for p in parts for br in p[1]]
-        if sliced:
-            steps = ctx.steps
-            for p in parts:
-                for key, gate in p[2].items():
-                    ctx.indicators.setdefault(key, gate)
-        else:
-            built = {}
-            for p in parts:
-                for key, s in p[3].items():
-                    built.setdefault(key, s)       # (a step two chunks read: the same from each)
-            steps = [built[key] for key in keys]
-        with gc_paused():       # (sigmoid on a 64 x 64 float8_e4m3 grid: 0.41-0.52 s with collections, 0.19 s without)
-            net = assemble_network(kit, st, F, d, steps, values_part, grad_part, consts, C, activation, implementation,
-                            ctx if sliced else None)
-        ctx = None           # its per-point arrays (steps x points) and caches are not needed to verify
-        process_ctx.clear()
-        assembled.append(net)
-        # the chunks verify their points only on the index tables (the sparse interpreter's compiled loops
-        # already run on every core, and their OpenMP threads may not start in a process forked after
-        # their use)
-        return {"network": net if verify_result and _tables_verify(net, N) else None}
-
+    build = Build(activation, fmt, points, values, upstream, gradients, implementation, verify_result, max_post,
+                  gating, wide_boosts)
+    N, d = build.X.shape
     total = N * d + N
-    checked = run_rounds(point_chunks(N, d, small_format, by_coordinate=sliced), rounds, combine, jobs,
-                         (lambda done: progress(done, total)) if progress else None)
-    net = assembled[0]
+    report = (lambda done: progress(done, total)) if progress else None
+    chunks = point_chunks(N, d, build.small_format, by_coordinate=build.sliced)
+    if build.spread_chunks(chunks):
+        # large formats on large domains: chunks of fresh contexts, in this process or on Dask workers
+        # (``spread``); each verifies nothing itself (the network is verified below, by parts)
+        from .spread import run_spread
+        net, checked = run_spread(build, chunks, jobs, scheduler, report)
+        if stats is not None:
+            stats.update(build.spread_stats)
+    else:
+        build.prepare()
+        checked = run_rounds(chunks, build.rounds, build.combine, jobs, report)
+        net = build.assembled[0]
     if verify_result:
         # every point: by the chunks that built the value branches (side by side in the workers), else here
-        res = VerifyResult.merged(checked) if checked[0] is not None else _verify_points(net, claim, range(N))
+        res = VerifyResult.merged(checked) if checked[0] is not None else verify_points(net, build.claim, range(N))
         if not res.ok:
             raise ConstructionError("the constructed network failed exact verification: " + res.summary())
-    return net, claim
-
-
-def _tables_verify(net, n_points) -> bool:
-    """Whether the construction verifies its network on the RN index tables (``interpreters.tables``):
-    small networks on 8-bit formats (the d = 1 float8 boxes), where that costs less (half of a d = 1
-    box: 0.1 s, against 0.2 s by rounding) than loading the compiled kernels of the sparse one (0.4-0.6
-    CPU s)."""
-    return net.format.bits <= 8 and n_points * net.nonzero_parameters <= tuning.TABLES_VERIFY_WORK
-
-
-def _verify_points(net, claim, points):
-    """The exact verification of the claim on the points (a range): on the index tables where
-    ``_tables_verify``, else by the sparse interpreter (the same numbers, computed on the neurons live at
-    each point) where it applies, else the dense one."""
-    from ..netfile import Claim
-    from ..verify import verify as _verify
-
-    part = Claim(5, claim.points[points], claim.values[points], claim.upstream[points], claim.gradients[points])
-    return _verify(net, part, method="tables" if _tables_verify(net, len(claim.points)) else "sparse")
-
-
-def _to_depth(ctx, grad_part, n_cur, shortest, h_max, C, quarter):
-    """Round 2 of a chunk: each gradient branch shorter than n_cur padded with relays (the shortest-first
-    search), else rebuilt at n_cur with the gate targets it was found with, else left for pad_gradient."""
-    for i, br in enumerate(grad_part):
-        if shortest and len(br.post) < n_cur:
-            # padded with relays on a copy of its layers (the branch stays as it was where padding fails)
-            post, ow = br.post, br.out_weight
-            br.post = list(post)
-            try:
-                ctx.pad_gradient(br, n_cur, h_max, quarter)
-                continue
-            except ConstructionError:
-                br.post, br.out_weight = post, ow
-        if len(br.post) < n_cur:
-            # with the gate targets the branch was found with, and a budget (SearchGaveUp: padded too)
-            ctx.near_one = getattr(br, "near_one", False)
-            ctx.transfer_budget = ctx.budget()
-            try:
-                grad_part[i] = ctx.gradient_branch(br.zi, br.coord, br.y, br.g, h_max, C, n_cur)
-                grad_part[i].part = br.part
-            except ConstructionError:
-                pass                                   # pad_gradient appends exact relays instead
-            finally:
-                ctx.near_one, ctx.transfer_budget = False, None
-
-
-def _agree(reports):
-    """What the chunks agree on between rounds: the deepest branch of any chunk, and each point's number
-    of gradient gates over every chunk."""
-    out = {"depth": max(r["depth"] for r in reports)}
-    if "gates" in reports[0]:
-        gates = {}
-        for r in reports:
-            for zi, k in r["gates"].items():
-                gates[zi] = gates.get(zi, 0) + k
-        out["gates"] = gates
-    return out
+    return net, build.claim

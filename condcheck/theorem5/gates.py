@@ -69,8 +69,32 @@ def solve_affine(kit: Kit, x_at: float, target: float):
     return c if float(kit.add(x_at, c)) == target else None
 
 
+class _AtPoint:
+    """A gate's pre-activation known at its own point only (``Gates.compact``): pre[zi]."""
+
+    __slots__ = ("zi", "v")
+
+    def __init__(self, zi, v):
+        self.zi, self.v = zi, v
+
+    def __getitem__(self, i):
+        if i != self.zi:
+            raise IndexError(f"the gate's pre-activation is known at point {self.zi + 1} only")
+        return self.v
+
+
 class Gates:
-    """The gate searches of ``Context``: value and gradient gates, live at their point, dead elsewhere."""
+    """The gate searches of ``Context``: value and gradient gates, live at their point, dead elsewhere.
+
+    ``compact``: the gating steps' rows over the domain are not held (None in ``U_X``; large domains,
+    whose gates read them at their own point only, through ``_step_at``)."""
+
+    compact = False
+    #: the extra input of a gate (its pass) bounded over the points of each side pattern apart, not over
+    #: every other point at once (a tighter bound, the same monotone argument; spread chunks: a pass
+    #: row spans both sides of a point, and on the float16 box the gate of a point whose pass takes
+    #: large values on one side only was not found)
+    side_bounds = False
 
     def _betas(self, gating, shift_exp):
         out = []
@@ -107,6 +131,20 @@ class Gates:
         if extra is not None:
             terms.append(extra)
         return np.broadcast_to(self.kit.row(terms, gamma), (len(self.X),))     # no terms: the bias alone
+
+    def _gate_at(self, zi, gating, betas, extra, gamma) -> float:
+        """The gate's pre-activation at its own point zi alone (``compact``: the same products and sums
+        as the row's element zi)."""
+        terms = [(b, self._step_at(i, zi)) for b, i in zip(betas, gating)]
+        if extra is not None:
+            terms.append((extra[0], float(np.asarray(extra[1], float)[zi])))
+        return float(self.kit.row(terms, gamma))
+
+    def _step_at(self, i, zi) -> float:
+        """Gating step i's value at point zi, where it is dead (zi is a point it gates): L.  (Its row,
+        where the context holds one, says the same: tests/test_theorem5_step_extremes.py.)"""
+        u = self.U_X[i]
+        return self.st.L if u is None else float(u[zi])
 
     def _offset_rows(self, gating):
         """Gating weight rows beyond ``_shifts``: each step's weight times 2^-1, 1 or 2, independently
@@ -214,6 +252,13 @@ class Gates:
             si = int(np.nonzero(best_s <= len(tv))[0][0]) if small_first else int(np.argmin(best_s))
             gi = int(np.argmin(ranks[si]))
             betas, gamma = [float(b) for b in B[si]], float(Gb[si, gi])
+            if self.compact:
+                # the steps' rows are not kept: the sum at z, and the bounds above (exact by monotony:
+                # see ``_gate_sums``) for every other point; the network is verified on every point
+                pz = self._gate_at(zi, gating, betas, extra, gamma)
+                if (tv == pz).any():
+                    return betas, gamma, _AtPoint(zi, pz)
+                return None
             pre = self.gate_row(zi, gating, betas, extra, gamma)
             if (tv == pre[zi]).any() and st.dead(np.delete(pre, zi)).all():      # (isin would sort tv)
                 return betas, gamma, pre
@@ -286,10 +331,11 @@ class Gates:
         R = len(B)
         rowsum = self._rowsum
 
-        cols = [(B[:, k:k + 1], self.U_X[i][None, :]) for k, i in enumerate(gating)]
+        cols = []
         if extra is not None:
             cols.append((np.full((R, 1), extra[0]), np.asarray(extra[1], float)[None, :]))
         if n <= tuning.EXACT_GATE_POINTS:
+            cols = [(B[:, k:k + 1], self.U_X[i][None, :]) for k, i in enumerate(gating)] + cols
             allx, bad = rowsum(R, cols)
             allx = np.where(bad[:, None], 0.0, allx)
             others = np.delete(allx, zi, axis=1) if n > 1 else np.full((R, 1), -F.max_float)
@@ -303,18 +349,23 @@ class Gates:
         else:
             at_z, o = rowsum(R, [(w, v[:, zi:zi + 1]) for w, v in cols[-1:]], acc_z, over_z)
             bad |= o
-            v = np.delete(np.asarray(extra[1], float), zi)
-            pr, o = mul_array(np.broadcast_to(np.full((R, 1), extra[0]), (R, 2)),
-                              np.broadcast_to(np.array([[v.min(), v.max()]]), (R, 2)), F)
-            bad |= o.any(axis=1)
-            ex = (pr.min(axis=1, keepdims=True), pr.max(axis=1, keepdims=True))
+            ex = self._extra_bounds(extra, np.delete(np.asarray(extra[1], float), zi), R)
+            bad |= ex[2]
         at_z = at_z[:, 0]
         hi_o = np.full(R, -np.inf)
         lo_o = np.full(R, np.inf)
-        for hi_acc, hi_ov, lo_acc, lo_ov in pats:
+        for hi_acc, hi_ov, lo_acc, lo_ov, (coords, pattern) in pats:
             if ex is not None:
-                hi_acc, hi_ov = rowsum(R, [(1.0, ex[1])], hi_acc, hi_ov)
-                lo_acc, lo_ov = rowsum(R, [(1.0, ex[0])], lo_acc, lo_ov)
+                ex_p = ex
+                if self.side_bounds:
+                    # the extra input's extremes over the points of this pattern's sides only
+                    m = self._pattern_points(zi, coords, pattern)
+                    if not m.any():
+                        continue
+                    ex_p = self._extra_bounds(extra, np.asarray(extra[1], float)[m], R)
+                    bad |= ex_p[2]
+                hi_acc, hi_ov = rowsum(R, [(1.0, ex_p[1])], hi_acc, hi_ov)
+                lo_acc, lo_ov = rowsum(R, [(1.0, ex_p[0])], lo_acc, lo_ov)
             bad |= hi_ov | lo_ov
             hi_o, lo_o = np.maximum(hi_o, hi_acc[:, 0]), np.minimum(lo_o, lo_acc[:, 0])
         if n > 1 and not np.isfinite(hi_o).all():
@@ -322,6 +373,25 @@ class Gates:
         hi_o = np.where(bad | ~np.isfinite(hi_o), 0.0, hi_o)
         lo_o = np.where(bad | ~np.isfinite(lo_o), 0.0, lo_o)
         return np.where(bad, 0.0, at_z), hi_o, lo_o, bad
+
+    def _extra_bounds(self, extra, v, R):
+        """(least, largest product of the extra input's weight with the values v, per row of R; rows where
+        one overflows)."""
+        pr, o = mul_array(np.broadcast_to(np.full((R, 1), extra[0]), (R, 2)),
+                          np.broadcast_to(np.array([[v.min(), v.max()]]), (R, 2)), self.F)
+        return pr.min(axis=1, keepdims=True), pr.max(axis=1, keepdims=True), o.any(axis=1)
+
+    def _pattern_points(self, zi, coords, pattern):
+        """The points whose coordinates in coords lie below (-1), at (0) or above (1) point zi's as pattern
+        says, and equal to zi's in the others (``side_bounds``)."""
+        X = self.X
+        m = np.ones(len(X), bool)
+        sides = dict(zip(coords, pattern))
+        for j in range(X.shape[1]):
+            s = sides.get(j, 0)
+            m &= (X[:, j] < X[zi, j]) if s < 0 else (X[:, j] > X[zi, j]) if s > 0 else (X[:, j] == X[zi, j])
+        m[zi] = False
+        return m
 
     def _rowsum(self, R, cols, acc=None, over=None):
         """The left-to-right rounded sum of the products w v (continuing the partial sum acc), and the
@@ -359,7 +429,7 @@ class Gates:
                 bad |= o.any(axis=1)
                 lo_cols.append((1.0, pr.min(axis=1, keepdims=True)))
                 hi_cols.append((1.0, pr.max(axis=1, keepdims=True)))
-            out.append((lo_cols, hi_cols, bad))
+            out.append((lo_cols, hi_cols, bad, tuple(side[j] for j in coords)))
         return out
 
     def _gate_base(self, zi, gating, B):
@@ -371,15 +441,16 @@ class Gates:
         if last is not None and last[0] == key and last[1] is B:
             return last[2]
         R = len(B)
-        cols = [(B[:, k:k + 1], self.U_X[i][None, :]) for k, i in enumerate(gating)]
-        acc_z, over_z = self._rowsum(R, [(w, v[:, zi:zi + 1]) for w, v in cols])
+        acc_z, over_z = self._rowsum(R, [(B[:, k:k + 1], np.array([[self._step_at(i, zi)]]))
+                                         for k, i in enumerate(gating)])
         bad_g = np.zeros(R, bool)
         pats = []
-        for lo_cols, hi_cols, bad in self._pattern_cols(zi, gating, B):
+        coords = sorted({self.steps[i].coord for i in gating})
+        for lo_cols, hi_cols, bad, pattern in self._pattern_cols(zi, gating, B):
             bad_g |= bad
             hi_acc, hi_ov = self._rowsum(R, hi_cols)
             lo_acc, lo_ov = self._rowsum(R, lo_cols)
-            pats.append((hi_acc, hi_ov, lo_acc, lo_ov))
+            pats.append((hi_acc, hi_ov, lo_acc, lo_ov, (coords, pattern)))
         r = (acc_z, over_z, bad_g, pats)
         self._gate_base_last = (key, B, r)
         return r
@@ -427,7 +498,7 @@ class Gates:
         if low is None:
             return None
         if self.compiled_gates:
-            # the same choice by a compiled loop over the rows (``kernels._gate_pick_py``; sliced gating's
+            # the same choice by a compiled loop over the rows (``kernels.gate_pick_py``; sliced gating's
             # slice gates, where numba is loaded anyway): it stops at the first row that hits with
             # small_first, and makes no (rows x values) arrays.  tests/test_theorem5_fast_paths.py
             si, gi = kernels.gate_pick(acc, zi, low, over, add, dead, rank, len(tv), small_first, pe)

@@ -536,17 +536,21 @@ class GradientBranches:
         A, m_on, m_off = A[ok], m_on[ok], m_off[ok]
         shape = (len(A), len(P))
         c, oc = add_array(np.broadcast_to(P[None, :], shape), np.broadcast_to(-m_on[:, None], shape), F)
-        p_on, o3 = add_array(np.broadcast_to(m_on[:, None], c.shape), np.where(oc, 0.0, c), F)
-        p_off, o4 = add_array(np.broadcast_to(m_off[:, None], c.shape), np.where(oc, 0.0, c), F)
         if self.small_format:
+            p_on, o3 = add_array(np.broadcast_to(m_on[:, None], c.shape), np.where(oc, 0.0, c), F)
+            p_off, o4 = add_array(np.broadcast_to(m_off[:, None], c.shape), np.where(oc, 0.0, c), F)
             good = ~(oc | o3 | o4) & (p_on == P[None, :]) & st.dead(p_off)
             ia, ip = np.nonzero(good)
             return A[ia], c[ia, ip], P[ip], self.block_t[ip], self.block_d[ip]
         # large formats: RN(a v_on + c) need not land on the aimed state; any live state with T' != 0
-        # will do (looked up in the table), once per (a, state)
-        good = ~(oc | o3 | o4) & st.dead(p_off) & ~st.dead(p_on)
-        ia, ip = np.nonzero(good)
-        q = p_on[ia, ip]
+        # will do (looked up in the table), once per (a, state).  The pairs whose sum at L is dead first,
+        # then RN(a v_on + c) for those alone (the same sums, on fewer pairs)
+        p_off, o4 = add_array(np.broadcast_to(m_off[:, None], c.shape), np.where(oc, 0.0, c), F)
+        ia, ip = np.nonzero(~(oc | o4) & st.dead(p_off))
+        p_on, o3 = add_array(m_on[ia], c[ia, ip], F)
+        keep = ~o3 & ~st.dead(p_on)
+        ia, ip = ia[keep], ip[keep]
+        q = p_on[keep]
         k = np.clip(np.searchsorted(st.z, q), 0, len(st.z) - 1)
         hit = (st.z[k] == q) & (st.dt[k] != 0)
         ia, ip, q, k = ia[hit], ip[hit], q[hit], k[hit]

@@ -26,6 +26,7 @@ from . import tuning
 from .boosts import boost, lifted_boost, padded_split, reboosts, sharpened_split, step_split
 from .errors import ConstructionError
 from .gates import gate_reach
+from .step_extremes import Certifying, NotCertified, SeparatorRows
 from .steps import Step, chain_index_maps
 
 
@@ -55,17 +56,39 @@ def chunk_keys(coord_vals, coord_idx, points) -> list:
     return [k for k in all_keys(coord_vals) if k in want]
 
 
-def step_rounds(kit, st, coord_vals, keys, push_need):
+def step_rounds(kit, st, coord_vals, keys, push_need, compact=False):
     """Build the steps of ``keys`` (a generator of rounds, ``chunks.run_rounds``; combine the reports with
     ``agree_steps``).  Returns ({key: Step}, {key: the step's values T on coordinate key[0]'s values}).
 
     The separators are chosen per coordinate for the range of gaps the keys span (``separator_chooser``:
-    the same choice as over every gap)."""
+    the same choice as over every gap).  ``compact`` (16-bit formats, domains whose gates read the steps
+    at their own points only): each step built on four values where they decide it (``step_extremes``),
+    and no values returned (None each)."""
     choosers = {}
     for j in sorted({key[0] for key in keys}):
         gaps = [key[1] for key in keys if key[0] == j]
         choosers[j] = separator_chooser(kit, coord_vals[j], st, gaps=(min(gaps), max(gaps)))
-    built = _first_builds(kit, st, coord_vals, choosers, keys, push_need)
+    four = set()            # the keys built on four values (compact)
+    if compact:
+        built = _first_builds_four(kit, st, coord_vals, choosers, keys, push_need, four)
+    else:
+        built = _first_builds(kit, st, coord_vals, choosers, keys, push_need)
+
+    def whole(key):
+        """The key built again on its whole row (where four values did not decide a later stage)."""
+        four.discard(key)
+        built[key] = _first_build(kit, st, coord_vals[key[0]], choosers[key[0]], key, push_need)
+        return built[key]
+
+    def on_four(key, stage):
+        """stage(kit, s, pre, on) of the key: on its four values with the certifying kit where it was
+        built on them, else (or where they do not decide it) on its whole row."""
+        if key in four:
+            try:
+                return stage(Certifying(kit, st), *built[key])
+            except NotCertified:
+                whole(key)
+        return stage(kit, *built[key])
     # every step spans the same layers: a step with fewer sharpening layers than the deepest is boosted
     # again after its boost (each boost keeps L dead and its on values on one side of L, so the step
     # stays a step), else sharpened to the full depth (one layer deeper for all steps when some step can
@@ -78,11 +101,18 @@ def step_rounds(kit, st, coord_vals, keys, push_need):
                                       + [1 if kit.wide_boosts else 0])})["depth"]
     while True:
         padded, failure = {}, None
-        for key, (s, pre, on) in built.items():
-            extra = reboosts(kit, st, pre, on, depth - len(s.sharpen) - len(s.lift))
+
+        def padding_boosts(k, s, pre, on):
+            extra = reboosts(k, st, pre, on, depth - len(s.sharpen) - len(s.lift))
+            if extra is None and k is not kit:
+                raise NotCertified("the step's boosts do not pad it (the whole row may sharpen it)")
+            return extra
+        for key in list(built):
+            extra = on_four(key, padding_boosts)
             if extra is not None:
                 padded[key] = (None, extra)
                 continue
+            s, pre, on = built[key]
             r = padded_split(kit, st, kit.T_row([(s.w, coord_vals[s.coord])], s.b), on,
                               len(s.sharpen), depth, push_need)
             if isinstance(r, str):
@@ -97,19 +127,37 @@ def step_rounds(kit, st, coord_vals, keys, push_need):
             break
         depth = agreed["depth"]
     steps, values = {}, {}
-    for key, (s, pre, on) in built.items():
-        layers, extra = padded[key][0], padded[key][-1]
-        if layers is not None:
-            _, s.s, s.kappa, on, (pre, s.k0, s.K), s.boost_a, s.boost_c = padded[key][1]
-            s.sharpen, s.lift = tuple(layers), ()
-            pre = kit.add(kit.mul(s.boost_a, kit.T(pre)), s.boost_c)
-        for a, c in extra:
-            pre = kit.add(kit.mul(a, kit.T(pre)), c)
-        on_t = kit.T(pre[on])
-        tv = on_t - st.L
-        s.on_min, s.on_max, s.on_sign = float(np.abs(tv).min()), float(np.abs(tv).max()), float(np.sign(tv)[0])
-        s.on_lo, s.on_hi, s.reboost = float(on_t.min()), float(on_t.max()), tuple(s.lift) + tuple(extra)
-        steps[key], values[key] = s, kit.T(pre)
+    for key in list(built):
+        def finish(k, s, pre, on):
+            """The step's fields read from its on values after its padding (and its values, unless compact)."""
+            layers, extra = padded[key][0], padded[key][-1]
+            if layers is not None:
+                _, s.s, s.kappa, on, (pre, s.k0, s.K), s.boost_a, s.boost_c = padded[key][1]
+                s.sharpen, s.lift = tuple(layers), ()
+                pre = k.add(k.mul(s.boost_a, k.T(pre)), s.boost_c)
+            for a, c in extra:
+                pre = k.add(k.mul(a, k.T(pre)), c)
+            on_t = k.T(pre[on])
+            tv = on_t - st.L
+            fields = (float(np.abs(tv).min()), float(np.abs(tv).max()), float(np.sign(tv)[0]),
+                      float(on_t.min()), float(on_t.max()), tuple(s.lift) + tuple(extra))
+            return s, fields, None if compact else kit.T(pre)
+        if key in four:
+            try:
+                s, fields, values[key] = finish(Certifying(kit, st), *built[key])
+            except NotCertified:
+                # (its padding again, on the whole row: the same boosts where the four values found them)
+                s, pre, on = whole(key)
+                extra = reboosts(kit, st, pre, on, depth - len(s.sharpen) - len(s.lift))
+                if extra is None:
+                    raise ConstructionError(f"step at coordinate {s.coord + 1} gap {s.gap}: its boosts do not "
+                                            f"pad it to {depth} layers") from None
+                padded[key] = (None, extra)
+                s, fields, values[key] = finish(kit, *built[key])
+        else:
+            s, fields, values[key] = finish(kit, *built[key])
+        s.on_min, s.on_max, s.on_sign, s.on_lo, s.on_hi, s.reboost = fields
+        steps[key] = s
     return steps, values
 
 
@@ -162,6 +210,46 @@ def _first_build(kit, st, vals, choose, key, push_need):
         pre = kit.add(kit.mul(a2, kit.T(pre)), c2)
     return (Step(j, gap, up, w, b, s, kappa, k0, K, boost_a=ba, boost_c=bc, sharpen=sharpen, lift=lift or ()),
             pre, on)
+
+
+def _first_build_four(ck, st, rows, choose, key, push_need):
+    """``_first_build`` on the four values of the key's separator row (``step_extremes``), with the
+    certifying kit ck: (Step, its four boosted pre-activations, their on side), or NotCertified /
+    ConstructionError where the whole row must decide."""
+    j, gap, up = key
+    ch = choose(gap, up)
+    if ch is None or ck.tables is not None:         # (sharpening and lifts read whole rows on the tables)
+        raise NotCertified("no separator, or a tabulated format")
+    w, b, s0, kappa0 = ch
+    rep = rows.representatives(w, b, gap, up)
+    if rep is None:
+        raise NotCertified("the separator row holds -0")
+    n4, side = rep
+
+    def check_on(on):
+        if not np.array_equal(on, side):
+            raise NotCertified("the step row's on side is not the key's")
+    best, _ = step_split(ck, st, n4, s0, kappa0, push_need, check_on=check_on)
+    if best is None:
+        raise NotCertified("no split")
+    _, s, kappa, on, (pre, k0, K), ba, bc = best
+    pre = ck.add(ck.mul(ba, ck.T(pre)), bc)
+    return Step(j, gap, up, w, b, s, kappa, k0, K, boost_a=ba, boost_c=bc), pre, on
+
+
+def _first_builds_four(kit, st, coord_vals, choosers, keys, push_need, four) -> dict:
+    """``_first_builds`` of the keys, each on four values where they decide it (adding the key to four),
+    else on its whole row (which raises where the step can not be built, in key order)."""
+    ck = Certifying(kit, st)
+    rows = {j: SeparatorRows(kit, coord_vals[j]) for j in sorted({key[0] for key in keys})}
+    out = {}
+    for key in keys:
+        try:
+            out[key] = _first_build_four(ck, st, rows[key[0]], choosers[key[0]], key, push_need)
+            four.add(key)
+        except (NotCertified, ConstructionError):
+            out[key] = _first_build(kit, st, coord_vals[key[0]], choosers[key[0]], key, push_need)
+    return out
 
 
 def _first_builds(kit, st, coord_vals, choosers, keys, push_need) -> dict:

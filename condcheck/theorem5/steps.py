@@ -75,7 +75,8 @@ def quantizer_chains(kit: Kit, v, k0: int) -> dict:
     F = kit.fmt
     native = F.name == "float64" and np.ndim(v) == 1
     tb = None if native or np.ndim(v) != 1 else op_tables(F)
-    if tb is None and np.ndim(v) == 1 and enumerated(F) and len(v) >= tuning.CHAIN_MAP_MIN:
+    if tb is None and np.ndim(v) == 1 and enumerated(F) and (len(v) >= tuning.CHAIN_MAP_MIN
+                                                             or getattr(kit, "chain_maps", False)):
         steps = _ChainMaps.of(F)
         iv = steps.index(v)
         if iv is not None:

@@ -3,6 +3,9 @@
 """
 from __future__ import annotations
 
+import contextlib
+import sys
+
 
 #: domains with at most this many points evaluate each gate's sum on every point; larger ones bound it
 EXACT_GATE_POINTS = 512
@@ -45,6 +48,16 @@ POINT_CHUNKS = 2
 #: domains with fewer points are one chunk (a worker costs a fork and a cold cache)
 CHUNK_MIN_POINTS = 32
 
+#: formats with more than 4,096 values (16 bits and up) split domains of more points than this into chunks
+#: of SPREAD_CHUNK_POINTS points, each searched in a fresh context, on Dask workers (``spread``); smaller
+#: domains stay one chunk in this process
+SPREAD_FROM = 8192
+SPREAD_CHUNK_POINTS = 512
+
+#: points per verification task of a spread construction (each task evaluates every neuron of the network
+#: on its points: tables of neurons x points)
+SPREAD_VERIFY_POINTS = 256
+
 #: worker processes for the chunks (None: the environment variable CONDCHECK_JOBS if set, else the CPUs
 #: this process may use; 1: none, all in this process)
 JOBS = None
@@ -57,3 +70,18 @@ CHAIN_MAP_MIN = 256
 
 #: the most sharpening layers a step may take before its row
 MAX_SHARPEN = 6
+
+
+@contextlib.contextmanager
+def overridden(values: dict):
+    """These constants set to ``values`` inside the block (as they were after): what a worker process
+    applies to read its caller's (``spread``)."""
+    module = sys.modules[__name__]
+    old = {k: getattr(module, k) for k in values}
+    try:
+        for k, v in values.items():
+            setattr(module, k, v)
+        yield
+    finally:
+        for k, v in old.items():
+            setattr(module, k, v)

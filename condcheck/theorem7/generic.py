@@ -158,7 +158,20 @@ def _chains_off_check(act: "ActivationTable", built, ymax: float, quarter: float
 
 
 def construct_generic_gated(act: "ActivationTable", F: Format, X, fv, Y, G, implementation, verify_result):
-    """Several points, any activation (docs/theorem7.md, "Several points, any activation")."""
+    """Several points, any activation (docs/theorem7.md, "Several points, any activation").
+
+    d >= 2: every gate is checked on every point (theorem5's exact gate sums, ``tuning.EXACT_GATE_POINTS``
+    raised to N): the bounds theorem5 takes beyond 512 points combine each gating step's extremes over the
+    whole domain, coordinate by coordinate, and on d = 2 sub-boxes of more than 512 points (a 32 x 32
+    float8_e4m3 sub-box) they left a corner point without a gate."""
+    from ..theorem5 import tuning
+    if X.shape[1] >= 2 and X.shape[0] > tuning.EXACT_GATE_POINTS:
+        with tuning.overridden({"EXACT_GATE_POINTS": X.shape[0]}):
+            return _construct_generic_gated_points(act, F, X, fv, Y, G, implementation, verify_result)
+    return _construct_generic_gated_points(act, F, X, fv, Y, G, implementation, verify_result)
+
+
+def _construct_generic_gated_points(act: "ActivationTable", F: Format, X, fv, Y, G, implementation, verify_result):
     N = X.shape[0]
     dim = X.shape[1]
     d = act.d

@@ -38,22 +38,21 @@ What :func:`to_torch` builds instead:
 Overflow (Inf or NaN) raises the :class:`~condcheck.errors.NetworkOverflowError` the interpreters
 raise (``interpreters.failures``): each step -- a layer's sums, sigma~, the backward sums, the products by
 sigma~' -- is checked when it is complete, naming the pass, layer, neuron and input.
-``interpreters.torch_autograd`` runs the module as an interpreter, a second opinion in the shared tests.
+``torch_autograd`` runs the module as an interpreter, a second opinion in the shared tests.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .errors import CondcheckError
-from .interpreters.failures import BACKWARD, BACKWARD_DERIVATIVE, FORWARD, FORWARD_ACTIVATION, failure
-from .network import Network
-from .rounding import round_array
+from ..errors import CondcheckError
+from ..rounding import round_array
+from .failures import BACKWARD, BACKWARD_DERIVATIVE, FORWARD, FORWARD_ACTIVATION, failure
 
 NATIVE = ("float16", "bfloat16", "float32", "float64")
 
 
 def _torch():
-    from .torch_impl import require_torch
+    from ..torch_impl import require_torch
     return require_torch()
 
 
@@ -186,10 +185,10 @@ def _activation_function():
     return PaperActivation
 
 
-def _torch_value_and_derivative(net: Network, ar: _Arith):
+def _torch_value_and_derivative(net, ar: _Arith):
     """sigma~ and sigma~' as the "torch" implementation takes them: the op, and autograd with upstream 1."""
     torch = _torch()
-    from .torch_impl import torch_op
+    from ..torch_impl import torch_op
     _, op = torch_op(net.rounded.activation)
 
     def through(z):                       # the op's dtype: native, or float32 (torch has no float8 kernels)
@@ -214,7 +213,7 @@ def _round64(t, ar: _Arith):
     return torch.from_numpy(np.ascontiguousarray(r))
 
 
-def _table_value_and_derivative(net: Network, ar: _Arith):
+def _table_value_and_derivative(net, ar: _Arith):
     torch = _torch()
 
     def look(z, derivative):
@@ -224,7 +223,7 @@ def _table_value_and_derivative(net: Network, ar: _Arith):
     return (lambda z: look(z, False)), (lambda z: look(z, True))
 
 
-def to_torch(net: Network, activation: str | None = None):
+def to_torch(net, activation: str | None = None):
     """A ``torch.nn.Module`` computing ``net`` in the paper's order; see the module docstring.
 
     ``module(X)`` takes an (N, d) tensor or array of inputs and returns the N outputs (float64 tensor of
@@ -325,11 +324,11 @@ def torch_value_and_gradient(module, X, upstream):
     return out.detach().numpy().astype(np.float64), g.detach().to(torch.float64).numpy()
 
 
-def plain_export(net: Network, dtype="float32"):
+def plain_export(net, dtype="float32"):
     """The naive export: ``nn.Sequential`` of ``nn.Linear`` layers (same weights) and the activation op,
     in float32, the output rounded to the format once.  For comparison only: its sums are matmuls."""
     torch = _torch()
-    from .torch_impl import torch_op
+    from ..torch_impl import torch_op
     _, op = torch_op(net.rounded.activation)
     dt = getattr(torch, dtype)
     mods = []

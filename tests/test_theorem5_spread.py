@@ -1,0 +1,141 @@
+"""Spread chunks (condcheck/theorem5/spread.py): large-format domains in chunks of fresh contexts, agreed
+on by speculation, in this process or on Dask workers; the same network whatever runs them."""
+import pytest
+
+import condcheck.theorem5 as t5
+from condcheck.errors import CondcheckError
+from condcheck.targets import box_sample, random_targets
+from condcheck.theorem5 import chunks, spread
+from condcheck.theorem5.build import Build
+from condcheck.theorem5.errors import ConstructionError
+from theorem5_helpers import assert_same_network
+
+
+# ---- the chunks ----------------------------------------------------------------------------------------------
+def test_a_large_format_beyond_spread_from_is_split_into_chunks_of_spread_chunk_points(monkeypatch):
+    monkeypatch.setattr(t5.tuning, "SPREAD_FROM", 100)
+    monkeypatch.setattr(t5.tuning, "SPREAD_CHUNK_POINTS", 30)
+    parts = chunks.point_chunks(101, 1, False)
+    assert len(parts) == 4 and [zi for c in parts for zi in c.points] == list(range(101))
+    assert all(c.points == c.grad_points for c in parts) and max(map(len, parts)) <= 30
+
+
+def test_a_large_format_up_to_spread_from_stays_one_chunk(monkeypatch):
+    monkeypatch.setattr(t5.tuning, "SPREAD_FROM", 100)
+    assert len(chunks.point_chunks(100, 1, False)) == 1
+
+
+# ---- the agreement by speculation, on rounds of toy chunks -----------------------------------------------
+class _Toy:
+    """Rounds of a toy construction: a chunk reports its size as its depth, then returns its points with
+    the agreed depth (the largest); ``fail`` maps a chunk's first point to the round that raises."""
+
+    def __init__(self, fail=None):
+        self.fail, self.runs, self.fresh_ctx = fail or {}, [], False
+
+    def for_spread(self):
+        self.fresh_ctx = True
+
+    def rounds(self, chunk, report):
+        self.runs.append(chunk.points.start)
+        if self.fail.get(chunk.points.start) == 1:
+            raise ConstructionError(f"chunk at {chunk.points.start} fails in round 1")
+        agreed = yield {"depth": len(chunk.points)}
+        if self.fail.get(chunk.points.start) == 2:
+            raise ConstructionError(f"chunk at {chunk.points.start} fails in round 2 (depth {agreed['depth']})")
+        yield {"branches": (list(chunk.points), agreed["depth"])}
+
+    def combine(self, reports):
+        return {"depth": max(r["depth"] for r in reports)}
+
+
+def _toy_chunks(*sizes):
+    out, at = [], 0
+    for n in sizes:
+        out.append(chunks.Chunk(range(at, at + n), (0,), range(at, at + n)))
+        at += n
+    return out
+
+
+def _run_here(toy):
+    return lambda items: [spread.speculate(toy, c, h) for c, h in items]
+
+
+def test_every_chunk_is_fed_the_agreement_of_all_chunks():
+    toy = _Toy()
+    parts = _toy_chunks(3, 5, 2)
+    out = spread.agree(toy, parts, _run_here(toy))
+    assert out == [(list(c.points), 5) for c in parts]
+
+
+def test_only_the_chunks_whose_speculation_was_wrong_run_again():
+    toy = _Toy()
+    spread.agree(toy, _toy_chunks(3, 5, 2), _run_here(toy))
+    assert toy.runs == [0, 3, 8, 0, 8]
+
+
+def test_a_chunk_that_agrees_with_itself_runs_once():
+    toy = _Toy()
+    spread.agree(toy, _toy_chunks(4, 4), _run_here(toy))
+    assert toy.runs == [0, 4]
+
+
+def test_an_error_under_true_agreements_is_raised_first_chunk_first():
+    toy = _Toy(fail={3: 2, 8: 2})
+    with pytest.raises(ConstructionError, match="chunk at 3 fails in round 2 \\(depth 5\\)"):
+        spread.agree(toy, _toy_chunks(3, 5, 2), _run_here(toy))
+
+
+def test_an_error_under_a_wrong_speculation_is_not_raised_until_the_truth_raises_it():
+    # chunk 8 alone would agree on depth 2 and raise with it; with the true depth 5 it raises with 5
+    toy = _Toy(fail={8: 2})
+    with pytest.raises(ConstructionError, match="depth 5"):
+        spread.agree(toy, _toy_chunks(3, 5, 2), _run_here(toy))
+
+
+def test_an_error_in_an_earlier_round_wins_over_a_later_one():
+    toy = _Toy(fail={3: 2, 8: 1})
+    with pytest.raises(ConstructionError, match="chunk at 8 fails in round 1"):
+        spread.agree(toy, _toy_chunks(3, 5, 2), _run_here(toy))
+
+
+def test_a_chunk_reads_only_its_own_points_gate_counts():
+    (c,) = _toy_chunks(3)
+    assert spread.view(c, {"depth": 4, "gates": {1: 2, 5: 1}}) == {"depth": 4, "gates": {1: 2}}
+
+
+# ---- real constructions --------------------------------------------------------------------------------------
+@pytest.fixture
+def small_spread(monkeypatch):
+    """A float16 sample of 96 points spread over 4 chunks."""
+    monkeypatch.setattr(t5.tuning, "SPREAD_FROM", 64)
+    monkeypatch.setattr(t5.tuning, "SPREAD_CHUNK_POINTS", 24)
+    X = box_sample("gelu", "float16", 1, 96, 3)
+    f, h, g = random_targets("float16", X, 3, 0.25)
+    return X, f, h, g
+
+
+def test_speculation_builds_the_network_of_the_chunks_run_in_lockstep(small_spread):
+    X, f, h, g = small_spread
+    net, _ = t5.construct_theorem5("gelu", "float16", X, f, h, g, jobs=1)
+    # the reference: every chunk alive at once, fed each round's agreement of all chunks (``run_rounds``)
+    build = Build("gelu", "float16", X, f, h, g, "exact", False, None, "auto", False)
+    build.for_spread()
+    parts = chunks.point_chunks(len(X), 1, False)
+    assert len(parts) == 4
+    chunks.run_rounds(parts, build.rounds, build.combine, 1)
+    assert_same_network(net, build.assembled[0])
+
+
+def test_two_dask_workers_build_the_same_network_as_this_process(small_spread):
+    X, f, h, g = small_spread
+    here, _ = t5.construct_theorem5("gelu", "float16", X, f, h, g, jobs=1)
+    there, _ = t5.construct_theorem5("gelu", "float16", X, f, h, g, jobs=2)
+    assert_same_network(here, there)
+
+
+def test_a_scheduler_that_is_not_an_address_is_refused_before_any_work(small_spread, monkeypatch):
+    X, f, h, g = small_spread
+    monkeypatch.setattr(t5.construct, "Build", None)         # (no setup may start)
+    with pytest.raises(CondcheckError, match="scheduler must be an address"):
+        t5.construct_theorem5("gelu", "float16", X, f, h, g, jobs=2, scheduler="  ")
