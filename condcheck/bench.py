@@ -98,13 +98,14 @@ def _exhaustive_float32_sample(act, impl, workers, n_chunks=32):
             f"{wall * len(ranges) / n_chunks / 60:.0f} min")
 
 
-for _impl in ("exact", "float32-upcast", "torch"):
-    case(f"exhaustive-float32-tanh-{_impl}", "every float32 value, chunked on Dask (issue 31; hours on 2 cores)")(
-        lambda i=_impl: _exhaustive_float32("tanh", i))
-    for _w in (1, 2):
-        case(f"exhaustive-float32-tanh-{_impl}-sample-{_w}worker{'s' if _w > 1 else ''}",
-             "32 evenly spread float32 chunks on 1 and on 2 workers: the scaling (issue 31)")(
-            lambda i=_impl, w=_w: _exhaustive_float32_sample("tanh", i, w))
+for _act in ("tanh", "gelu", "sigmoid"):
+    for _impl in ("exact", "float32-upcast", "torch"):
+        case(f"exhaustive-float32-{_act}-{_impl}", "every float32 value, chunked on Dask (issue 31; hours on 2 cores)")(
+            lambda a=_act, i=_impl: _exhaustive_float32(a, i))
+        for _w in (1, 2):
+            case(f"exhaustive-float32-{_act}-{_impl}-sample-{_w}worker{'s' if _w > 1 else ''}",
+                 "32 evenly spread float32 chunks on 1 and on 2 workers: the scaling (issue 31)")(
+                lambda a=_act, i=_impl, w=_w: _exhaustive_float32_sample(a, i, w))
 
 
 def construct_box(act, fmt_name, seed=0, h_max=0.25):

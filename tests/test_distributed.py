@@ -101,3 +101,39 @@ def test_importing_condcheck_and_its_checks_does_not_load_dask():
                           "import sys; print(' '.join(sys.modules))"], capture_output=True, text=True, check=True)
     mods = set(out.stdout.split())
     assert "conditions.chunked" in mods and "dask" not in mods and "distributed" not in mods
+
+
+def test_the_progress_bar_counts_the_items_on_stderr_when_asked(capsys):
+    from condcheck.distributed import SerialRunner
+    assert SerialRunner(progress=True).map(abs, [-1, -2, 3], label="chunks") == [1, 2, 3]
+    err = capsys.readouterr().err
+    assert "chunks" in err and "/3 " in err                  # a bar over the 3 items
+
+
+def test_the_progress_bar_is_off_when_stderr_is_not_a_terminal(capsys):
+    from condcheck.distributed import progress_bar
+    with progress_bar(3, "chunks", None) as bar:            # under pytest stderr is captured: not a terminal
+        bar.update(3)
+    assert capsys.readouterr().err == ""
+
+
+def test_check_quiet_turns_the_progress_bar_off(monkeypatch):
+    from click.testing import CliRunner
+
+    import condcheck.check
+    from condcheck.cli import main
+    seen = {}
+
+    def fake(*args, **kwargs):
+        seen.update(kwargs)
+        raise CondcheckError("stop here")
+    monkeypatch.setattr(condcheck.check, "check_activation", fake)
+    CliRunner().invoke(main, ["check", "tanh", "float32", "--method", "exhaustive", "--quiet"])
+    assert seen["progress"] is False
+    CliRunner().invoke(main, ["check", "tanh", "float32", "--method", "exhaustive"])
+    assert seen["progress"] is None                          # on exactly when stderr is a terminal
+
+
+def test_every_local_worker_is_limited_to_2_gib(engine):
+    limits = [w["memory_limit"] for w in engine.client.scheduler_info()["workers"].values()]
+    assert len(limits) == 2 and all(lim == 2 * 1024 ** 3 for lim in limits)

@@ -115,8 +115,8 @@ def test_a_symbolic_fails_relabelled_exhaustive_is_re_enumerated_not_skipped():
     assert rejected_at(c).startswith("conditions.2.counterexample")
 
 
-def test_an_exhaustive_label_on_a_wide_format_is_rejected():
-    c = cert("leaky_relu", "float32")
+def test_an_exhaustive_label_beyond_32_bits_is_rejected():
+    c = cert("leaky_relu", "float64")          # 17 to 32 bits: tests/test_recheck_wide.py
     c["conditions"]["1"]["method"] = "exhaustive"
     assert rejected_at(c) == "conditions.1.method"
 

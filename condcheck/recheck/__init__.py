@@ -10,7 +10,8 @@ Independence: shared with the checkers are only the formats (``condcheck.formats
 whose table of a format of at most 16 bits is that evaluation at every value) and the interval
 enclosure of an expression (``conditions._tail.enclose_interval``).  The clause logic is written again
 in this package: the witnesses (``condition1``, ``condition2``, ``condition3``), recheck's own
-enumeration of formats of at most 16 bits (``enumeration``), the symbolic proofs (``covers``) and the
+enumeration of formats of at most 16 bits (``enumeration``), what it re-derives of an exhaustive verdict
+beyond 16 bits and what it names as not re-derived (``wide``), the symbolic proofs (``covers``) and the
 paper's constants (``summary``).
 
 Order of the checks (the first failure is the one reported): the fields of the certificate, the
@@ -22,7 +23,7 @@ from __future__ import annotations
 import json
 
 from ..errors import CondcheckError, UnknownNameError
-from . import condition1, condition2, condition3, summary
+from . import condition1, condition2, condition3, summary, wide
 from .context import Context, Rejected, fields
 from .enumeration import Enumeration
 from .schema import (CONDITION_FIELDS, EXHAUSTIVE_BITS, FAILING_CLAUSES, METADATA_FIELDS, METHODS,
@@ -76,8 +77,8 @@ def _condition(ctx: Context, key: str, v, enum) -> None:
               f"{v['verdict']!r} disagrees with holds = {json.dumps(holds)} (verdict {VERDICTS[holds]!r})")
     ctx.claim(method in METHODS, f"{path}.method", f"must be one of {', '.join(METHODS)}")
     if method == "exhaustive":
-        ctx.claim(ctx.fmt.bits <= EXHAUSTIVE_BITS, f"{path}.method",
-                  f"exhaustive means every value was enumerated, for formats of at most {EXHAUSTIVE_BITS} bits; "
+        ctx.claim(ctx.fmt.bits <= wide.MAX_BITS, f"{path}.method",
+                  f"exhaustive means every value was enumerated, for formats of at most {wide.MAX_BITS} bits; "
                   f"{ctx.fmt.name} has {ctx.fmt.bits}")
         ctx.claim(holds is not None, f"{path}.method", "an exhaustive check decides the condition; it is never "
                                                         "undecided")
@@ -101,7 +102,15 @@ def _condition(ctx: Context, key: str, v, enum) -> None:
         module.fails(ctx, v, path, clause, enum() if method == "exhaustive" else None)
 
 
-def _check(cert: dict) -> Context:
+class NotRederived(Rejected):
+    """Every statement recheck could re-derive is true, but these were not re-derived (beyond 16 bits)."""
+
+    def __init__(self, pending: list, proved: int):
+        super().__init__(*pending[0])
+        self.pending, self.proved = pending, proved
+
+
+def _check(cert: dict, enumerate_wide: bool = False, runner=None) -> Context:
     allowed = TOP_FIELDS + OPTIONAL_TOP_FIELDS + METADATA_FIELDS
     for k in cert:
         if k not in allowed:
@@ -118,7 +127,7 @@ def _check(cert: dict) -> Context:
 
     def enum():
         if ctx.fmt.bits > EXHAUSTIVE_BITS:
-            return None
+            return wide.Wide(ctx, enumerate_wide, runner)
         if not cache:
             cache.append(Enumeration.of(ctx))
         return cache[0]
@@ -128,26 +137,38 @@ def _check(cert: dict) -> Context:
     overall = False if False in states else None if None in states else True
     ctx.claim(cert["holds"] is overall, "holds", f"the conjunction of Conditions 1-3 ({', '.join(json.dumps(s) for s in states)}) "
                                                  f"is {json.dumps(overall)}, not {json.dumps(cert['holds'])}")
+    if ctx.pending:
+        raise NotRederived(ctx.pending, ctx.proved)
     return ctx
 
 
-def recheck_certificate(cert) -> dict:
+def recheck_certificate(cert, enumerate_wide: bool = False, runner=None) -> dict:
     """Re-check a certificate (a dict).  Returns {"ok", "activation", "format", "implementation", "checks",
-    "problem", "conditions"}: ``problem`` is None, or {"statement", "problem"} for the first statement that
-    was not re-proved.  Raises CondcheckError when ``cert`` is not a condcheck.check/2 certificate at all."""
+    "problem", "not_rederived", "conditions"}: ``problem`` is None, or {"statement", "problem"} for the first
+    statement that was not re-proved; ``not_rederived`` lists every statement of an exhaustive verdict beyond
+    16 bits that recheck did not re-derive (:mod:`condcheck.recheck.wide`; then ``ok`` is false).
+    ``enumerate_wide`` re-derives Condition 1's dead tail beyond 16 bits by enumerating it, on ``runner``
+    (a :class:`condcheck.distributed.Engine`; default: in this process).
+    Raises CondcheckError when ``cert`` is not a condcheck.check/2 certificate at all."""
     if not isinstance(cert, dict):
         raise CondcheckError(f"a certificate is a JSON object, not a {type(cert).__name__}")
     if cert.get("schema") != SCHEMA:
         raise CondcheckError(f"not a condition certificate: schema {cert.get('schema')!r}, expected {SCHEMA!r} "
                              f"(write one with condcheck check ... --json)")
     out = {"ok": False, "activation": cert.get("activation"), "format": cert.get("format"),
-           "implementation": cert.get("implementation"), "checks": 0, "problem": None, "conditions": {}}
+           "implementation": cert.get("implementation"), "checks": 0, "problem": None, "not_rederived": [],
+           "conditions": {}}
     conds = cert.get("conditions") if isinstance(cert.get("conditions"), dict) else {}
     for k in ("1", "2", "3"):
         v = conds.get(k) if isinstance(conds.get(k), dict) else {}
         out["conditions"][k] = {"verdict": v.get("verdict"), "method": v.get("method")}
     try:
-        ctx = _check(cert)
+        ctx = _check(cert, enumerate_wide, runner)
+    except NotRederived as r:
+        out["problem"] = {"statement": r.statement, "problem": r.problem}
+        out["not_rederived"] = [{"statement": p, "problem": q} for p, q in r.pending]
+        out["checks"] = r.proved
+        return out
     except Rejected as r:
         out["problem"] = {"statement": r.statement, "problem": r.problem}
         return out
@@ -155,11 +176,11 @@ def recheck_certificate(cert) -> dict:
     return out
 
 
-def recheck_file(path) -> dict:
+def recheck_file(path, enumerate_wide: bool = False, runner=None) -> dict:
     """Read a certificate file and re-check it (see :func:`recheck_certificate`)."""
     try:
         with open(path) as fh:
             cert = json.load(fh)
     except (OSError, ValueError) as e:
         raise CondcheckError(f"cannot read certificate {str(path)!r}: {e}") from None
-    return recheck_certificate(cert)
+    return recheck_certificate(cert, enumerate_wide, runner)

@@ -6,6 +6,9 @@ the number of values of the format from -Omega to z_d; live > z_d with sigma~(li
 sigma~(constant) a positive power of two; sigma~(zero) = 0; pass > z_d with sigma~'(pass) = +-2^k; and
 every reported sigma~ / sigma~' value equal to the recomputed one.
 
+Beyond 16 bits (method exhaustive) the universal statements -- the dead tail, a "fails" other than (a),
+the smallest |sigma~| -- are enumerated or named as not re-derived (:mod:`condcheck.recheck.wide`).
+
 A "fails": method exhaustive -- recheck's enumeration finds the same first failing clause, and the
 counterexample's facts: (a) z <= -Omega/2 is not dead with the reported sigma~(z), sigma~'(z) (null:
 overflow); (b) L = sigma~(-Omega); (d) the smallest |sigma~| over the finite values.  Method symbolic --
@@ -38,7 +41,9 @@ def witness(ctx, w, path: str, method: str, enum) -> None:
     ctx.claim(w["dead_count"] == _ordinal(fmt, zd) - _ordinal(fmt, -om) + 1, f"{path}.dead_count",
               f"{fmt.name} has {_ordinal(fmt, zd) - _ordinal(fmt, -om) + 1} values from -Omega to z_d, "
               f"not {w['dead_count']}")
-    if method == "exhaustive":
+    if method == "exhaustive" and getattr(enum, "wide", False):
+        enum.dead_tail(f"{path}.z_dead", zd, L, w["dead_count"])
+    elif method == "exhaustive":
         zd_n, L_n = enum.n(zd), enum.n(L)
         upto = [i for i, z in enumerate(enum.z) if z <= zd_n]
         live = next((i for i in upto if not (enum.s[i] == L_n and enum.d[i] == 0)), None)
@@ -80,6 +85,16 @@ def _point(ctx, cx, path: str) -> None:
 def fails(ctx, v, path: str, clause: str, enum) -> None:
     method, cx = v["method"], v["counterexample"]
     cpath = f"{path}.counterexample"
+    if method == "exhaustive" and getattr(enum, "wide", False):
+        if clause == "(a)":                     # the first clause: the point z alone refutes it
+            _point(ctx, cx, cpath)
+            return
+        enum.not_rederived(f"{path}.failing_clause", f"clause {clause} is the first clause no value satisfies")
+        if clause == "(b)":
+            ctx.computed(cx["L"], f"{cpath}.L", ctx.sigma(-ctx.omega), "sigma~(-Omega)")
+        elif clause == "(d)":
+            enum.not_rederived(f"{cpath}.smallest_|sigma|", "the smallest |sigma~| over the finite values")
+        return
     if method == "exhaustive":
         first, info = enum.condition1
         ctx.claim(first is not None, f"{path}.holds", "Condition 1 holds: every clause has a witness in the "

@@ -9,7 +9,8 @@ magnitude; (ii) |sigma~'(delta_1)| = 2^k with 2^-M <= 2^k <= 1 for the reported 
 
 A "fails" at clause c (stage s): no pair satisfies (i)..(s).  Method exhaustive -- recheck's enumeration
 finds s as the first stage no pair satisfies; the counterexample's ``pair_for_...`` satisfies (i)..(s-1)
-(for (i): the admissible sigma~ values, the first eight ascending, and their count).  Method symbolic --
+(for (i): the admissible sigma~ values, the first eight ascending, and their count); beyond 16 bits only
+the pair is re-derived and the rest named as not re-derived (:mod:`condcheck.recheck.wide`).  Method symbolic --
 a refutation of the pass state for (ii) or (iii) (no value of the format has sigma~' a power of two in
 the clause's range), or a pair cover for (ii)-(iv) with the pair for the clauses before it.
 """
@@ -83,6 +84,14 @@ def _pair_for_before(ctx, cx, cpath: str, clause: str) -> None:
 def fails(ctx, v, path: str, clause: str, enum) -> None:
     method, cx = v["method"], v["counterexample"]
     cpath = f"{path}.counterexample"
+    if method == "exhaustive" and getattr(enum, "wide", False):
+        enum.not_rederived(f"{path}.failing_clause", f"clause {clause} is the first clause no pair satisfies")
+        if clause == "(i)":
+            enum.not_rederived(f"{cpath}.distinct_sigma_values", "the first eight admissible sigma~ values")
+            enum.not_rederived(f"{cpath}.count", "the number of distinct admissible sigma~ values")
+        else:
+            _pair_for_before(ctx, cx, cpath, clause)
+        return
     if method == "exhaustive":
         first = enum.condition2
         ctx.claim(first is not None, f"{path}.holds", "Condition 2 holds: a pair satisfies (i)-(iv) in the "

@@ -8,7 +8,8 @@ reported value equal to the recomputed one.
 A "fails" (neither route): method exhaustive -- recheck's enumeration finds no witness of either route,
 and the counterexample's sigma~'(0) (null: overflow), the largest |sigma~'| over the finite values,
 2^-M and the number of candidate x of route (b) (x != 0 even, sigma~(x), sigma~'(x) finite,
-|sigma~'(x)| >= 2^-M) are recomputed.  Method symbolic -- route (a) fails at 0 (|sigma~'(0)| < 2^-M or an
+|sigma~'(x)| >= 2^-M) are recomputed (beyond 16 bits: sigma~'(0) and 2^-M; the rest is named as not
+re-derived, :mod:`condcheck.recheck.wide`).  Method symbolic -- route (a) fails at 0 (|sigma~'(0)| < 2^-M or an
 overflow) and the refutation cover shows |sigma~'| < 2^-M at every value, so route (b) has no x.
 """
 from __future__ import annotations
@@ -65,6 +66,11 @@ def fails(ctx, v, path: str, clause: str, enum) -> None:
     ctx.computed(cx["threshold_2^-M"], f"{cpath}.threshold_2^-M", thr, "2^-M")
     d0 = ctx.dsigma(Fraction(0))
     ctx.computed(cx["dsigma(0)"], f"{cpath}.dsigma(0)", d0, "sigma~'(0)")
+    if v["method"] == "exhaustive" and getattr(enum, "wide", False):
+        enum.not_rederived(f"{path}.holds", "no witness of route (a) or route (b) exists")
+        enum.not_rederived(f"{cpath}.largest_|dsigma|", "the largest |sigma~'| over the finite values")
+        enum.not_rederived(f"{cpath}.x_candidates_route_b", "the number of candidate x of route (b)")
+        return
     if v["method"] == "exhaustive":
         info = enum.condition3
         ctx.claim(not info["holds"], f"{path}.holds", "Condition 3 holds: the enumeration finds a witness")

@@ -92,6 +92,7 @@ class Context:
         self.T = Fraction(2) ** fmt.e_max           # 2^e_max
         self.omega = Fraction(fmt.max)               # Omega
         self.proved = 0
+        self.pending = []                            # (statement, why it was not re-derived): see recheck.wide
         self._memo = {}
 
     # -- exact values -------------------------------------------------------------------------------

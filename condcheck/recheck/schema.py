@@ -3,8 +3,7 @@
 A certificate is a list of statements about one (activation, format, implementation).  Every field is
 either a **statement**, which ``condcheck recheck`` re-derives, or **metadata**, which states nothing
 about sigma and F and is not read.  Metadata: ``seconds`` and ``enumeration`` (how a chunked run beyond
-16 bits enumerated the format; such a run's exhaustive verdicts are refused, as recheck enumerates at most
-16 bits) (optional).  Everything else is a statement,
+16 bits enumerated the format) (optional).  Everything else is a statement,
 and a field this schema does not name is refused, so that no fact can ride along unchecked.  The
 search's free-text log (``evidence``, ``reason`` of the checkers) is not part of the certificate; it is
 in the text output of ``condcheck check`` and in the LaTeX report.
@@ -25,8 +24,10 @@ Top level (all required unless marked optional):
 A condition record has exactly ``verdict`` ("holds", "fails", "undecided", agreeing with ``holds``),
 ``holds``, ``method``, ``witness``, ``failing_clause`` and ``counterexample``:
 
-* ``method`` "exhaustive" states that the verdict follows from every value of the format (formats of at
-  most 16 bits): recheck enumerates with its own code.  "symbolic" states that it follows from the
+* ``method`` "exhaustive" states that the verdict follows from every value of the format: recheck
+  enumerates with its own code up to 16 bits; from 17 to 32 bits (chunked runs) it re-derives the
+  existential statements point by point, Condition 1's dead tail by its own chunked enumeration when
+  asked, and names every other universal statement as not re-derived (:mod:`condcheck.recheck.wide`).  "symbolic" states that it follows from the
   certificate's proof objects (witness points, ``tail_cover``, refutation covers), which recheck
   re-proves as proofs (interval enclosures, monotonicity, certain rounding), on any format.
 * holds: ``witness`` (the values and the integers of the condition's witness, every value exact as
