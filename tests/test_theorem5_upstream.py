@@ -63,7 +63,7 @@ def test_value_that_overflows_with_power_of_two_boosts_builds_with_wide_boosts(a
     F = get_format("float8_e4m3")
     X = full_box(act, F, 1)
     f, h, g = random_targets(F, X, seed, float(F.max_float))
-    args = (act, F, X, f, h, g, "exact", False, None, None, "auto", 1)
+    args = (act, F, X, f, h, g, "exact", False, None, None, "auto", 1, None, None)
     with pytest.raises(t5.ValueGainOverflow):
         t5.construct._construct_theorem5(*args)
     net, claim = t5.construct_theorem5(act, F, X, f, h, g)
