@@ -222,11 +222,21 @@ def test_coq_accepts_every_clause_of_relu_on_float8_e4m3(relu_float8):
     assert "Condition3b_at" in relu_float8.statement
 
 
+#: what Print Assumptions may list: the axioms of Coq's reals and excluded middle (no primitive integers
+#: or floats, no axiom of a development)
+REAL_AXIOM_MODULES = {"ClassicalDedekindReals", "FunctionalExtensionality", "Classical_Prop"}
+
+
 @needs_coq
-def test_print_assumptions_shows_only_standard_axioms(sigmoid_float4, relu_float8):
+def test_print_assumptions_shows_only_the_axioms_of_the_reals(sigmoid_float4, relu_float8):
+    # sigmoid's facts are proved by interval: its primitive-number backends would show here
     for names in (json.loads(sigmoid_float4.stdout)["coq"]["assumptions"], relu_float8.coq["assumptions"]):
-        assert names and all(n.split(".")[0] in coqrun.STANDARD_AXIOMS for n in names)
-        assert not any(n.startswith(("Cert.", "Condcheck.")) for n in names)
+        assert names and {n.split(".")[0] for n in names} <= REAL_AXIOM_MODULES
+
+
+def test_an_axiom_of_the_primitive_floats_is_unexpected():
+    names = ["ClassicalDedekindReals.sig_not_dec", "FloatAxioms.sub_spec", "PrimInt63.sub", "Classical_Prop.classic"]
+    assert coqrun.unexpected_assumptions(names) == ["FloatAxioms.sub_spec", "PrimInt63.sub"]
 
 
 @needs_coq
@@ -286,7 +296,7 @@ def small_network_proof(small_network, sigmoid_float4, tmp_path_factory):
 def test_coq_accepts_the_claim_of_a_small_theorem5_network(small_network_proof):
     r = small_network_proof
     assert r.ok, r.coq.get("log")
-    assert all(n.split(".")[0] in coqrun.STANDARD_AXIOMS for n in r.coq["assumptions"])
+    assert {n.split(".")[0] for n in r.coq["assumptions"]} <= REAL_AXIOM_MODULES
 
 
 @needs_coq
@@ -301,6 +311,45 @@ def test_coq_rejects_a_network_claim_with_one_value_changed(small_network_proof,
     j = text.index("] ", i) + 2                       # after the point: the claimed value's term
     k = text.index(" [", j)
     claim.write_text(text[:j] + "(Float radix2 (12345) (0))" + text[k:])
+    r = coqrun.check_development(d, quiet=True)
+    assert not r.ok
+    assert r.files["Claim.vo"]["built"] and not r.files["Main.vo"]["built"]
+
+
+@pytest.fixture(scope="module")
+def small_theorem7_proof(sigmoid_float4, tmp_path_factory):
+    """A Theorem 7 network for ReLU on float6_e3m2fn at 2 points, every y (63 values), proved."""
+    from condcheck.proofs.network_proof import prove_network
+    def build(folder):
+        (folder / "points.json").write_text("[[0.5], [-0.25]]")
+        out = subprocess.run([sys.executable, "-m", "condcheck", "construct", "theorem7", "relu", "float6_e3m2fn",
+                              "--domain", str(folder / "points.json"), "--dim", "1", "--targets", "random:0",
+                              "--out", str(folder / "net.json")], capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr
+        d = _seeded(sigmoid_float4, folder / "dev", library.NETWORK_FILES)
+        return prove_network(folder / "net.json", d, quiet=True).to_dict()
+    return ProofResult.from_dict(_once(tmp_path_factory, "coq-net7", build))
+
+
+@needs_coq
+def test_coq_accepts_the_claim_of_a_theorem7_network_at_every_upstream_value(small_theorem7_proof):
+    r = small_theorem7_proof
+    assert r.ok, r.coq.get("log")
+    claim = (Path(r.directory) / "Claim.v").read_text()
+    assert claim.count("Case [") == 2 and "A Theorem 7 network" in claim
+
+
+@needs_coq
+def test_coq_rejects_a_theorem7_claim_with_one_gradient_changed(small_theorem7_proof, tmp_path):
+    d = tmp_path / "dev"
+    shutil.copytree(small_theorem7_proof.directory, d)
+    for p in [*d.glob("Claim.vo*"), *d.glob("Main.vo*")]:
+        p.unlink()
+    claim = d / "Claim.v"
+    text = claim.read_text()
+    i = text.index(", [", text.rindex("Case ["))          # the last point's first (y, gradient) pair
+    j = text.index("]", i)                                  # d = 1: the gradient is one term
+    claim.write_text(text[:i] + ", [(Float radix2 (12345) (0))" + text[j:])
     r = coqrun.check_development(d, quiet=True)
     assert not r.ok
     assert r.files["Claim.vo"]["built"] and not r.files["Main.vo"]["built"]

@@ -1,8 +1,8 @@
 """The full sets of Coq proofs (-m slow; tests/test_proofs.py has the representative set).
 
 Every paper activation on every named format of at most 8 bits (Conditions 1-3 or their negations), the
-full d = 1 float8_e4m3 box networks of Theorem 5 for the six activations (Theorem 7 networks are out of
-reach for now: docs/proofs.md, "Times")."""
+full d = 1 float8_e4m3 box networks of Theorem 5 for the six activations, and the full d = 1 float6_e3m2fn
+box network of Theorem 7 for ReLU (every point, every upstream value; docs/proofs.md, "Times")."""
 import subprocess
 import sys
 
@@ -41,3 +41,9 @@ def test_coq_accepts_the_full_box_theorem5_network_on_float8_e4m3(act, tmp_path)
     r = prove_network(_network(tmp_path, act, "float8_e4m3", 5, "full"), tmp_path / "dev", quiet=True)
     assert r.ok, r.coq.get("log", "")[-3000:]
 
+
+
+def test_coq_accepts_the_full_box_theorem7_relu_network_on_float6_e3m2fn(tmp_path):
+    from condcheck.proofs.network_proof import prove_network
+    r = prove_network(_network(tmp_path, "relu", "float6_e3m2fn", 7, "full"), tmp_path / "dev", quiet=True)
+    assert r.ok, r.coq.get("log", "")[-3000:]

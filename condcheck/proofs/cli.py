@@ -28,7 +28,7 @@ def _text(r) -> str:
                          f"peak {c['peak_memory_mb']:.0f} MiB")
             lines.append("Print Assumptions certificate_holds: " + assumptions_text(c["assumptions"]))
         elif c["unexpected_assumptions"]:
-            lines.append(f"REJECTED: unexpected assumptions {', '.join(c['unexpected_assumptions'])}")
+            lines.append(f"REJECTED: unexpected assumptions {assumptions_text(c['unexpected_assumptions'])}")
         else:
             tail = [ln for ln in c.get("log", "").splitlines() if ln.strip()][-6:]
             lines.append(f"REJECTED by {where}:\n  " + "\n  ".join(tail))
@@ -37,8 +37,8 @@ def _text(r) -> str:
 
 
 def assumptions_text(names: list) -> str:
-    """The axioms printed; those that specify Coq's primitive integers and floats (which the Interval
-    library computes with) as a count per module."""
+    """The axioms printed; those that specify Coq's primitive integers and floats (Interval's default
+    backends compute with them; a development that depends on them is rejected) as a count per module."""
     primitive = {}
     for n in names:
         if n.split(".")[0] in coqrun.PRIMITIVE_AXIOMS:

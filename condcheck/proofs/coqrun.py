@@ -4,9 +4,9 @@
 stderr, after 2 s; off with ``quiet`` or when stderr is not a terminal), and reports per-file and total times
 (wall clock and CPU of the Coq processes), the peak memory of one Coq process, and the axioms that
 ``Print Assumptions certificate_holds`` lists.  :data:`STANDARD_AXIOMS` are the modules whose axioms
-are expected (Coq's real numbers with functional extensionality, excluded middle, which Flocq uses, and
-the primitive integers and floats Interval computes with); any other axiom (an ``Admitted`` lemma
-shows up as one) makes the result not ``ok``.
+are expected (Coq's real numbers with functional extensionality, and excluded middle, which Flocq uses);
+any other axiom makes the result not ``ok``: an ``Admitted`` lemma, and the axioms of Coq's primitive
+integers and floats (the generated facts run Interval on integer floats, ``coq/IntervalZ.v``).
 """
 from __future__ import annotations
 
@@ -24,13 +24,12 @@ from typing import Optional
 
 from condcheck.errors import CondcheckError
 
-#: modules of the axioms that specify Coq's primitive integers and floats, through which the Interval
-#: library computes (its ``interval`` and ``integral`` tactics)
+#: modules of the axioms that specify Coq's primitive integers and floats (Interval's default backends
+#: compute with them; a development must not depend on them)
 PRIMITIVE_AXIOMS = ("PrimInt63", "Uint63", "PrimFloat", "FloatAxioms")
 #: modules whose axioms a development may use (first component of the printed name): Coq's real numbers
-#: (ClassicalDedekindReals, FunctionalExtensionality), excluded middle (Flocq's rounding lemmas use it)
-#: and the primitive integers and floats
-STANDARD_AXIOMS = ("ClassicalDedekindReals", "FunctionalExtensionality", "Classical_Prop") + PRIMITIVE_AXIOMS
+#: (ClassicalDedekindReals, FunctionalExtensionality) and excluded middle (Flocq's rounding lemmas use it)
+STANDARD_AXIOMS = ("ClassicalDedekindReals", "FunctionalExtensionality", "Classical_Prop")
 
 #: address-space limit of every Coq process (a runaway tactic fails instead of swapping the machine)
 MEMORY_LIMIT_MB = 4096
@@ -165,11 +164,16 @@ def check_development(directory, *, jobs: Optional[int] = None, quiet: bool = Fa
     assumptions, unexpected = [], []
     if ok:
         assumptions = print_assumptions(d)
-        unexpected = [a for a in assumptions if a.split(".")[0] not in STANDARD_AXIOMS]
+        unexpected = unexpected_assumptions(assumptions)
         ok = not unexpected
     cpu = _children_usage() - cpu0
     peak = max((f["mem_mb"] for f in files.values()), default=0.0)
     return CoqResult(ok, seconds, cpu, peak, files, assumptions, unexpected, "".join(log), versions())
+
+
+def unexpected_assumptions(names: list) -> list:
+    """The axioms outside :data:`STANDARD_AXIOMS` (an admitted lemma, a primitive-number axiom, ...)."""
+    return [a for a in names if a.split(".")[0] not in STANDARD_AXIOMS]
 
 
 def print_assumptions(directory) -> list[str]:

@@ -149,10 +149,10 @@ class FactMaker:
         x = f"(IZR ({m}) * bpow radix2 ({e}))"
         if z < 0:
             lemma = (f"erf_below_cutoff (-5) (- 1 + 15 / 10000000000000) (- 1 + 16 / 10000000000000) ({x} / sqrt 2) "
-                     f"ltac:(split; [interval | lra]) erf_m5_bounds")
+                     f"ltac:(split; [interval with (i_prec 53) | lra]) erf_m5_bounds")
         else:
             lemma = (f"erf_above_cutoff 5 (1 - 16 / 10000000000000) (1 - 15 / 10000000000000) ({x} / sqrt 2) "
-                     f"ltac:(split; [lra | interval]) erf_5_bounds")
+                     f"ltac:(split; [lra | interval with (i_prec 53)]) erf_5_bounds")
         lines = [f"assert (He := {lemma})."]
         if derivative:
             lines.append(f"assert (Hg : F2R {term(g_lo)} <= x_phi {x} <= F2R {term(g_hi)})\n"
@@ -182,8 +182,7 @@ def _dyadic_above(y: mpmath.mpf) -> Fraction:
 HEADER = """From Coq Require Import ZArith Reals List Lra.
 From Flocq Require Import Core.
 From Coquelicot Require Import Coquelicot.
-From Interval Require Import Tactic.
-From Condcheck Require Import Format Dyadic Activations Rounded.{erf}
+From Condcheck Require Import IntervalZ Format Dyadic Activations Rounded.{erf}
 From Cert Require Import Data.
 Import ListNotations.
 Open Scope R_scope.

@@ -11,10 +11,10 @@ from importlib import resources
 from pathlib import Path
 
 #: the library, in dependency order: what a certificate's development uses
-FILES = ("Format.v", "Dyadic.v", "Activations.v", "Rounded.v", "Decide.v",
+FILES = ("IntervalZ.v", "Format.v", "Dyadic.v", "Activations.v", "Rounded.v", "Decide.v",
          "Condition1.v", "Condition2.v", "Condition3.v", "Check1.v", "Check2.v", "Check3.v")
 #: what a network's development uses
-NETWORK_FILES = ("Format.v", "Dyadic.v", "Activations.v", "Rounded.v", "Network.v")
+NETWORK_FILES = ("IntervalZ.v", "Format.v", "Dyadic.v", "Activations.v", "Rounded.v", "Network.v")
 #: bounds of erf at the cutoffs, for GELU's facts beyond them
 ERF_FILES = ("ErfBounds.v",)
 ALL_FILES = FILES + ("Network.v",) + ERF_FILES

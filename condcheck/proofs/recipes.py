@@ -63,7 +63,8 @@ ZERO_VALUES = {
 
 RECIPES = {
     "relu": Recipe("relu", "RELU", ("relu", "drelu"), ("", "")),
-    "elu": Recipe("elu", "ELU", ("elu", "delu"), ("rewrite elu_le0 by interval.", "rewrite delu_le0 by interval.")),
+    "elu": Recipe("elu", "ELU", ("elu", "delu"), ("rewrite elu_le0 by interval with (i_prec 53).",
+                                                    "rewrite delu_le0 by interval with (i_prec 53).")),
     "gelu": Recipe("gelu", "GELU", ("gelu", "dgelu"), ("unfold gelu, erf, gauss.", "unfold dgelu, x_phi, erf, gauss."),
                    uses_integral=True),
     "swish": Recipe("swish", "SWISH", ("swish", "dswish"), ("unfold swish.", "unfold dswish.")),

@@ -6,8 +6,7 @@
 
 From Coq Require Import Reals Lra.
 From Coquelicot Require Import Coquelicot.
-From Interval Require Import Tactic.
-From Condcheck Require Import Activations.
+From Condcheck Require Import IntervalZ Activations.
 Open Scope R_scope.
 
 Lemma erf_5_bounds : 1 - 16 / 10000000000000 <= erf 5 <= 1 - 15 / 10000000000000.

@@ -13,9 +13,12 @@
       (+) ... over the outputs i in order; through the activation at z_j, u'_j = v_j (x) sigma~'(z_j);
       the result at the input layer is the AD gradient D_(f,x)(y).
 
-    [value] and [gradient] are these semantics over R.  [value_d] and [gradient_d] compute the same
-    on dyadic numbers (the computable rounding [rnd_d], sigma~ and sigma~' read from proved facts);
-    [claim_check_sound] proves that what they compute is what [value] and [gradient] are, so that a
+    [value] and [gradient] are these semantics over R.  [forward_t] and [backward_t] compute the same
+    on dyadic numbers (the computable rounding [rnd_d], sigma~ and sigma~' read from proved facts):
+    the forward pass once per point, keeping sigma~'(z) of every hidden neuron, and from it the
+    backward pass for each upstream value y listed at the point, skipping the zero entries of its
+    upstream vectors (a zero adds nothing to a rounded sum of values of the format);
+    [check_claim_sound] proves that what they compute is what [value] and [gradient] are, so that a
     network's claim is decided by [vm_compute]. *)
 
 From Coq Require Import ZArith Reals Lia Lra List Bool.
@@ -166,6 +169,19 @@ intros F acc j w row v Hwf Hacc Hw. simpl. rewrite Hw, Rmult_0_l, rn_zero by exa
 rewrite Rplus_0_r, rn_format by assumption. reflexivity.
 Qed.
 
+Lemma in_format_0 : forall F, wf_format F = true -> in_format F 0.
+Proof.
+intros F Hwf. split; [apply generic_format_0|]. rewrite Rabs_R0. apply Rlt_le, wf_Omega_pos, Hwf.
+Qed.
+
+(** The same for a column whose upstream entry is 0. *)
+Lemma col_sum_zero_entry : forall F acc (i : positive) w col u, wf_format F = true -> in_format F acc ->
+  at_pos u i = 0 -> col_sum F acc ((i, w) :: col) u = col_sum F acc col u.
+Proof.
+intros F acc i w col u Hwf Hacc Hu. simpl. rewrite Hu, Rmult_0_l, rn_zero by exact Hwf. simpl.
+rewrite Rplus_0_r, rn_format by assumption. reflexivity.
+Qed.
+
 (** ** The same on dyadic numbers, by computation *)
 
 (** Facts at points, in a search tree keyed by the point (Python writes them in an order that keeps
@@ -256,6 +272,135 @@ destruct (vec_of_aux_find l 1 _ j x H) as [[_ H2]|H1].
 - rewrite PositiveMap.gempty in H1. discriminate.
 Qed.
 
+(** ** The columns of a layer, by one pass over its rows
+
+    [columns] (the definition the semantics reads) scans every row for every column;
+    [columns_fast] distributes each row's entries to their columns in one pass (newest first, then
+    reversed), and [columns_fast_eq] proves that it computes the same lists. *)
+
+Definition col_at (m : PositiveMap.t (list (positive * dyadic))) (j : positive) : list (positive * dyadic) :=
+  match PositiveMap.find j m with Some c => c | None => [] end.
+
+Fixpoint scatter_row (i : positive) (row : list (positive * dyadic)) (m : PositiveMap.t (list (positive * dyadic))) :=
+  match row with
+  | [] => m
+  | (j, w) :: row' => scatter_row i row' (PositiveMap.add j ((i, w) :: col_at m j) m)
+  end.
+
+Fixpoint scatter_rows (i : positive) (rows : list (list (positive * dyadic))) (m : PositiveMap.t (list (positive * dyadic))) :=
+  match rows with
+  | [] => m
+  | row :: rows' => scatter_rows (Pos.succ i) rows' (scatter_row i row m)
+  end.
+
+Definition columns_fast (L : layer) : list (list (positive * dyadic)) :=
+  let m := scatter_rows 1 (l_rows L) (PositiveMap.empty _) in
+  map (fun j => rev (col_at m j)) (pos_seq 1 (l_inputs L)).
+
+Lemma col_at_add_eq : forall m j c, col_at (PositiveMap.add j c m) j = c.
+Proof. intros m j c. unfold col_at. now rewrite PositiveMap.gss. Qed.
+
+Lemma col_at_add_neq : forall m j k c, k <> j -> col_at (PositiveMap.add k c m) j = col_at m j.
+Proof. intros m j k c H. unfold col_at. rewrite PositiveMap.gso by (intros E; apply H; now symmetry). reflexivity. Qed.
+
+Lemma col_at_scatter_row : forall row i m j,
+  col_at (scatter_row i row m) j = rev (map (fun e => (i, snd e)) (filter (fun e => Pos.eqb (fst e) j) row)) ++ col_at m j.
+Proof.
+induction row as [|[k w] row IH]; intros i m j; [reflexivity|].
+cbn [scatter_row]. rewrite IH. cbn [filter fst].
+destruct (Pos.eqb_spec k j) as [->|Hne].
+- rewrite col_at_add_eq. cbn [map rev snd]. now rewrite <- app_assoc.
+- now rewrite col_at_add_neq.
+Qed.
+
+Lemma col_at_scatter_rows : forall rows i m j,
+  col_at (scatter_rows i rows m) j = rev (column_from i rows j) ++ col_at m j.
+Proof.
+induction rows as [|row rows IH]; intros i m j; [reflexivity|].
+cbn [scatter_rows column_from]. rewrite IH, col_at_scatter_row, rev_app_distr. now rewrite app_assoc.
+Qed.
+
+Lemma columns_fast_eq : forall L, columns_fast L = columns L.
+Proof.
+intros L. unfold columns_fast, columns. apply map_ext. intros j.
+rewrite col_at_scatter_rows. replace (col_at (PositiveMap.empty _) j) with (@nil (positive * dyadic))
+  by (unfold col_at; now rewrite PositiveMap.gempty).
+rewrite app_nil_r. apply rev_involutive.
+Qed.
+
+(** Zero, tested on the significand. *)
+Definition Dzero_b (d : dyadic) : bool := Z.eqb (Fnum d) 0.
+
+Lemma Dzero_b_sound : forall d, Dzero_b d = true -> F2R d = 0.
+Proof. intros [m e] H. apply Z.eqb_eq in H. simpl in H. subst m. apply F2R_0. Qed.
+
+(** The nonzero entries of a vector, by index (an absent index reads as 0). *)
+Fixpoint svec_of_aux (j : positive) (l : list dyadic) (m : vec) : vec :=
+  match l with
+  | [] => m
+  | x :: l' => svec_of_aux (Pos.succ j) l' (if Dzero_b x then m else PositiveMap.add j x m)
+  end.
+
+Definition svec_of (l : list dyadic) : vec := svec_of_aux 1 l (PositiveMap.empty _).
+
+Lemma svec_of_aux_find : forall l k m j x,
+  PositiveMap.find j (svec_of_aux k l m) = Some x ->
+  (Pos.to_nat k <= Pos.to_nat j /\ nth_error l (Pos.to_nat j - Pos.to_nat k) = Some x)%nat \/
+  PositiveMap.find j m = Some x.
+Proof.
+induction l as [|y l IH]; cbn [svec_of_aux]; intros k m j x H.
+- right. exact H.
+- destruct (IH _ _ _ _ H) as [[H1 H2]|H1].
+  + left. rewrite Pos2Nat.inj_succ in H1, H2. split; [lia|].
+    replace (Pos.to_nat j - Pos.to_nat k)%nat with (S (Pos.to_nat j - S (Pos.to_nat k))) by lia. exact H2.
+  + destruct (Dzero_b y); [right; exact H1|].
+    destruct (Pos.eq_dec j k) as [->|Hne].
+    * rewrite PositiveMap.gss in H1. injection H1 as <-. left. split; [lia|].
+      now rewrite Nat.sub_diag.
+    * rewrite PositiveMap.gso in H1 by exact Hne. right. exact H1.
+Qed.
+
+Lemma svec_of_aux_keep : forall l k m j x, PositiveMap.find j m = Some x ->
+  exists x', PositiveMap.find j (svec_of_aux k l m) = Some x'.
+Proof.
+induction l as [|y l IH]; cbn [svec_of_aux]; intros k m j x H; [now exists x|].
+destruct (Dzero_b y); [now apply (IH _ _ _ x)|].
+destruct (Pos.eq_dec j k) as [->|Hne].
+- apply (IH _ _ _ y). apply PositiveMap.gss.
+- apply (IH _ _ _ x). rewrite PositiveMap.gso by exact Hne. exact H.
+Qed.
+
+Lemma svec_of_aux_none : forall l k m j, (Pos.to_nat k <= Pos.to_nat j)%nat ->
+  PositiveMap.find j (svec_of_aux k l m) = None -> F2R (nth (Pos.to_nat j - Pos.to_nat k) l Dzero) = 0.
+Proof.
+induction l as [|y l IH]; cbn [svec_of_aux]; intros k m j Hk H.
+- destruct (Pos.to_nat j - Pos.to_nat k)%nat; apply F2R_Dzero.
+- destruct (Pos.eq_dec j k) as [->|Hne].
+  + rewrite Nat.sub_diag. cbn [nth]. destruct (Dzero_b y) eqn:E; [now apply Dzero_b_sound|].
+    destruct (svec_of_aux_keep l (Pos.succ k) (PositiveMap.add k y m) k y (PositiveMap.gss _ _ _)) as [x' Hx'].
+    congruence.
+  + assert (Hjk : Pos.to_nat j <> Pos.to_nat k) by (intros E; apply Hne, Pos2Nat.inj, E).
+    assert (Hk' : (Pos.to_nat (Pos.succ k) <= Pos.to_nat j)%nat) by (rewrite Pos2Nat.inj_succ; lia).
+    specialize (IH _ _ _ Hk' H). rewrite Pos2Nat.inj_succ in IH.
+    replace (Pos.to_nat j - Pos.to_nat k)%nat with (S (Pos.to_nat j - S (Pos.to_nat k))) by lia. exact IH.
+Qed.
+
+Lemma svec_of_find : forall l j x, PositiveMap.find j (svec_of l) = Some x ->
+  at_pos (map F2R l) j = F2R x.
+Proof.
+intros l j x H. unfold svec_of in H.
+destruct (svec_of_aux_find l 1 _ j x H) as [[_ H2]|H1].
+- unfold at_pos. change (Pos.to_nat 1) with 1%nat in H2. rewrite <- F2R_Dzero, map_nth. f_equal.
+  now apply nth_error_nth.
+- rewrite PositiveMap.gempty in H1. discriminate.
+Qed.
+
+Lemma svec_of_none : forall l j, PositiveMap.find j (svec_of l) = None -> at_pos (map F2R l) j = 0.
+Proof.
+intros l j H. unfold at_pos. rewrite <- F2R_Dzero, map_nth, F2R_Dzero.
+apply (svec_of_aux_none l 1 (PositiveMap.empty _) j); [apply Pos2Nat.is_pos|exact H].
+Qed.
+
 Section Computed.
 Variable F : format.
 Variables sT dT : ftree.
@@ -277,11 +422,20 @@ Fixpoint row_sum_d (acc : dyadic) (row : list (positive * dyadic)) (v : vec) : o
 Definition affine_d (L : layer) (v : vec) : option (list dyadic) :=
   omap (fun rb => obind (row_sum_d Dzero (fst rb) v) (fun s => rn_d (Fplus s (snd rb)))) (combine (l_rows L) (l_bias L)).
 
+(** [x * y] rounded, with a product by a zero read as the exact 0 it is (no rounding computed). *)
+Definition rn_mult_d (x y : dyadic) : option dyadic :=
+  if Dzero_b x || Dzero_b y then Some Dzero else rn_d (Fmult x y).
+
+(** The backward pass reads its upstream vector from [svec_of u], which holds only the nonzero
+    entries: an absent index is a zero (as [at_pos] reads it), whose product and sum leave the
+    accumulated value unchanged ([col_sum_zero_entry]), so it is skipped. *)
 Fixpoint col_sum_d (acc : dyadic) (col : list (positive * dyadic)) (u : vec) : option dyadic :=
   match col with
   | [] => Some acc
-  | (i, w) :: col' => obind (PositiveMap.find i u) (fun x =>
-      obind (rn_d (Fmult x w)) (fun p => obind (rn_d (Fplus acc p)) (fun a => col_sum_d a col' u)))
+  | (i, w) :: col' => match PositiveMap.find i u with
+      | None => col_sum_d acc col' u
+      | Some x => obind (rn_d (Fmult x w)) (fun p => obind (rn_d (Fplus acc p)) (fun a => col_sum_d a col' u))
+      end
   end.
 
 Definition affine_back_d (cols : list (list (positive * dyadic))) (u : vec) : option (list dyadic) :=
@@ -289,24 +443,30 @@ Definition affine_back_d (cols : list (list (positive * dyadic))) (u : vec) : op
 
 (** A layer with its columns, computed once per network. *)
 Definition prepare (net : network) : list (layer * list (list (positive * dyadic))) :=
-  map (fun L => (L, columns L)) net.
+  map (fun L => (L, columns_fast L)) net.
 
-Fixpoint forward_d (P : list (layer * list (list (positive * dyadic)))) (v : list dyadic) : option (list dyadic) :=
+(** The forward pass at one point, computed once: the output, and for every hidden layer the values
+    sigma~'(z_j) at its pre-activations z (the tape the backward pass reads, for every upstream y). *)
+Fixpoint forward_t (P : list (layer * list (list (positive * dyadic)))) (v : list dyadic)
+  : option (list (list dyadic) * list dyadic) :=
   match P with
-  | [] => Some v
-  | [(L, _)] => affine_d L (vec_of v)
-  | (L, _) :: P' => obind (affine_d L (vec_of v)) (fun z => obind (omap act_value_d z) (fun a => forward_d P' a))
+  | [] => Some ([], v)
+  | [(L, _)] => obind (affine_d L (vec_of v)) (fun y => Some ([], y))
+  | (L, _) :: P' =>
+      obind (affine_d L (vec_of v)) (fun z => obind (omap act_value_d z) (fun a =>
+      obind (omap act_deriv_d z) (fun ds => obind (forward_t P' a) (fun r => Some (ds :: fst r, snd r)))))
   end.
 
-Fixpoint backward_d (P : list (layer * list (list (positive * dyadic)))) (v u : list dyadic) : option (list dyadic) :=
-  match P with
-  | [] => Some u
-  | [(L, cols)] => affine_back_d cols (vec_of u)
-  | (L, cols) :: P' =>
-      obind (affine_d L (vec_of v)) (fun z => obind (omap act_value_d z) (fun a =>
-      obind (backward_d P' a u) (fun g =>
-      obind (omap2 (fun gj zj => obind (act_deriv_d zj) (fun d => rn_d (Fmult gj d))) g z) (fun u' =>
-      affine_back_d cols (vec_of u')))))
+(** The backward pass for the upstream vector u, from the tape of [forward_t]. *)
+Fixpoint backward_t (P : list (layer * list (list (positive * dyadic)))) (ts : list (list dyadic))
+  (u : list dyadic) : option (list dyadic) :=
+  match P, ts with
+  | [], _ => Some u
+  | [(L, cols)], _ => affine_back_d cols (svec_of u)
+  | (L, cols) :: P', ds :: ts' =>
+      obind (backward_t P' ts' u) (fun g => obind (omap2 rn_mult_d g ds) (fun u' =>
+      affine_back_d cols (svec_of u')))
+  | _ :: _, [] => None
   end.
 
 Fixpoint list_eqb (l1 l2 : list dyadic) : bool :=
@@ -317,9 +477,13 @@ Fixpoint list_eqb (l1 l2 : list dyadic) : bool :=
   end.
 
 Definition check_case (P : list (layer * list (list (positive * dyadic)))) (c : case) : bool :=
-  match forward_d P (case_x c) with Some [y] => Deqb y (case_value c) | _ => false end &&
-  forallb (fun yg => match backward_d P (case_x c) [fst yg] with
-                     | Some g => list_eqb g (snd yg) | None => false end) (case_grads c).
+  match forward_t P (case_x c) with
+  | Some (ts, [y]) =>
+      Deqb y (case_value c) &&
+      forallb (fun yg => match backward_t P ts [fst yg] with
+                         | Some g => list_eqb g (snd yg) | None => false end) (case_grads c)
+  | _ => false
+  end.
 
 Definition check_claim (net : network) (cases : list case) : bool :=
   let P := prepare net in forallb (check_case P) cases.
@@ -400,87 +564,106 @@ induction l0 as [|[row b] rbs IH]; simpl; intros z H.
   rewrite <- F2R_plus, (rn_d_sound _ _ Ey). simpl. rewrite (IH _ eq_refl). reflexivity.
 Qed.
 
-Lemma col_sum_d_sound : forall col acc l s, col_sum_d F acc col (vec_of l) = Some s ->
-  col_sum F (F2R acc) col (map F2R l) = Some (F2R s).
+Lemma rn_mult_d_sound : forall x y r, rn_mult_d F x y = Some r -> rn F (F2R x * F2R y) = Some (F2R r).
 Proof.
-induction col as [|[i w] col IH]; simpl; intros acc l s H.
-- now injection H as <-.
-- destruct (PositiveMap.find i (vec_of l)) as [x|] eqn:Ex; [|discriminate]. simpl in H.
-  destruct (rn_d F (Fmult x w)) as [p|] eqn:Ep; [|discriminate]. simpl in H.
-  destruct (rn_d F (Fplus acc p)) as [a|] eqn:Ea; [|discriminate]. simpl in H.
-  rewrite (vec_of_find l i x Ex), <- F2R_mult, (rn_d_sound _ _ Ep). simpl.
-  rewrite <- F2R_plus, (rn_d_sound _ _ Ea). simpl. now apply IH.
+intros x y r. unfold rn_mult_d.
+destruct (Dzero_b x) eqn:Ex; [|destruct (Dzero_b y) eqn:Ey]; cbn [orb]; intros H.
+- injection H as <-. rewrite (Dzero_b_sound _ Ex), Rmult_0_l, F2R_Dzero. apply rn_zero, Hwf.
+- injection H as <-. rewrite (Dzero_b_sound _ Ey), Rmult_0_r, F2R_Dzero. apply rn_zero, Hwf.
+- rewrite <- F2R_mult. apply rn_d_sound, H.
 Qed.
 
-Lemma affine_back_d_sound : forall L l g, affine_back_d F (columns L) (vec_of l) = Some g ->
+Lemma col_sum_d_sound : forall col acc l s, in_format F (F2R acc) ->
+  col_sum_d F acc col (svec_of l) = Some s -> col_sum F (F2R acc) col (map F2R l) = Some (F2R s).
+Proof.
+induction col as [|[i w] col IH]; intros acc l s Hacc H; cbn [col_sum_d] in H.
+- now injection H as <-.
+- destruct (PositiveMap.find i (svec_of l)) as [x|] eqn:Ex.
+  + destruct (rn_d F (Fmult x w)) as [p|] eqn:Ep; [|discriminate]. cbn [obind] in H.
+    destruct (rn_d F (Fplus acc p)) as [a|] eqn:Ea; [|discriminate]. cbn [obind] in H.
+    assert (Ha := rn_d_sound _ _ Ea). rewrite F2R_plus in Ha.
+    simpl. rewrite (svec_of_find l i x Ex), <- F2R_mult, (rn_d_sound _ _ Ep). simpl.
+    rewrite Ha. simpl. apply IH; [|exact H]. exact (rn_in_format F _ _ Hwf Ha).
+  + rewrite (col_sum_zero_entry F _ i w col _ Hwf Hacc (svec_of_none l i Ex)). now apply IH.
+Qed.
+
+Lemma affine_back_d_sound : forall L l g, affine_back_d F (columns_fast L) (svec_of l) = Some g ->
   affine_back F L (map F2R l) = Some (map F2R g).
 Proof.
-intros L l. unfold affine_back_d, affine_back. generalize (columns L). clear L.
+intros L l. rewrite columns_fast_eq. unfold affine_back_d, affine_back. generalize (columns L). clear L.
 induction l0 as [|col cols IH]; simpl; intros g H.
 - now injection H as <-.
-- destruct (col_sum_d F Dzero col (vec_of l)) as [s|] eqn:Es; [|discriminate]. simpl in H.
+- destruct (col_sum_d F Dzero col (svec_of l)) as [s|] eqn:Es; [|discriminate]. simpl in H.
   destruct (omap _ cols) as [ys|] eqn:Eys; [|discriminate]. injection H as <-.
-  assert (Hs := col_sum_d_sound _ _ _ _ Es). rewrite F2R_Dzero in Hs. rewrite Hs. simpl.
-  rewrite (IH _ eq_refl). reflexivity.
+  assert (Hs := col_sum_d_sound _ _ _ _ (eq_ind_r (in_format F) (in_format_0 F Hwf) F2R_Dzero) Es).
+  rewrite F2R_Dzero in Hs. rewrite Hs. simpl. rewrite (IH _ eq_refl). reflexivity.
 Qed.
 
-Lemma forward_d_sound : forall net v y, forward_d F sT (prepare net) v = Some y ->
-  forward F A net (map F2R v) = Some (map F2R y).
-Proof.
-induction net as [|L net IH]; intros v y H.
-- simpl in H |- *. now injection H as <-.
-- destruct net as [|L' net'].
-  + simpl in H |- *. now apply affine_d_sound.
-  + change (forward_d F sT (prepare (L :: L' :: net')) v) with
-      (obind (affine_d F L (vec_of v)) (fun z => obind (omap (act_value_d sT) z)
-        (fun a => forward_d F sT (prepare (L' :: net')) a))) in H.
-    change (forward F A (L :: L' :: net') (map F2R v)) with
-      (obind (affine F L (map F2R v)) (fun z => obind (omap (act_value F A) z)
-        (fun a => forward F A (L' :: net') a))).
-    destruct (affine_d F L (vec_of v)) as [z|] eqn:Ez; [|discriminate]. simpl in H.
-    destruct (omap (act_value_d sT) z) as [a|] eqn:Ea; [|discriminate]. simpl in H.
-    rewrite (affine_d_sound _ _ _ Ez). simpl.
-    rewrite (omap_sound _ _ act_value_d_sound _ _ Ea). simpl. now apply IH.
-Qed.
-
-Lemma omap2_sound : forall g z u', 
-  omap2 (fun gj zj => obind (act_deriv_d dT zj) (fun d => rn_d F (Fmult gj d))) g z = Some u' ->
+Lemma omap2_t_sound : forall g z ds u', omap (act_deriv_d dT) z = Some ds ->
+  omap2 (rn_mult_d F) g ds = Some u' ->
   omap2 (fun gj zj => obind (act_deriv F A zj) (fun d => rn F (gj * d))) (map F2R g) (map F2R z) = Some (map F2R u').
 Proof.
-induction g as [|x g IH]; intros [|w z] u' H; simpl in H |- *; try discriminate.
-- now injection H as <-.
-- destruct (act_deriv_d dT w) as [d|] eqn:Ed; [|discriminate]. simpl in H.
-  destruct (rn_d F (Fmult x d)) as [p|] eqn:Ep; [|discriminate]. simpl in H.
-  destruct (omap2 _ g z) as [ps|] eqn:Eps; [|discriminate]. injection H as <-.
-  rewrite (act_deriv_d_sound _ _ Ed). simpl. rewrite <- F2R_mult, (rn_d_sound _ _ Ep). simpl.
-  rewrite (IH _ _ Eps). reflexivity.
+induction g as [|x g IH]; intros [|w z] ds u' Hds H; cbn [omap] in Hds.
+- injection Hds as <-. cbn in H. injection H as <-. reflexivity.
+- destruct (act_deriv_d dT w); [|discriminate]. cbn [obind] in Hds.
+  destruct (omap (act_deriv_d dT) z); [|discriminate]. injection Hds as <-. discriminate.
+- injection Hds as <-. discriminate.
+- destruct (act_deriv_d dT w) as [d|] eqn:Ed; [|discriminate]. cbn [obind] in Hds.
+  destruct (omap (act_deriv_d dT) z) as [ds'|] eqn:Eds; [|discriminate]. injection Hds as <-.
+  cbn [omap2] in H. destruct (rn_mult_d F x d) as [p|] eqn:Ep; [|discriminate]. cbn [obind] in H.
+  destruct (omap2 (rn_mult_d F) g ds') as [ps|] eqn:Eps; [|discriminate]. injection H as <-.
+  cbn [map omap2]. rewrite (act_deriv_d_sound _ _ Ed). cbn [obind].
+  rewrite (rn_mult_d_sound _ _ _ Ep). cbn [obind]. rewrite (IH _ _ _ Eds Eps). reflexivity.
 Qed.
 
-Lemma backward_d_sound : forall net v u g, backward_d F sT dT (prepare net) v u = Some g ->
-  backward F A net (map F2R v) (map F2R u) = Some (map F2R g).
+(** The forward pass computed once is the network's value, and the backward pass from its tape is
+    the AD gradient, for every upstream vector. *)
+Lemma forward_t_sound : forall net v ts y, forward_t F sT dT (prepare net) v = Some (ts, y) ->
+  forward F A net (map F2R v) = Some (map F2R y) /\
+  forall u g, backward_t F (prepare net) ts u = Some g -> backward F A net (map F2R v) (map F2R u) = Some (map F2R g).
 Proof.
-induction net as [|L net IH]; intros v u g H.
-- simpl in H |- *. now injection H as <-.
+induction net as [|L net IH]; intros v ts y H.
+- cbn in H. injection H as <- <-. split; [reflexivity|].
+  intros u g Hg. cbn in Hg |- *. injection Hg as <-. reflexivity.
 - destruct net as [|L' net'].
-  + simpl in H |- *. now apply affine_back_d_sound.
-  + change (backward_d F sT dT (prepare (L :: L' :: net')) v u) with
+  + change (forward_t F sT dT (prepare [L]) v) with
+      (obind (affine_d F L (vec_of v)) (fun y => Some ([] : list (list dyadic), y))) in H.
+    destruct (affine_d F L (vec_of v)) as [y'|] eqn:E; [|discriminate]. cbn [obind] in H.
+    injection H as <- <-. split.
+    * change (forward F A [L] (map F2R v)) with (affine F L (map F2R v)). now apply affine_d_sound.
+    * intros u g Hg. change (backward_t F (prepare [L]) [] u) with (affine_back_d F (columns_fast L) (svec_of u)) in Hg.
+      change (backward F A [L] (map F2R v) (map F2R u)) with (affine_back F L (map F2R u)).
+      now apply affine_back_d_sound.
+  + change (forward_t F sT dT (prepare (L :: L' :: net')) v) with
       (obind (affine_d F L (vec_of v)) (fun z => obind (omap (act_value_d sT) z) (fun a =>
-       obind (backward_d F sT dT (prepare (L' :: net')) a u) (fun g =>
-       obind (omap2 (fun gj zj => obind (act_deriv_d dT zj) (fun d => rn_d F (Fmult gj d))) g z) (fun u' =>
-       affine_back_d F (columns L) (vec_of u')))))) in H.
-    change (backward F A (L :: L' :: net') (map F2R v) (map F2R u)) with
-      (obind (affine F L (map F2R v)) (fun z => obind (omap (act_value F A) z) (fun a =>
-       obind (backward F A (L' :: net') a (map F2R u)) (fun g =>
-       obind (omap2 (fun gj zj => obind (act_deriv F A zj) (fun d => rn F (gj * d))) g z) (fun u' =>
-       affine_back F L u'))))).
+       obind (omap (act_deriv_d dT) z) (fun ds => obind (forward_t F sT dT (prepare (L' :: net')) a)
+       (fun r => Some (ds :: fst r, snd r)))))) in H.
     destruct (affine_d F L (vec_of v)) as [z|] eqn:Ez; [|discriminate]. cbn [obind] in H.
     destruct (omap (act_value_d sT) z) as [a|] eqn:Ea; [|discriminate]. cbn [obind] in H.
-    destruct (backward_d F sT dT (prepare (L' :: net')) a u) as [g'|] eqn:Eg; [|discriminate]. cbn [obind] in H.
-    destruct (omap2 _ g' z) as [u'|] eqn:Eu; [|discriminate]. cbn [obind] in H.
-    rewrite (affine_d_sound _ _ _ Ez). cbn [obind].
-    rewrite (omap_sound _ _ act_value_d_sound _ _ Ea). cbn [obind].
-    rewrite (IH _ _ _ Eg). cbn [obind]. rewrite (omap2_sound _ _ _ Eu). cbn [obind].
-    now apply affine_back_d_sound.
+    destruct (omap (act_deriv_d dT) z) as [ds|] eqn:Eds; [|discriminate]. cbn [obind] in H.
+    destruct (forward_t F sT dT (prepare (L' :: net')) a) as [[ts' y']|] eqn:Er; [|discriminate].
+    cbn [obind fst snd] in H. injection H as <- <-.
+    destruct (IH _ _ _ Er) as [IH1 IH2]. split.
+    * change (forward F A (L :: L' :: net') (map F2R v)) with
+        (obind (affine F L (map F2R v)) (fun z => obind (omap (act_value F A) z)
+          (fun a => forward F A (L' :: net') a))).
+      rewrite (affine_d_sound _ _ _ Ez). cbn [obind].
+      rewrite (omap_sound _ _ act_value_d_sound _ _ Ea). cbn [obind]. exact IH1.
+    * intros u g Hg.
+      change (backward_t F (prepare (L :: L' :: net')) (ds :: ts') u) with
+        (obind (backward_t F (prepare (L' :: net')) ts' u) (fun g => obind (omap2 (rn_mult_d F) g ds)
+          (fun u' => affine_back_d F (columns_fast L) (svec_of u')))) in Hg.
+      destruct (backward_t F (prepare (L' :: net')) ts' u) as [g'|] eqn:Eg; [|discriminate]. cbn [obind] in Hg.
+      destruct (omap2 (rn_mult_d F) g' ds) as [u'|] eqn:Eu; [|discriminate]. cbn [obind] in Hg.
+      change (backward F A (L :: L' :: net') (map F2R v) (map F2R u)) with
+        (obind (affine F L (map F2R v)) (fun z => obind (omap (act_value F A) z) (fun a =>
+         obind (backward F A (L' :: net') a (map F2R u)) (fun g =>
+         obind (omap2 (fun gj zj => obind (act_deriv F A zj) (fun d => rn F (gj * d))) g z) (fun u' =>
+         affine_back F L u'))))).
+      rewrite (affine_d_sound _ _ _ Ez). cbn [obind].
+      rewrite (omap_sound _ _ act_value_d_sound _ _ Ea). cbn [obind].
+      rewrite (IH2 _ _ Eg). cbn [obind]. rewrite (omap2_t_sound _ _ _ _ Eds Eu). cbn [obind].
+      now apply affine_back_d_sound.
 Qed.
 
 Lemma list_eqb_sound : forall l1 l2, list_eqb l1 l2 = true -> map F2R l1 = map F2R l2.
@@ -493,14 +676,14 @@ Theorem check_claim_sound : forall net cases,
   check_claim F sT dT net cases = true -> claim_holds F A net cases.
 Proof.
 intros net cases H c Hc. unfold check_claim in H. rewrite forallb_forall in H.
-specialize (H c Hc). unfold check_case in H. apply andb_prop in H as [H1 H2].
-split.
-- destruct (forward_d F sT (prepare net) (case_x c)) as [[|y [|y' l]]|] eqn:E; try discriminate.
-  apply Deqb_iff in H1. unfold value. rewrite (forward_d_sound _ _ _ E). simpl. now rewrite H1.
+specialize (H c Hc). unfold check_case in H.
+destruct (forward_t F sT dT (prepare net) (case_x c)) as [[ts [|y [|y' l]]]|] eqn:E; try discriminate.
+apply andb_prop in H as [H1 H2]. destruct (forward_t_sound _ _ _ _ E) as [Hf Hb]. split.
+- apply Deqb_iff in H1. unfold value. rewrite Hf. simpl. now rewrite H1.
 - intros yg Hyg. rewrite forallb_forall in H2. specialize (H2 yg Hyg).
-  destruct (backward_d F sT dT (prepare net) (case_x c) [fst yg]) as [g|] eqn:E; [|discriminate].
+  destruct (backward_t F (prepare net) ts [fst yg]) as [g|] eqn:Eg; [|discriminate].
   unfold gradient. change [F2R (fst yg)] with (map F2R [fst yg]).
-  rewrite (backward_d_sound _ _ _ _ E). now rewrite (list_eqb_sound _ _ H2).
+  rewrite (Hb _ _ Eg). now rewrite (list_eqb_sound _ _ H2).
 Qed.
 
 End Soundness.
