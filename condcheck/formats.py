@@ -6,10 +6,14 @@ A :class:`Format` is a finite set of binary floating-point values: every value i
 custom IEEE-like ``bM_E`` formats, and the non-IEEE ml_dtypes formats (``fn``: no infinity,
 ``fnuz``: one zero and NaN at the ``-0`` pattern, other biases).
 
-For ml_dtypes formats (and float16) the fields are *derived from the real encodings*: every bit
-pattern is decoded by ml_dtypes and the resulting value set is checked against the grid above, so a
-wrong field can not go unnoticed.  float32 and float64 are IEEE binary32/binary64, whose fields
-follow from (M, E); ``bM_E`` formats are defined here, with IEEE encodings.
+For ml_dtypes formats (and float16) the fields are *read off the real encodings*: every bit pattern
+decoded by ml_dtypes gives the value set, checked against the grid above (:func:`derive_from_encodings`).
+They are kept in :data:`ENCODED_FIELDS` so that a process that only needs the values does not import
+ml_dtypes (most of a CLI call's start-up); tests/test_formats.py derives them again from the encodings
+and compares.  Bit patterns follow one rule for every format: sign bit, then the magnitude's index
+among the non-negative values (IEEE, ``fn`` and ``fnuz`` encodings alike; the same tests compare every
+pattern with ml_dtypes' decoding).  float32 and float64 are IEEE binary32/binary64, whose fields follow
+from (M, E); ``bM_E`` formats are defined here, with IEEE encodings.
 
 Values are exact :class:`fractions.Fraction` objects in the reference path, and float64 numbers in
 the fast path (every value of a format whose range fits float64 is a float64 exactly).
@@ -23,7 +27,6 @@ from fractions import Fraction
 import functools
 from functools import lru_cache
 
-import ml_dtypes
 import numpy as np
 
 from .errors import CondcheckError, NotInFormatError, UnknownNameError
@@ -62,7 +65,17 @@ class Format:
     has_nan: bool
     has_neg_zero: bool
     ieee: bool                    # IEEE-style encoding: bias 2**(E-1)-1, inf/NaN at the top exponent
-    dtype: np.dtype | None = field(default=None, compare=False)
+    dtype_name: str | None = field(default=None, compare=False)   # numpy or ml_dtypes name of its dtype
+
+    @functools.cached_property
+    def dtype(self) -> np.dtype | None:
+        """The format's own numpy dtype (ml_dtypes is imported here, on first use), or None (``bM_E``)."""
+        if self.dtype_name is None:
+            return None
+        if self.dtype_name in NUMPY_FORMATS:
+            return np.dtype(self.dtype_name)
+        import ml_dtypes
+        return np.dtype(getattr(ml_dtypes, self.dtype_name))
 
     # ---- derived fields -------------------------------------------------------------------------
     @property
@@ -207,12 +220,8 @@ class Format:
     def to_bits(self, value, negative_zero: bool = False) -> int:
         """The bit pattern encoding ``value`` (``negative_zero`` picks -0 where the format has one)."""
         q = self.check(value)
-        if self.dtype is not None:
-            x = -0.0 if (q == 0 and negative_zero and self.has_neg_zero) else float(q)  # exact: q is in the format
-            arr = np.array([x], dtype=np.float64).astype(self.dtype)
-            return int(arr.view(_uint_dtype(arr.dtype.itemsize))[0]) & ((1 << self.bits) - 1)
         sign, m, e = self.decompose(q)
-        s = 1 if (sign < 0 or (q == 0 and negative_zero)) else 0
+        s = 1 if (sign < 0 or (q == 0 and negative_zero and self.has_neg_zero)) else 0
         if m < 2 ** self.M:                     # zero or subnormal
             biased, frac = 0, m
         else:
@@ -224,22 +233,23 @@ class Format:
         if not 0 <= int(pattern) < 2 ** self.bits:
             raise NotInFormatError(f"bit pattern {pattern} is out of range for the {self.bits}-bit format {self.name}")
         pattern = int(pattern)
-        if self.dtype is not None:
-            raw = np.array([pattern], dtype=_uint_dtype(self.dtype.itemsize)).view(self.dtype)
-            x = float(raw.astype(np.float64)[0])
-            if not math.isfinite(x):
-                raise NotInFormatError(f"bit pattern {pattern:#x} of {self.name} encodes {x}, not a finite value")
-            return Fraction(x)
         s = pattern >> (self.bits - 1)
-        biased = (pattern >> self.M) & ((1 << self.E) - 1)
+        magnitude = pattern & ((1 << (self.bits - 1)) - 1)
+        biased = magnitude >> self.M
         frac = pattern & ((1 << self.M) - 1)
-        if biased == (1 << self.E) - 1:
-            raise NotInFormatError(f"bit pattern {pattern:#x} of {self.name} encodes {'NaN' if frac else 'Inf'}")
+        if magnitude > self._top_magnitude or (s and magnitude == 0 and not self.has_neg_zero):
+            what = "Inf" if self.has_inf and magnitude == self._top_magnitude + 1 else "NaN"
+            raise NotInFormatError(f"bit pattern {pattern:#x} of {self.name} encodes {what}, not a finite value")
         if biased == 0:
             v = Fraction(frac) * Fraction(2) ** (self.e_min - self.M)
         else:
             v = Fraction(frac + 2 ** self.M) * Fraction(2) ** (biased - 1 + self.e_min - self.M)
         return -v if s else v
+
+    @functools.cached_property
+    def _top_magnitude(self) -> int:
+        """The magnitude bits of Omega (patterns above it are Inf or NaN)."""
+        return self.to_bits(self.max)
 
     def bits_text(self, value, negative_zero: bool = False) -> str:
         """The bit pattern as a binary string of ``bits`` digits."""
@@ -380,8 +390,9 @@ def _values_fraction(fmt: Format) -> list[Fraction]:
 
 # ---- construction of formats ----------------------------------------------------------------------
 
-def ieee_format(M: int, E: int, name: str | None = None, dtype=None) -> Format:
-    """The IEEE-like binary format with M fraction bits and E exponent bits (bias 2**(E-1)-1)."""
+def ieee_format(M: int, E: int, name: str | None = None, dtype: str | None = None) -> Format:
+    """The IEEE-like binary format with M fraction bits and E exponent bits (bias 2**(E-1)-1); ``dtype``
+    names its numpy dtype, if it has one."""
     if M < 1 or E < 2:
         raise CondcheckError(f"custom format b{M}_{E}: need at least 1 fraction bit (M >= 1) and 2 exponent "
                              f"bits (E >= 2)")
@@ -390,12 +401,40 @@ def ieee_format(M: int, E: int, name: str | None = None, dtype=None) -> Format:
     top = Fraction(2 ** (M + 1) - 1) * Fraction(2) ** (e_max - M)
     return Format(name=name or f"b{M}_{E}", bits=1 + E + M, M=M, E=E, e_min=e_min, e_max=e_max, max=top,
                   has_inf=True, has_nan=True, has_neg_zero=True, ieee=True,
-                  dtype=np.dtype(dtype) if dtype is not None else None)
+                  dtype_name=dtype)
 
 
-def _derive_from_encodings(name: str, dtype) -> Format:
-    """Read a format's fields off its decoded bit patterns and check them against the value grid."""
-    dt = np.dtype(dtype)
+#: the fields of the float16 and ml_dtypes formats, (bits, M, E, e_min, e_max, Omega, has_inf, has_nan,
+#: has_neg_zero), as :func:`derive_from_encodings` reads them off ml_dtypes' decoding of every bit pattern
+#: (tests/test_formats.py derives them again and compares; none of these is IEEE-encoded in condcheck's
+#: sense: ``ieee`` is False, as the derivation sets it)
+ENCODED_FIELDS = {
+    "float16": (16, 10, 5, -14, 15, "0x1.ffcp+15", True, True, True),
+    "bfloat16": (16, 7, 8, -126, 127, "0x1.fep+127", True, True, True),
+    "float8_e5m2": (8, 2, 5, -14, 15, "0x1.cp+15", True, True, True),
+    "float8_e4m3": (8, 3, 4, -6, 7, "0x1.ep+7", True, True, True),
+    "float8_e4m3fn": (8, 3, 4, -6, 8, "0x1.cp+8", False, True, True),
+    "float8_e3m4": (8, 4, 3, -2, 3, "0x1.fp+3", True, True, True),
+    "float8_e5m2fnuz": (8, 2, 5, -15, 15, "0x1.cp+15", False, True, False),
+    "float8_e4m3fnuz": (8, 3, 4, -7, 7, "0x1.ep+7", False, True, False),
+    "float8_e4m3b11fnuz": (8, 3, 4, -10, 4, "0x1.ep+4", False, True, False),
+    "float6_e3m2fn": (6, 2, 3, -2, 4, "0x1.cp+4", False, False, True),
+    "float6_e2m3fn": (6, 3, 2, 0, 2, "0x1.ep+2", False, False, True),
+    "float4_e2m1fn": (4, 1, 2, 0, 2, "0x1.8p+2", False, False, True),
+}
+
+
+def _encoded_format(name: str) -> Format:
+    bits, M, E, e_min, e_max, top, has_inf, has_nan, has_neg_zero = ENCODED_FIELDS[name]
+    return Format(name=name, bits=bits, M=M, E=E, e_min=e_min, e_max=e_max, max=Fraction(float.fromhex(top)),
+                  has_inf=has_inf, has_nan=has_nan, has_neg_zero=has_neg_zero, ieee=False, dtype_name=name)
+
+
+def derive_from_encodings(name: str) -> Format:
+    """Read a format's fields off its decoded bit patterns (numpy's float16, or ml_dtypes) and check them
+    against the value grid: the source of :data:`ENCODED_FIELDS`."""
+    import ml_dtypes
+    dt = np.dtype(name) if name in NUMPY_FORMATS else np.dtype(getattr(ml_dtypes, name))
     fi = ml_dtypes.finfo(dt) if name not in NUMPY_FORMATS else np.finfo(dt)
     bits = int(getattr(fi, "bits", dt.itemsize * 8))
     patterns = np.arange(2 ** bits, dtype=np.uint32).astype(_uint_dtype(dt.itemsize))
@@ -415,7 +454,7 @@ def _derive_from_encodings(name: str, dtype) -> Format:
     E = int(fi.nexp)
     fmt = Format(name=name, bits=bits, M=M, E=E, e_min=e_min, e_max=e_max, max=top,
                  has_inf=bool(np.isinf(decoded).any()), has_nan=bool(np.isnan(decoded).any()),
-                 has_neg_zero=has_neg_zero, ieee=False, dtype=dt)
+                 has_neg_zero=has_neg_zero, ieee=False, dtype_name=name)
     grid = fmt.values()
     if not np.array_equal(np.unique(finite), grid):
         raise AssertionError(f"{name}: decoded values do not match the grid M={M}, e_min={e_min}, Omega={top}")
@@ -425,14 +464,10 @@ def _derive_from_encodings(name: str, dtype) -> Format:
 @lru_cache(maxsize=None)
 def _builtin(name: str) -> Format:
     if name == "float32":
-        return ieee_format(23, 8, "float32", np.float32)
+        return ieee_format(23, 8, "float32", "float32")
     if name == "float64":
-        return ieee_format(52, 11, "float64", np.float64)
-    if name == "float16":
-        fmt = _derive_from_encodings(name, np.float16)
-    else:
-        fmt = _derive_from_encodings(name, getattr(ml_dtypes, name))
-    return fmt
+        return ieee_format(52, 11, "float64", "float64")
+    return _encoded_format(name)
 
 
 def known_format_names() -> list[str]:

@@ -746,8 +746,10 @@ def _pattern_to_index(fmt: Format, n_points: int):
 
 def table_index(fmt: Format, points: np.ndarray, flat: np.ndarray) -> np.ndarray:
     """Index of each value of ``flat`` in ``points`` (a wrong index where a value is not in the
-    format: callers check ``points[idx] == flat``)."""
-    if fmt.dtype is not None and fmt.dtype.itemsize <= 2:
+    format: callers check ``points[idx] == flat``).  Large arrays of a format with a numpy dtype of at
+    most 2 bytes go through a table indexed by bit pattern; small ones (a scalar, a format's few hundred
+    values) by binary search, which does not need the dtype (nor the import of ml_dtypes)."""
+    if flat.size >= 4096 and fmt.dtype_name is not None and fmt.bits <= 16:
         lut, utype = _pattern_to_index(fmt, points.size)
         with np.errstate(all="ignore"):
             return lut[flat.astype(fmt.dtype).view(utype)]

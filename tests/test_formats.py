@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from condcheck.errors import CondcheckError, NotInFormatError, UnknownNameError
-from condcheck.formats import all_formats, get_format
+from condcheck.formats import ENCODED_FIELDS, all_formats, derive_from_encodings, get_format
 
 from fp_reference import (CUSTOM_TWINS, UINT, decode_custom, decode_dtype, ieee_decode, ieee_encode,
                           parse_custom)
@@ -100,6 +100,13 @@ def test_b10_5_is_float16_and_b7_8_is_bfloat16_value_for_value():
 
 
 # ---- fields -------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", sorted(ENCODED_FIELDS))
+def test_the_stored_fields_of_a_format_are_the_ones_read_off_its_encodings(name):
+    stored, derived = get_format(name), derive_from_encodings(name)
+    assert stored == derived and stored.ieee is derived.ieee is False
+    assert stored.dtype == derived.dtype
+
 
 @pytest.mark.parametrize("name", BUILTIN_SMALL + ["float32", "float64"])
 def test_fields_match_finfo(name):

@@ -105,7 +105,12 @@ def test_no_import_closes_a_cycle_between_modules():
 # project, so what each child imports of ours it imports on its own, as in a fresh interpreter)
 _ZYGOTE = r"""
 import importlib, os, sys, traceback
-import numpy, scipy.sparse, sympy, mpmath, ml_dtypes
+import numpy, scipy.sparse, scipy.special, sympy, mpmath, ml_dtypes, click
+for optional in ("torch", "matplotlib.pyplot", "dask", "distributed", "tqdm", "rich"):
+    try:
+        importlib.import_module(optional)
+    except ImportError:
+        pass
 failed = []
 for name in sys.argv[1:]:
     pid = os.fork()

@@ -33,6 +33,20 @@ def test_importing_the_formats_loads_no_heavy_library_and_no_checker():
     assert _loaded(mods, HEAVY + ("conditions",)) == []
 
 
+def test_an_exhaustive_check_of_a_float8_format_and_its_certificate_do_not_import_ml_dtypes():
+    # ml_dtypes' import is most of a CLI call's start-up; the formats' fields and bit patterns need it not
+    mods = _modules_after("from condcheck.check import check_activation\n"
+                          "c = check_activation('gelu', 'float8_e4m3').to_certificate()\n"
+                          "assert c['holds'] is True and c['conditions']['1']['method'] == 'exhaustive'")
+    assert "condcheck.check" in mods and "ml_dtypes" not in mods
+
+
+def test_the_dtype_of_a_format_imports_ml_dtypes_at_its_first_use():
+    mods = _modules_after("from condcheck.formats import get_format\n"
+                          "assert get_format('float8_e4m3').dtype.name == 'float8_e4m3'")
+    assert "ml_dtypes" in mods
+
+
 def test_a_name_of_condcheck_imports_its_module_at_its_first_use():
     mods = _modules_after("import condcheck\nassert 'condcheck.formats' not in __import__('sys').modules\n"
                           "assert condcheck.get_format('float8_e4m3').bits == 8")

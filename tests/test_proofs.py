@@ -199,6 +199,7 @@ def relu_float8(sigmoid_float4, tmp_path_factory):
     return ProofResult.from_dict(_once(tmp_path_factory, "coq-relu8", build))
 
 
+@pytest.mark.slow
 @needs_coq
 def test_proving_again_into_the_same_directory_recompiles_nothing(sigmoid_float4, tmp_path):
     d = tmp_path / "dev"
