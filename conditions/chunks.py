@@ -122,12 +122,13 @@ class ChunkJob:
     lo: int
     hi: int
     source: str = "direct"      # "direct" or "table"
+    plugin: object = None       # a plug-in implementation travels as its object (condcheck.implementations)
 
     def act(self) -> Activation:
         return self.activation if isinstance(self.activation, Activation) else get_activation(self.activation)
 
     def with_range(self, lo: int, hi: int) -> "ChunkJob":
-        return ChunkJob(self.activation, self.format, self.implementation, lo, hi, self.source)
+        return ChunkJob(self.activation, self.format, self.implementation, lo, hi, self.source, self.plugin)
 
 
 @dataclass
@@ -164,6 +165,9 @@ def evaluate(job: ChunkJob) -> ChunkData:
     P = mags.points(job.lo, job.hi)
     act = job.act()
     fallbacks = 0
+    if job.plugin is not None:
+        from condcheck.implementations import ensure_registered
+        ensure_registered(job.plugin)
     if job.source == "table":
         from condcheck.rounded_activation import get_rounded
         t = get_rounded(act, fmt, job.implementation).table()
