@@ -47,6 +47,7 @@ class TailJob:
     lo: int
     hi: int
     L: float
+    plugin: object = None       # a plug-in implementation travels as its object (condcheck.implementations)
 
 
 def magnitude_values(fmt, lo: int, hi: int) -> np.ndarray:
@@ -66,6 +67,9 @@ def tail_chunk(job: TailJob):
     from condcheck.formats import get_format
     from condcheck.rounded_activation import evaluate_points
     fmt = get_format(job.format)
+    if job.plugin is not None:
+        from condcheck.implementations import ensure_registered
+        ensure_registered(job.plugin)
     v = magnitude_values(fmt, job.lo, job.hi)
     for m, x in ((job.lo, v[0]), (job.hi - 1, v[-1])):   # the encoding agrees at both ends
         if fmt.to_bits(Fraction(float(x))) != m:
@@ -117,5 +121,9 @@ class Wide:
         name = act.name if act.name in BUILTIN_ACTIVATIONS else act
         n = fmt.to_bits(ctx.omega) + 1                      # magnitudes 0 .. index of Omega
         parts = [(-1, fmt.to_bits(-zd), n)] if zd < 0 else [(-1, 1, n), (1, 0, fmt.to_bits(zd) + 1)]
-        return [TailJob(name, fmt.name, rounded.implementation, sign, a, min(a + TAIL_CHUNK, hi), float(L))
+        plugin = None
+        if rounded.implementation not in ("exact", "float32-upcast", "torch"):
+            from condcheck.implementations import get_implementation
+            plugin = get_implementation(rounded.implementation)
+        return [TailJob(name, fmt.name, rounded.implementation, sign, a, min(a + TAIL_CHUNK, hi), float(L), plugin)
                 for sign, lo, hi in parts for a in range(lo, hi, TAIL_CHUNK)]
