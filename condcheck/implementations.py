@@ -147,14 +147,6 @@ def get_implementation(name: str) -> Implementation:
     return _REGISTRY[name]
 
 
-def ensure_registered(impl: Implementation) -> Implementation:
-    """On a worker process: the implementation a job carries, registered here too (same functions)."""
-    got = _REGISTRY.get(impl.name)
-    if got is None:
-        _REGISTRY[impl.name] = got = impl
-    return got
-
-
 def list_implementations() -> list[str]:
     """The built-in implementations, then the registered plug-ins (entry points loaded)."""
     load_plugins()
@@ -202,9 +194,14 @@ def observe(impl: Implementation, fmt: Format, pts: np.ndarray):
     return s, so, d, do
 
 
-def plugin_points(name: str, activation, fmt, pts: np.ndarray):
-    """:func:`observe` by the registered name, after checking the implementation serves (activation, fmt)."""
-    impl = get_implementation(name)
+def implementation_points(impl: Implementation, activation, fmt, pts: np.ndarray):
+    """:func:`observe`, after checking that the implementation serves (activation, fmt).  A chunk job carries
+    the Implementation itself to the workers, which need not have registered it."""
     F = get_format(fmt)
     impl.serves(activation, F)
     return observe(impl, F, pts)
+
+
+def plugin_points(name: str, activation, fmt, pts: np.ndarray):
+    """:func:`implementation_points` of the plug-in registered as ``name``."""
+    return implementation_points(get_implementation(name), activation, fmt, pts)

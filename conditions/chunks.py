@@ -165,9 +165,6 @@ def evaluate(job: ChunkJob) -> ChunkData:
     P = mags.points(job.lo, job.hi)
     act = job.act()
     fallbacks = 0
-    if job.plugin is not None:
-        from condcheck.implementations import ensure_registered
-        ensure_registered(job.plugin)
     if job.source == "table":
         from condcheck.rounded_activation import get_rounded
         t = get_rounded(act, fmt, job.implementation).table()
@@ -175,6 +172,9 @@ def evaluate(job: ChunkJob) -> ChunkData:
         if not np.array_equal(t.points[idx], P):
             raise AssertionError("internal: chunk points missing from the table")
         s, so, d, do = t.sigma[idx], t.sigma_overflow[idx], t.dsigma[idx], t.dsigma_overflow[idx]
+    elif job.source == "direct" and job.plugin is not None:
+        from condcheck.implementations import implementation_points
+        s, so, d, do = implementation_points(job.plugin, act, fmt, P)
     elif job.source == "direct" and job.implementation == "exact" and not act.is_callable:
         s, so, d, do, fallbacks = exact_by_ranges(act, fmt, P)
     elif job.source == "direct":

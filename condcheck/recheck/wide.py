@@ -67,16 +67,17 @@ def tail_chunk(job: TailJob):
     from condcheck.formats import get_format
     from condcheck.rounded_activation import evaluate_points
     fmt = get_format(job.format)
-    if job.plugin is not None:
-        from condcheck.implementations import ensure_registered
-        ensure_registered(job.plugin)
     v = magnitude_values(fmt, job.lo, job.hi)
     for m, x in ((job.lo, v[0]), (job.hi - 1, v[-1])):   # the encoding agrees at both ends
         if fmt.to_bits(Fraction(float(x))) != m:
             raise AssertionError(f"internal: magnitude {m} of {fmt.name} is not {float(x)!r}")
     x = job.sign * v + 0.0                                  # -0 is the value 0
     act = job.activation if not isinstance(job.activation, str) else get_activation(job.activation)
-    s, so, d, do, _ = evaluate_points(act, fmt, job.implementation, x)
+    if job.plugin is not None:                              # a plug-in implementation, carried by the job
+        from condcheck.implementations import implementation_points
+        s, so, d, do = implementation_points(job.plugin, act, fmt, x)
+    else:
+        s, so, d, do, _ = evaluate_points(act, fmt, job.implementation, x)
     bad = so | do | (s != job.L) | (d != 0)
     return int(x.size), (float(x[np.argmax(bad)]) if bad.any() else None)
 
