@@ -147,12 +147,6 @@ def get_implementation(name: str) -> Implementation:
     return _REGISTRY[name]
 
 
-def list_implementations() -> list[str]:
-    """The built-in implementations, then the registered plug-ins (entry points loaded)."""
-    load_plugins()
-    return list(BUILTIN_IMPLEMENTATIONS) + list(_REGISTRY)
-
-
 def _observe_one(impl: Implementation, fmt: Format, fn, what: str, x: np.ndarray):
     try:
         y = fn(x.copy())

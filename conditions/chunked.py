@@ -154,8 +154,8 @@ def sigma_source(rounded) -> str:
     if impl == "torch":
         from condcheck.torch_impl import evidence_note
         return evidence_note(act, fmt)
-    if impl not in ("exact", "float32-upcast"):
-        return rounded.source_note                      # a plug-in implementation
+    if impl not in ("exact", "float32-upcast"):          # a plug-in implementation
+        return rounded.source_note
     if act.is_callable:
         how = "RN_F" if impl == "exact" else "RN_F(RN_float32(.))"
         return (f"callable, trusted: {how} of the user's mpmath callables, accepted when two precisions agree away "

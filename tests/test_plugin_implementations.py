@@ -219,3 +219,15 @@ def test_an_entry_point_implementation_is_found_by_check_and_recheck_in_fresh_pr
     (tmp_path / "cert.json").write_text(out.stdout)
     out = run("recheck", "cert.json")
     assert out.returncode == 0 and "certificate re-checked" in out.stdout, out.stdout + out.stderr
+
+
+def test_recheck_enumerates_a_plugins_dead_tail_chunks_as_float32_upcasts(registry):
+    from condcheck.recheck.wide import TailJob, tail_chunk
+    impl = register_upcast("np32", "gelu", ("float32",))
+    got = []
+    for lo in (0x41700000, 0x3F800000):                     # from -15 down: dead; from -1 down: live
+        p = tail_chunk(TailJob("gelu", "float32", "np32", -1, lo, lo + 4096, 0.0, impl))
+        u = tail_chunk(TailJob("gelu", "float32", "float32-upcast", -1, lo, lo + 4096, 0.0))
+        assert p == u
+        got.append(p)
+    assert got[0] == (4096, None) and got[1][1] is not None

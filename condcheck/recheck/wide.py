@@ -123,8 +123,8 @@ class Wide:
         n = fmt.to_bits(ctx.omega) + 1                      # magnitudes 0 .. index of Omega
         parts = [(-1, fmt.to_bits(-zd), n)] if zd < 0 else [(-1, 1, n), (1, 0, fmt.to_bits(zd) + 1)]
         plugin = None
-        if rounded.implementation not in ("exact", "float32-upcast", "torch"):
-            from condcheck.implementations import get_implementation
+        from condcheck.implementations import BUILTIN_IMPLEMENTATIONS, get_implementation
+        if rounded.implementation not in BUILTIN_IMPLEMENTATIONS:
             plugin = get_implementation(rounded.implementation)
         return [TailJob(name, fmt.name, rounded.implementation, sign, a, min(a + TAIL_CHUNK, hi), float(L), plugin)
                 for sign, lo, hi in parts for a in range(lo, hi, TAIL_CHUNK)]
