@@ -38,7 +38,8 @@ def _domain(act, fmt, n):
 
 
 @pytest.mark.parametrize("act,fmt", [("gelu", "float16"), ("relu", "float16"), ("tanh", "float16"),
-                                     ("sigmoid", "float16"), ("swish", "bfloat16"), ("elu", "bfloat16")])
+                                     ("sigmoid", "float16"), ("swish", "bfloat16"),
+                                     pytest.param("elu", "bfloat16", marks=pytest.mark.slow)])
 def test_four_values_build_every_step_as_its_whole_row_does(act, fmt, monkeypatch):
     b = _build(act, fmt, _domain(act, fmt, 400))
     keys = sr.all_keys(b.coord_vals)
