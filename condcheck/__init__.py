@@ -20,6 +20,7 @@ _EXPORTS = {
     "round_fraction": ".rounding",
     "PAPER_ACTIVATIONS": ".activations", "get_activation": ".activations", "list_activations": ".activations",
     "register_activation": ".activations",
+    "register_implementation": ".implementations",
     "get_rounded": ".rounded_activation",
     "check_activation": ".check",
     "Layer": ".network", "Network": ".network",

@@ -141,8 +141,9 @@ def _cell(v) -> str:
 @click.argument("activation")
 @click.argument("format")
 @click.option("--implementation", "-i", default="exact", show_default=True,
-              help="How sigma~ and sigma~' are computed: exact (correctly rounded), float32-upcast, or torch "
-                   "(PyTorch CPU: its table up to 16 bits, its float32 kernels on float32).")
+              help="How sigma~ and sigma~' are computed: exact (correctly rounded), float32-upcast, torch "
+                   "(PyTorch CPU: its table up to 16 bits, its float32 kernels on float32), or a registered "
+                   "plug-in implementation (docs/plugins.md).")
 @click.option("--method", "-m", type=click.Choice(["auto", "exhaustive", "symbolic"]), default="auto",
               show_default=True, help="auto: enumerate formats of at most 16 bits, symbolic beyond; exhaustive: "
                                       "enumerate every value (float32: 2^32 values in chunks on Dask); symbolic: "

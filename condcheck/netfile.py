@@ -240,7 +240,11 @@ def _names(d: dict):
         raise _bad("activation", str(e)) from None
     impl = d.get("implementation", "exact")
     if impl not in IMPLEMENTATIONS:
-        raise _bad("implementation", f"unknown implementation {impl!r}; known: {', '.join(IMPLEMENTATIONS)}")
+        from .implementations import get_implementation         # a registered plug-in implementation
+        try:
+            get_implementation(impl)
+        except CondcheckError as e:
+            raise _bad("implementation", str(e)) from None
     sem = d.get("semantics", "finite")
     if sem not in SEMANTICS_CHOICES:
         raise _bad("semantics", f"unknown semantics {sem!r}; known: {', '.join(SEMANTICS_CHOICES)}")

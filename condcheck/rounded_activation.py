@@ -27,6 +27,7 @@ Implementations are named (:data:`IMPLEMENTATIONS`):
   format's torch dtype where torch computes the op (float16, bfloat16), through float32 otherwise
   (then rounded to the format exactly).  Beyond 16 bits (float32) no table: torch's float32 op and
   autograd at the points asked for.  See :mod:`condcheck.torch_impl`.
+* a registered plug-in's name: the values of a user's array functions, observed (:mod:`condcheck.implementations`).
 
 Callable activations (``register_activation(name, function=f, derivative=df)``): sympy enclosures are
 not available, so "exact" rounds a *trusted* value instead of a certified one (:func:`callable_round`):
@@ -57,6 +58,7 @@ import sympy
 from .activations import Activation, get_activation, x as X_SYMBOL
 from .errors import CondcheckError, FormatOverflowError, NotInFormatError, UnknownNameError
 from .formats import Format, get_format, num_text, to_fraction
+from .implementations import get_implementation as plugin_implementation, plugin_points
 from .intervals import HAVE_ARB, compile_expression, mp_to_fraction
 from .rounding import round_array, round_fraction
 
@@ -549,6 +551,9 @@ class Table:
 
 
 def _evaluate(act: Activation, fmt: Format, impl: str, derivative: bool, pts):
+    if impl not in IMPLEMENTATIONS:
+        s, so, d, do = plugin_points(impl, act, fmt, pts)
+        return (d, do, 0) if derivative else (s, so, 0)
     if impl == "torch":
         from .torch_impl import torch_points
         s, so, d, do = torch_points(act, fmt, pts)
@@ -571,6 +576,8 @@ def evaluate_points(act: Activation, fmt: Format, impl: str, pts: np.ndarray):
         from .torch_impl import torch_points
         s, so, d, do = torch_points(act, fmt, pts)
         return s, so, d, do, 0
+    if impl not in IMPLEMENTATIONS:
+        return (*plugin_points(impl, act, fmt, pts), 0)
     s, so, sf = evaluate_array(act, fmt, impl, False, pts)
     d, do, df = evaluate_array(act, fmt, impl, True, pts)
     return s, so, d, do, sf + df
@@ -705,6 +712,8 @@ class RoundedActivation:
         if self.implementation == "torch":
             from .torch_impl import evidence_note
             return evidence_note(self.activation, self.format)
+        if self.implementation not in IMPLEMENTATIONS:
+            return plugin_implementation(self.implementation).source_note
         if self.activation.is_callable:
             how = ("RN_F" if self.implementation == "exact" else "RN_F(RN_float32(.))")
             return (f"callable, trusted: {how} of the user's mpmath callables, accepted when two precisions "
@@ -717,8 +726,11 @@ class RoundedActivation:
 
 
 def get_implementation(name: str) -> str:
+    """A built-in implementation's name, or a registered plug-in's (:mod:`condcheck.implementations`)."""
     if name not in IMPLEMENTATIONS:
-        raise UnknownNameError("implementation", name, IMPLEMENTATIONS)
+        if not isinstance(name, str):
+            raise UnknownNameError("implementation", repr(name), IMPLEMENTATIONS)
+        return plugin_implementation(name).name
     return name
 
 
@@ -728,8 +740,12 @@ def _rounded(act: Activation, fmt: Format, impl: str) -> RoundedActivation:
 
 
 def get_rounded(activation, fmt, implementation: str = "exact") -> RoundedActivation:
-    """The rounded activation (cached per activation, format and implementation)."""
-    return _rounded(get_activation(activation), get_format(fmt), get_implementation(implementation))
+    """The rounded activation (cached per activation, format and implementation; a plug-in implementation
+    only for its activation and formats)."""
+    act, F, impl = get_activation(activation), get_format(fmt), get_implementation(implementation)
+    if impl not in IMPLEMENTATIONS:
+        plugin_implementation(impl).serves(act, F)
+    return _rounded(act, F, impl)
 
 
 @lru_cache(maxsize=None)

@@ -154,6 +154,8 @@ def sigma_source(rounded) -> str:
     if impl == "torch":
         from condcheck.torch_impl import evidence_note
         return evidence_note(act, fmt)
+    if impl not in ("exact", "float32-upcast"):          # a plug-in implementation
+        return rounded.source_note
     if act.is_callable:
         how = "RN_F" if impl == "exact" else "RN_F(RN_float32(.))"
         return (f"callable, trusted: {how} of the user's mpmath callables, accepted when two precisions agree away "
@@ -196,7 +198,13 @@ def check_chunked(rounded, *, chunk_magnitudes: int | None = None, splits=None, 
         ranges = plan_chunks(mags.n, splits=splits)
     act = rounded.activation
     from condcheck.activations import BUILTIN_ACTIVATIONS
-    job = ChunkJob(act.name if act.name in BUILTIN_ACTIVATIONS else act, fmt.name, rounded.implementation, 0, 1, source)
+    impl = rounded.implementation
+    from condcheck.rounded_activation import IMPLEMENTATIONS
+    plugin = None
+    if impl not in IMPLEMENTATIONS:                    # workers may not have it registered: it travels along
+        from condcheck.implementations import get_implementation
+        plugin = get_implementation(impl)
+    job = ChunkJob(act.name if act.name in BUILTIN_ACTIVATIONS else act, fmt.name, impl, 0, 1, source, plugin)
     jobs = [job.with_range(lo, hi) for lo, hi in ranges]
     if runner is None:
         from condcheck.distributed import Engine

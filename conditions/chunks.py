@@ -122,12 +122,13 @@ class ChunkJob:
     lo: int
     hi: int
     source: str = "direct"      # "direct" or "table"
+    plugin: object = None       # a plug-in implementation travels as its object (condcheck.implementations)
 
     def act(self) -> Activation:
         return self.activation if isinstance(self.activation, Activation) else get_activation(self.activation)
 
     def with_range(self, lo: int, hi: int) -> "ChunkJob":
-        return ChunkJob(self.activation, self.format, self.implementation, lo, hi, self.source)
+        return ChunkJob(self.activation, self.format, self.implementation, lo, hi, self.source, self.plugin)
 
 
 @dataclass
@@ -171,6 +172,9 @@ def evaluate(job: ChunkJob) -> ChunkData:
         if not np.array_equal(t.points[idx], P):
             raise AssertionError("internal: chunk points missing from the table")
         s, so, d, do = t.sigma[idx], t.sigma_overflow[idx], t.dsigma[idx], t.dsigma_overflow[idx]
+    elif job.source == "direct" and job.plugin is not None:
+        from condcheck.implementations import implementation_points
+        s, so, d, do = implementation_points(job.plugin, act, fmt, P)
     elif job.source == "direct" and job.implementation == "exact" and not act.is_callable:
         s, so, d, do, fallbacks = exact_by_ranges(act, fmt, P)
     elif job.source == "direct":

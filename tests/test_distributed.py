@@ -6,6 +6,7 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
 
 from condcheck.distributed import Engine
@@ -137,3 +138,23 @@ def test_check_quiet_turns_the_progress_bar_off(monkeypatch):
 def test_every_local_worker_is_limited_to_2_gib(engine):
     limits = [w["memory_limit"] for w in engine.client.scheduler_info()["workers"].values()]
     assert len(limits) == 2 and all(lim == 2 * 1024 ** 3 for lim in limits)
+
+
+def relu16(x):
+    return np.maximum(x, x.dtype.type(0))
+
+
+def step16(x):
+    return (x > 0).astype(x.dtype)
+
+
+def test_a_plugin_implementation_travels_with_its_chunks_to_workers_that_never_registered_it(engine):
+    from condcheck import implementations
+    from condcheck.distributed import SerialRunner
+    with implementations.scoped_implementations():
+        implementations.register_implementation("relu16_on_workers", "relu", relu16, step16, formats=("float16",))
+        r = get_rounded("relu", "float16", "relu16_on_workers")
+        got, info = check_chunked(r, chunk_magnitudes=4096, runner=engine)
+        ref, _ = check_chunked(r, chunk_magnitudes=4096, runner=SerialRunner())
+    assert info["engine"].startswith("dask") and info["chunks"] > 2
+    assert [(got[k].holds, got[k].witness) for k in "123"] == [(ref[k].holds, ref[k].witness) for k in "123"]

@@ -9,7 +9,7 @@ import condcheck
 
 #: every function of the top-level API whose docstring carries an example
 DOCUMENTED = ["check_activation", "load_network", "verify", "construct_theorem5", "construct_theorem7",
-              "write_report", "to_torch"]
+              "write_report", "to_torch", "register_implementation"]
 
 
 @pytest.mark.parametrize("name", DOCUMENTED)

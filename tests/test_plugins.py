@@ -7,7 +7,6 @@ mpmath, not through condcheck's tables).
 """
 import json
 import sys
-import textwrap
 import warnings
 from fractions import Fraction
 
@@ -16,6 +15,7 @@ import numpy as np
 import pytest
 import sympy
 from click.testing import CliRunner
+from plugin_distribution import fake_distribution
 
 from condcheck import activations as A
 from condcheck.activations import (Activation, PluginWarning, get_activation, list_activations, load_plugins,
@@ -285,20 +285,9 @@ def register_more():
 '''
 
 
-def _fake_distribution(tmp_path, name, module_name, module_text, entry_points):
-    """A distribution that importlib.metadata finds: NAME-0.1.dist-info with METADATA and entry_points.txt."""
-    (tmp_path / f"{module_name}.py").write_text(textwrap.dedent(module_text))
-    info = tmp_path / f"{name}-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n")
-    lines = "\n".join(f"{k} = {v}" for k, v in entry_points.items())
-    (info / "entry_points.txt").write_text(f"[condcheck.activations]\n{lines}\n")
-    return tmp_path
-
-
 @pytest.fixture
 def plugin_dist(tmp_path, monkeypatch, unloaded_registry):
-    d = _fake_distribution(tmp_path, "fakeplug", "fakeplug_acts", PLUGIN_MODULE,
+    d = fake_distribution(tmp_path, "fakeplug", "fakeplug_acts", PLUGIN_MODULE,
                            {"xsig2": "fakeplug_acts:XSIG2", "more": "fakeplug_acts:register_more"})
     monkeypatch.syspath_prepend(str(d))
     yield d
@@ -336,7 +325,7 @@ def test_x_sigmoid_2x_is_swish_of_2x_halved_so_its_table_follows_from_swishs_rea
 
 
 def test_a_broken_plug_in_is_a_warning_naming_it_and_never_a_traceback(tmp_path, monkeypatch, unloaded_registry):
-    d = _fake_distribution(tmp_path, "brokenplug", "brokenplug_acts", "raise RuntimeError('no luck')\n",
+    d = fake_distribution(tmp_path, "brokenplug", "brokenplug_acts", "raise RuntimeError('no luck')\n",
                            {"broken": "brokenplug_acts:ACT", "missing": "no_such_module_xyz:ACT"})
     monkeypatch.syspath_prepend(str(d))
     with pytest.warns(PluginWarning, match="'broken'.*RuntimeError: no luck"):
@@ -349,7 +338,7 @@ def test_a_broken_plug_in_is_a_warning_naming_it_and_never_a_traceback(tmp_path,
 
 
 def test_an_entry_point_that_loads_something_else_is_reported(tmp_path, monkeypatch, unloaded_registry):
-    d = _fake_distribution(tmp_path, "oddplug", "oddplug_acts", "ACT = 42\n", {"odd": "oddplug_acts:ACT"})
+    d = fake_distribution(tmp_path, "oddplug", "oddplug_acts", "ACT = 42\n", {"odd": "oddplug_acts:ACT"})
     monkeypatch.syspath_prepend(str(d))
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")

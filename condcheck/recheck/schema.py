@@ -12,7 +12,7 @@ Top level (all required unless marked optional):
 
 * ``schema`` = "condcheck.check/2"; ``activation``, ``format``: registry names as the registries spell
   them (``get_activation(name).name``, ``get_format(name).name``); ``implementation``: "exact",
-  "float32-upcast" or "torch"; ``semantics`` = :data:`SEMANTICS` (the only semantics of the checks);
+  "float32-upcast", "torch" or a registered plug-in implementation (condcheck.implementations); ``semantics`` = :data:`SEMANTICS` (the only semantics of the checks);
 * ``holds``: true, false or null, the conjunction of the three conditions (false if one is false, else
   null if one is null, else true);
 * ``conditions``: {"1", "2", "3"} -> a condition record (below);

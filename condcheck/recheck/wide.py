@@ -47,6 +47,7 @@ class TailJob:
     lo: int
     hi: int
     L: float
+    plugin: object = None       # a plug-in implementation travels as its object (condcheck.implementations)
 
 
 def magnitude_values(fmt, lo: int, hi: int) -> np.ndarray:
@@ -72,7 +73,11 @@ def tail_chunk(job: TailJob):
             raise AssertionError(f"internal: magnitude {m} of {fmt.name} is not {float(x)!r}")
     x = job.sign * v + 0.0                                  # -0 is the value 0
     act = job.activation if not isinstance(job.activation, str) else get_activation(job.activation)
-    s, so, d, do, _ = evaluate_points(act, fmt, job.implementation, x)
+    if job.plugin is not None:                              # a plug-in implementation, carried by the job
+        from condcheck.implementations import implementation_points
+        s, so, d, do = implementation_points(job.plugin, act, fmt, x)
+    else:
+        s, so, d, do, _ = evaluate_points(act, fmt, job.implementation, x)
     bad = so | do | (s != job.L) | (d != 0)
     return int(x.size), (float(x[np.argmax(bad)]) if bad.any() else None)
 
@@ -117,5 +122,9 @@ class Wide:
         name = act.name if act.name in BUILTIN_ACTIVATIONS else act
         n = fmt.to_bits(ctx.omega) + 1                      # magnitudes 0 .. index of Omega
         parts = [(-1, fmt.to_bits(-zd), n)] if zd < 0 else [(-1, 1, n), (1, 0, fmt.to_bits(zd) + 1)]
-        return [TailJob(name, fmt.name, rounded.implementation, sign, a, min(a + TAIL_CHUNK, hi), float(L))
+        plugin = None
+        from condcheck.implementations import BUILTIN_IMPLEMENTATIONS, get_implementation
+        if rounded.implementation not in BUILTIN_IMPLEMENTATIONS:
+            plugin = get_implementation(rounded.implementation)
+        return [TailJob(name, fmt.name, rounded.implementation, sign, a, min(a + TAIL_CHUNK, hi), float(L), plugin)
                 for sign, lo, hi in parts for a in range(lo, hi, TAIL_CHUNK)]
