@@ -590,7 +590,9 @@ def evaluate_array(act: Activation, fmt: Format, impl: str, derivative: bool, pt
 
 
 @lru_cache(maxsize=None)
-def _table(act: Activation, fmt: Format, impl: str) -> Table:
+def _table(act: Activation, fmt: Format, impl: str, plugin=None) -> Table:
+    # ``plugin`` (the registered Implementation of a plug-in name, else None) is part of the cache key
+    # only: a name registered again in a scoped registry (tests) never meets another's table
     if not fmt.enumerable:
         raise CondcheckError(f"{fmt.name} has {fmt.bits} bits; tables are made for formats of at most "
                              f"24 bits")
@@ -617,10 +619,11 @@ class RoundedActivation:
     """sigma~ and sigma~' of one activation in one format under one implementation (cached by
     :func:`get_rounded`)."""
 
-    def __init__(self, activation: Activation, fmt: Format, implementation: str):
+    def __init__(self, activation: Activation, fmt: Format, implementation: str, plugin=None):
         self.activation = activation
         self.format = fmt
         self.implementation = implementation
+        self._plugin = plugin           # the plug-in's Implementation (for the table cache's key), or None
 
     def __repr__(self):
         return (f"RoundedActivation({self.activation.name!r}, {self.format.name!r}, "
@@ -631,7 +634,7 @@ class RoundedActivation:
         return self.format.bits <= TABLE_BITS and _grid_in_float64(self.format)
 
     def table(self) -> Table:
-        return _table(self.activation, self.format, self.implementation)
+        return _table(self.activation, self.format, self.implementation, self._plugin)
 
     # -- scalars -------------------------------------------------------------------------------------
     def _scalar(self, z, derivative: bool) -> Fraction:
@@ -735,17 +738,19 @@ def get_implementation(name: str) -> str:
 
 
 @lru_cache(maxsize=None)
-def _rounded(act: Activation, fmt: Format, impl: str) -> RoundedActivation:
-    return RoundedActivation(act, fmt, impl)
+def _rounded(act: Activation, fmt: Format, impl: str, plugin) -> RoundedActivation:
+    return RoundedActivation(act, fmt, impl, plugin)
 
 
 def get_rounded(activation, fmt, implementation: str = "exact") -> RoundedActivation:
     """The rounded activation (cached per activation, format and implementation; a plug-in implementation
     only for its activation and formats)."""
     act, F, impl = get_activation(activation), get_format(fmt), get_implementation(implementation)
+    plugin = None
     if impl not in IMPLEMENTATIONS:
-        plugin_implementation(impl).serves(act, F)
-    return _rounded(act, F, impl)
+        plugin = plugin_implementation(impl)
+        plugin.serves(act, F)
+    return _rounded(act, F, impl, plugin)
 
 
 @lru_cache(maxsize=None)

@@ -20,11 +20,9 @@ def test_the_docstring_example_of_a_public_function_runs_and_prints_what_it_show
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
     tests = doctest.DocTestFinder().find(function, name, globs={})
     from condcheck.implementations import scoped_implementations
-    from condcheck.rounded_activation import clear_tables
     with scoped_implementations():                 # what an example registers leaves no trace
         for test in tests:
             runner.run(test)
-    clear_tables()
     result = runner.summarize(verbose=False)
     assert result.attempted > 0, f"{name}'s docstring has no example"
     assert result.failed == 0

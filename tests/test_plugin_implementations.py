@@ -24,7 +24,7 @@ from condcheck.distributed import SerialRunner
 from condcheck.errors import CondcheckError
 from condcheck.implementations import register_implementation
 from condcheck.recheck import recheck_certificate
-from condcheck.rounded_activation import clear_tables, get_rounded
+from condcheck.rounded_activation import get_rounded
 from conditions.chunked import check_chunked, summarize
 from conditions.chunks import ChunkJob
 
@@ -33,11 +33,9 @@ REPO = Path(__file__).resolve().parent.parent
 
 @pytest.fixture
 def registry():
-    """Scratch registries of activations and implementations (and no stale tables of a reused name)."""
+    """Scratch registries of activations and implementations."""
     with A.scoped_registry(plugins_loaded=True), I.scoped_implementations():
-        clear_tables()
         yield
-    clear_tables()
 
 
 def upcast_arithmetic(act, derivative):
@@ -231,3 +229,14 @@ def test_recheck_enumerates_a_plugins_dead_tail_chunks_as_float32_upcasts(regist
         assert p == u
         got.append(p)
     assert got[0] == (4096, None) and got[1][1] is not None
+
+
+def test_a_name_registered_again_in_another_scope_gets_its_own_table_not_the_first_ones():
+    with I.scoped_implementations():
+        register_implementation("np_scoped", "relu", _relu, _step, formats=("float16",))
+        first = get_rounded("relu", "float16", "np_scoped").table()
+    with I.scoped_implementations():
+        register_implementation("np_scoped", "relu", lambda x: _relu(x) * x.dtype.type(0), _step,
+                                formats=("float16",))
+        second = get_rounded("relu", "float16", "np_scoped").table()
+    assert np.any(first.sigma != 0) and np.all(second.sigma == 0)
