@@ -300,19 +300,26 @@ def test_coq_accepts_the_claim_of_a_small_theorem5_network(small_network_proof):
     assert {n.split(".")[0] for n in r.coq["assumptions"]} <= REAL_AXIOM_MODULES
 
 
-@needs_coq
-def test_coq_rejects_a_network_claim_with_one_value_changed(small_network_proof, tmp_path):
+def _check_with_claim_changed(proof, tmp_path, edit):
+    """Coq's result on a copy of a network development whose Claim.v text went through ``edit`` (the
+    compiled Claim and Main removed, so that both are built again)."""
     d = tmp_path / "dev"
-    shutil.copytree(small_network_proof.directory, d)
+    shutil.copytree(proof.directory, d)
     for p in [*d.glob("Claim.vo*"), *d.glob("Main.vo*")]:
         p.unlink()
     claim = d / "Claim.v"
-    text = claim.read_text()
-    i = text.index("Case [")
-    j = text.index("] ", i) + 2                       # after the point: the claimed value's term
-    k = text.index(" [", j)
-    claim.write_text(text[:j] + "(Float radix2 (12345) (0))" + text[k:])
-    r = coqrun.check_development(d, quiet=True)
+    claim.write_text(edit(claim.read_text()))
+    return coqrun.check_development(d, quiet=True)
+
+
+@needs_coq
+def test_coq_rejects_a_network_claim_with_one_value_changed(small_network_proof, tmp_path):
+    def edit(text):
+        i = text.index("Case [")
+        j = text.index("] ", i) + 2                   # after the point: the claimed value's term
+        k = text.index(" [", j)
+        return text[:j] + "(Float radix2 (12345) (0))" + text[k:]
+    r = _check_with_claim_changed(small_network_proof, tmp_path, edit)
     assert not r.ok
     assert r.files["Claim.vo"]["built"] and not r.files["Main.vo"]["built"]
 
@@ -344,16 +351,11 @@ def test_coq_accepts_the_claim_of_a_theorem7_network_at_every_upstream_value(sma
 
 @needs_coq
 def test_coq_rejects_a_theorem7_claim_with_one_gradient_changed(small_theorem7_proof, tmp_path):
-    d = tmp_path / "dev"
-    shutil.copytree(small_theorem7_proof.directory, d)
-    for p in [*d.glob("Claim.vo*"), *d.glob("Main.vo*")]:
-        p.unlink()
-    claim = d / "Claim.v"
-    text = claim.read_text()
-    i = text.index(", [", text.rindex("Case ["))          # the last point's first (y, gradient) pair
-    j = text.index("]", i)                                  # d = 1: the gradient is one term
-    claim.write_text(text[:i] + ", [(Float radix2 (12345) (0))" + text[j:])
-    r = coqrun.check_development(d, quiet=True)
+    def edit(text):
+        i = text.index(", [", text.rindex("Case ["))      # the last point's first (y, gradient) pair
+        j = text.index("]", i)                              # d = 1: the gradient is one term
+        return text[:i] + ", [(Float radix2 (12345) (0))" + text[j:]
+    r = _check_with_claim_changed(small_theorem7_proof, tmp_path, edit)
     assert not r.ok
     assert r.files["Claim.vo"]["built"] and not r.files["Main.vo"]["built"]
 
