@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from ..constructors.errors import ConstructionError
+from ..constructors.errors import ConditionFailure, ConstructionError
 from ..constructors.kit import is_pow2
 from ..errors import CondcheckError
 from ..formats import Format
@@ -163,15 +163,45 @@ def construct_generic_gated(act: "ActivationTable", F: Format, X, fv, Y, G, impl
     d >= 2: every gate is checked on every point (theorem5's exact gate sums, ``tuning.EXACT_GATE_POINTS``
     raised to N): the bounds theorem5 takes beyond 512 points combine each gating step's extremes over the
     whole domain, coordinate by coordinate, and on d = 2 sub-boxes of more than 512 points (a 32 x 32
-    float8_e4m3 sub-box) they left a corner point without a gate."""
+    float8_e4m3 sub-box) they left a corner point without a gate.
+
+    Where this construction fails, it is tried once more with *small gates* (boosts with any weight of
+    the format, gates with the smallest weights that reach a pass state, ``_construct_generic_gated_points``);
+    tried only there, so every network the first attempt builds stays as it was.  When both fail, the
+    first attempt's error is raised."""
     from ..theorem5 import tuning
-    if X.shape[1] >= 2 and X.shape[0] > tuning.EXACT_GATE_POINTS:
-        with tuning.overridden({"EXACT_GATE_POINTS": X.shape[0]}):
-            return _construct_generic_gated_points(act, F, X, fv, Y, G, implementation, verify_result)
-    return _construct_generic_gated_points(act, F, X, fv, Y, G, implementation, verify_result)
+
+    def attempt(small_gates: bool):
+        if X.shape[1] >= 2 and X.shape[0] > tuning.EXACT_GATE_POINTS:
+            with tuning.overridden({"EXACT_GATE_POINTS": X.shape[0]}):
+                return _construct_generic_gated_points(act, F, X, fv, Y, G, implementation, verify_result,
+                                                       small_gates)
+        return _construct_generic_gated_points(act, F, X, fv, Y, G, implementation, verify_result, small_gates)
+
+    try:
+        return attempt(False)
+    except ConditionFailure:
+        raise
+    except ConstructionError as first:
+        try:
+            return attempt(True)
+        except ConstructionError:
+            raise first from None
 
 
-def _construct_generic_gated_points(act: "ActivationTable", F: Format, X, fv, Y, G, implementation, verify_result):
+def _construct_generic_gated_points(act: "ActivationTable", F: Format, X, fv, Y, G, implementation, verify_result,
+                                    small_gates: bool = False):
+    """``construct_generic_gated`` once.  ``small_gates``: the steps' boosts try every weight of the format
+    (theorem5's wide boosts), not only the powers of two, and every gate (its probe too) takes the smallest
+    gating weights that put it on a pass state rather than the pass state farthest from L.
+
+    Why: on a narrow format a step's on values can sit in a shallow lobe of sigma~ next to L, where no
+    power-of-two boost lifts them (gelu on float6_e3m2fn: on values gelu~(-1) = -0.1875, L = 0, z_d = -3;
+    16 x 0.1875 - 3 = 0 is L itself, 8 x 0.1875 - 3 -> gelu~(-1.5) = -0.125), and a gate then moves by at
+    most 16 x 0.125 = 2 where 3.625 is needed (from z_d = -3 to the pass state 0.625); the weight -28 maps
+    them to gelu~(2) = 2.  A gate pushed to the pass state farthest from L needs gating weights whose
+    product with the gate's backward value lam |g| overflows where Omega is 28 (|g| = 16, weight 8); the
+    smallest weights that reach any pass state keep it finite."""
     N = X.shape[0]
     dim = X.shape[1]
     d = act.d
@@ -182,7 +212,7 @@ def _construct_generic_gated_points(act: "ActivationTable", F: Format, X, fv, Y,
     per_unit = [point_terms(F, Y, G[i, :, cc], ch.prefixes) for i, cc in units]
     all_terms = [t for ts in per_unit for t in ts]
     R, comp, c = ch.lengths(all_terms)
-    gt = Gating(act, X, implementation)
+    gt = Gating(act, X, implementation, wide_boosts=small_gates)
     kit = gt.kit
     plans, cover, pos = pass_plans(act)
     col = {v: j for j, v in enumerate(pos.tolist())}
@@ -220,7 +250,7 @@ def _construct_generic_gated_points(act: "ActivationTable", F: Format, X, fv, Y,
     for (i, cc), ts in zip(units, per_unit):
         if i not in probes:
             try:
-                probe, _, _ = gt.ctx.find_gate(i, None, gate_targets, small_first=False)
+                probe, _, _ = gt.ctx.find_gate(i, None, gate_targets, small_first=small_gates)
                 probes[i] = max([abs(b) for b in probe] + [1.0])
             except CondcheckError:
                 probes[i] = 1.0
@@ -249,7 +279,7 @@ def _construct_generic_gated_points(act: "ActivationTable", F: Format, X, fv, Y,
     for i, cc, k, ts, (b_s, c2, c3, P3) in groups:
         lam, a_g, a3, a2, w_s, n_src, psign = plans[k]
         xi = point_text(X[i])
-        betas, gamma, preG = gt.ctx.find_gate(i, (a_g, P3), gate_targets, small_first=False)
+        betas, gamma, preG = gt.ctx.find_gate(i, (a_g, P3), gate_targets, small_first=small_gates)
         if float(preG[i]) not in act.pass_set:
             raise ConstructionError("internal: the gate is not on a pass state")   # pragma: no cover
         gmax = max(abs(t.d) for t in ts) * lam * d
