@@ -168,7 +168,7 @@ def construct_generic_gated(act: "ActivationTable", F: Format, X, fv, Y, G, impl
     Where this construction fails, it is tried once more with *small gates* (boosts with any weight of
     the format, gates with the smallest weights that reach a pass state, ``_construct_generic_gated_points``);
     tried only there, so every network the first attempt builds stays as it was.  When both fail, the
-    first attempt's error is raised."""
+    first attempt's error is raised, followed by the second's where it differs."""
     from ..theorem5 import tuning
 
     def attempt(small_gates: bool):
@@ -185,8 +185,10 @@ def construct_generic_gated(act: "ActivationTable", F: Format, X, fv, Y, G, impl
     except ConstructionError as first:
         try:
             return attempt(True)
-        except ConstructionError:
-            raise first from None
+        except ConstructionError as second:
+            if str(second) == str(first):
+                raise first from None
+            raise ConstructionError(f"{first} (with small gates: {second})") from None
 
 
 def _construct_generic_gated_points(act: "ActivationTable", F: Format, X, fv, Y, G, implementation, verify_result,
