@@ -195,15 +195,10 @@ def _construct_generic_gated_points(act: "ActivationTable", F: Format, X, fv, Y,
                                     small_gates: bool = False):
     """``construct_generic_gated`` once.  ``small_gates``: the steps' boosts try every weight of the format
     (theorem5's wide boosts), not only the powers of two, and every gate (its probe too) takes the smallest
-    gating weights that put it on a pass state rather than the pass state farthest from L.
-
-    Why: on a narrow format a step's on values can sit in a shallow lobe of sigma~ next to L, where no
-    power-of-two boost lifts them (gelu on float6_e3m2fn: on values gelu~(-1) = -0.1875, L = 0, z_d = -3;
-    16 x 0.1875 - 3 = 0 is L itself, 8 x 0.1875 - 3 -> gelu~(-1.5) = -0.125), and a gate then moves by at
-    most 16 x 0.125 = 2 where 3.625 is needed (from z_d = -3 to the pass state 0.625); the weight -28 maps
-    them to gelu~(2) = 2.  A gate pushed to the pass state farthest from L needs gating weights whose
-    product with the gate's backward value lam |g| overflows where Omega is 28 (|g| = 16, weight 8); the
-    smallest weights that reach any pass state keep it finite."""
+    gating weights that put it on a pass state rather than the pass state farthest from L.  Why: on a
+    narrow format a step's on values can sit in a shallow lobe of sigma~ next to L that no power-of-two
+    boost leaves, and a gate far from L needs gating weights whose product with its backward value
+    overflows (gelu on float6_e3m2fn: docs/theorem7.md, "Small gates")."""
     N = X.shape[0]
     dim = X.shape[1]
     d = act.d
