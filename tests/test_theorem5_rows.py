@@ -1,0 +1,94 @@
+"""The compiled one-term rows of the Theorem 5 constructor (condcheck/theorem5/rows.py) equal Kit.T_row."""
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from condcheck.constructors.errors import ConstructionError
+from condcheck.constructors.kit import Kit
+from condcheck.formats import get_format
+from condcheck.theorem5 import rows
+
+
+def _reference(kit, w, v, b):
+    try:
+        return kit.T_row([(w, v)], b)
+    except ConstructionError as e:
+        return str(e)
+
+
+def _fast(kit, w, v, b):
+    try:
+        return rows.t_row(kit, w, v, b)
+    except ConstructionError as e:
+        return str(e)
+
+
+def _assert_same(a, b):
+    if isinstance(a, str) or isinstance(b, str):
+        assert a == b
+    else:
+        assert a.dtype == b.dtype and a.shape == b.shape
+        assert np.array_equal(a.view(np.int64), b.view(np.int64))      # every bit, the sign of zero too
+
+
+_KITS = {}
+
+
+def _kit(act, fmt):
+    if (act, fmt) not in _KITS:
+        _KITS[act, fmt] = Kit(act, get_format(fmt), "exact")
+    return _KITS[act, fmt]
+
+
+@pytest.mark.parametrize("fmt", ["float16", "bfloat16"])
+@pytest.mark.parametrize("act", ["gelu", "sigmoid", "elu"])
+def test_the_compiled_row_equals_kit_t_row_bit_for_bit_on_every_value_of_the_format(act, fmt):
+    kit = _kit(act, fmt)
+    V = get_format(fmt).values()
+    rng = np.random.default_rng(1)
+    for _ in range(40):
+        w, b = (float(x) for x in rng.choice(V, 2))
+        w = float(np.ldexp(1.0, int(rng.integers(-4, 4)))) * (1 if rng.random() < 0.5 else -1) if rng.random() < 0.5 else w
+        _assert_same(_fast(kit, w, V, b), _reference(kit, w, V, b))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(["float16", "bfloat16"]), st.integers(0, 2**32 - 1),
+       st.sampled_from([0.0, -0.0, 1.0, -1.0, 2.0 ** -24, 65504.0, 3.0 ** 5]))
+def test_the_compiled_row_equals_kit_t_row_on_small_rows_with_zeros_subnormals_and_overflow(fmt, seed, b0):
+    kit = _kit("gelu", fmt)
+    F = get_format(fmt)
+    V = F.values()
+    rng = np.random.default_rng(seed)
+    v = rng.choice(V, int(rng.integers(1, 20)))
+    v[rng.random(len(v)) < 0.2] = 0.0
+    w = float(rng.choice(V))
+    b = float(rng.choice(V)) if rng.random() < 0.5 else float(kit.mul(b0, 1.0)) if abs(b0) <= F.max_float else 0.0
+    _assert_same(_fast(kit, w, v, b), _reference(kit, w, v, b))
+
+
+def test_a_row_that_overflows_raises_what_kit_t_row_raises():
+    kit = _kit("gelu", "float16")
+    v = np.array([1.0, 60000.0])
+    with pytest.raises(ConstructionError) as fast:
+        rows.t_row(kit, 2.0, v, 0.0)
+    with pytest.raises(ConstructionError) as ref:
+        kit.T_row([(2.0, v)], 0.0)
+    assert str(fast.value) == str(ref.value)
+
+
+def test_formats_with_index_tables_take_kit_t_row():
+    kit = _kit("gelu", "float8_e4m3")
+    assert rows._plan(kit) is None
+    V = kit.fmt.values()
+    _assert_same(_fast(kit, 0.5, V, 0.25), _reference(kit, 0.5, V, 0.25))
+
+
+@pytest.mark.parametrize("fmt", ["float16", "bfloat16"])
+def test_a_row_without_overflow_is_made_by_the_compiled_pass(fmt, monkeypatch):
+    kit = Kit("gelu", get_format(fmt), "exact")
+    V = get_format(fmt).values()
+    v = V[np.abs(V) <= 8]
+    want = kit.T_row([(0.5, v)], -0.25)
+    monkeypatch.setattr(kit, "T_row", lambda *a: pytest.fail("Kit.T_row was called"))
+    _assert_same(rows.t_row(kit, 0.5, v, -0.25), want)
