@@ -8,7 +8,7 @@ before the second rounding, as ``ops`` argues) and rounded by ``kernels.rn``, th
 ``rounding.round_array``; T is read from the rounded activation's table at the value's position among
 the sorted values, found from its exponent and fraction bits and checked against the table.  Where
 anything overflows, or a value is not where the position says, the row is made by ``Kit.T_row``
-instead, which raises as before (tests/test_theorem5_rows.py compares the two).
+instead, which raises as before (tests/test_theorem5_box_fast_paths.py compares the two).
 """
 from __future__ import annotations
 
