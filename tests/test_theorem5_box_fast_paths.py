@@ -1,5 +1,6 @@
 """Fast paths of the per-point searches on 16-bit formats equal what they replace: the compiled one-term rows
-(condcheck/theorem5/rows.py) Kit.T_row, ``sets.lexsort_head`` the head of np.lexsort."""
+(condcheck/theorem5/rows.py) Kit.T_row, ``sets.lexsort_head`` the head of np.lexsort, and the gate sums kept
+per point build what the ones kept for the last point built."""
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -117,3 +118,18 @@ def test_lexsort_head_with_a_nan_is_the_head_of_the_whole_sort():
     from condcheck.theorem5.sets import lexsort_head
     keys = [np.array([1.0, np.nan, 0.0, 1.0]), np.array([0, 0, 0, 0])]
     assert np.array_equal(lexsort_head(keys, 2), np.lexsort(keys)[:2])
+
+
+def test_gate_sums_kept_for_every_point_build_the_network_of_sums_kept_for_the_last_point(monkeypatch):
+    import condcheck.theorem5 as t5
+    from condcheck.targets import box_sample, random_targets
+    from theorem5_helpers import assert_same_network
+    monkeypatch.setattr(t5.tuning, "SPREAD_FROM", 32)
+    monkeypatch.setattr(t5.tuning, "SPREAD_CHUNK_POINTS", 24)
+    monkeypatch.setattr(t5.tuning, "EXACT_GATE_POINTS", 16)        # the bounds of large domains (``_gate_base``)
+    X = box_sample("gelu", "float16", 1, 48, 3)
+    f, h, g = random_targets("float16", X, 3, 0.25)
+    kept, _ = t5.construct_theorem5("gelu", "float16", X, f, h, g, jobs=1)
+    monkeypatch.setattr(t5.tuning, "GATE_BASE_POINTS", 1)
+    last, _ = t5.construct_theorem5("gelu", "float16", X, f, h, g, jobs=1)
+    assert_same_network(kept, last)
