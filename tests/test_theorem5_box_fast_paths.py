@@ -133,3 +133,26 @@ def test_gate_sums_kept_for_every_point_build_the_network_of_sums_kept_for_the_l
     monkeypatch.setattr(t5.tuning, "GATE_BASE_POINTS", 1)
     last, _ = t5.construct_theorem5("gelu", "float16", X, f, h, g, jobs=1)
     assert_same_network(kept, last)
+
+
+class _Probe:
+    def __init__(self, F):
+        self.F, self.tables = F, None
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(["float16", "bfloat16"]), st.integers(0, 2**32 - 1))
+def test_the_compiled_product_chain_equals_the_rounded_products_bit_for_bit_with_nan_and_overflow(fmt, seed):
+    import condcheck.theorem5.transfer as transfer
+    F = get_format(fmt)
+    V = F.values()
+    rng = np.random.default_rng(seed)
+    t = rng.choice(V, int(rng.integers(1, 40)))
+    t[rng.random(len(t)) < 0.1] = np.nan
+    t[rng.random(len(t)) < 0.1] = 0.0
+    d, a = (rng.choice(V[np.abs(V) <= float(rng.choice([1.0, 4.0, 1e4]))], k) for k in [int(rng.integers(1, 30))] * 2)
+    fast = transfer.Transfers._rn_chain_2d(_Probe(F), t, d, a)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(transfer, "rn_chain_2d", lambda *args: None)      # the rounded products
+        ref = transfer.Transfers._rn_chain_2d(_Probe(F), t, d, a)
+    assert fast.shape == ref.shape and np.array_equal(fast.view(np.int64), ref.view(np.int64))

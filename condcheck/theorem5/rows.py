@@ -1,14 +1,19 @@
-"""One-term rows T(RN(RN(w v) + b)) of a 16-bit format in one compiled pass (``t_row``): the source and
-pass rows of a gradient branch span every point of the domain (57,345 on the float16 box, several
-rows per point), and ``Kit.T_row`` made them in five numpy passes (the product, its rounding, the sum,
-its rounding, the table of T by bit pattern).
+"""Compiled passes over whole rows of a 16-bit format, for the per-point searches on the 16-bit boxes.
 
-The same numbers: the product and the sum are formed in float64 (exact, resp. rounded innocuously
-before the second rounding, as ``ops`` argues) and rounded by ``kernels.rn``, the bit trick of
+* ``t_row``: one-term rows T(RN(RN(w v) + b)).  The source and pass rows of a gradient branch span every
+  point of the domain (57,345 on the float16 box, several rows per point); ``Kit.T_row`` made them in
+  five numpy passes (the product, its rounding, the sum, its rounding, the table of T by bit pattern).
+* ``rn_chain_2d``: RN(RN(t_i d_k) a_k) for every (i, k), NaN where a product overflows: the last-layer
+  search of a transfer (``Transfers._last_layer``) takes these for up to 2^20 pairs at a time, in two
+  rounded products with their temporaries (over half of a sigmoid chunk on float16).
+
+The same numbers: products and sums are formed in float64 (exact, resp. rounded innocuously before the
+second rounding, as ``ops`` argues) and rounded by ``kernels.rn``, the bit trick of
 ``rounding.round_array``; T is read from the rounded activation's table at the value's position among
-the sorted values, found from its exponent and fraction bits and checked against the table.  Where
-anything overflows, or a value is not where the position says, the row is made by ``Kit.T_row``
-instead, which raises as before (tests/test_theorem5_box_fast_paths.py compares the two).
+the sorted values, found from its exponent and fraction bits and checked against the table.  Where a
+row overflows, or a value is not where the position says, the row is made by ``Kit.T_row`` instead,
+which raises as before (tests/test_theorem5_box_fast_paths.py compares both passes with what they
+replace, bit for bit).
 """
 from __future__ import annotations
 
@@ -49,15 +54,48 @@ def _t_row_py(v, w, b, points, sigma, over, zero, e_min, frac, out, shift, half,
     return True
 
 
+def _rn_chain_2d_py(t, d, a, out, shift, half, mask, small_bits, K, omega):
+    """out[i, k] = RN(RN(t[i] d[k]) a[k]), NaN where t[i] is NaN or a product overflows."""
+    for i in range(t.shape[0]):
+        ti = t[i]
+        for k in range(d.shape[0]):
+            r = np.nan
+            if ti == ti:
+                p = _rn(ti * d[k], shift, half, mask, small_bits, K, omega, False)
+                if abs(p) <= omega:
+                    q = _rn(p * a[k], shift, half, mask, small_bits, K, omega, False)
+                    if abs(q) <= omega:
+                        r = q
+            out[i, k] = r
+
+
 def _compile():
-    global _kernel, _rn
+    global _kernel, _chain_kernel, _rn
     if _kernel is None:
         from .. import kernels
         numba, _rn = kernels.numba_module(), kernels.rn
         _kernel = numba.njit(cache=True)(_t_row_py)
+        _chain_kernel = numba.njit(cache=True)(_rn_chain_2d_py)
 
 
-_rn = None
+_rn = _chain_kernel = None
+
+
+def rn_chain_2d(F, t, d, a):
+    """RN(RN(t_i d_k) a_k) for every (i, k) of 1-D float64 arrays t, d, a of values of F (a format of at
+    most 16 bits with float64 arithmetic), NaN where t_i is NaN or a product overflows; None where
+    the compiled pass does not apply (no numba, another format or dtype): the caller's numpy path."""
+    from ..kernels import HAVE_NUMBA, rn_params
+    if not (HAVE_NUMBA and enumerated(F) and F.fits_float64):
+        return None
+    arrays = [np.asarray(x) for x in (t, d, a)]
+    if any(x.ndim != 1 or x.dtype != np.float64 for x in arrays) or len(arrays[1]) != len(arrays[2]):
+        return None
+    _compile()
+    t, d, a = (np.ascontiguousarray(x) for x in arrays)
+    out = np.empty((len(t), len(d)))
+    _chain_kernel(t, d, a, out, *rn_params(F))
+    return out
 
 
 def _plan(kit):

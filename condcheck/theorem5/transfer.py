@@ -13,6 +13,7 @@ from ..errors import CondcheckError
 from ..ops import add_array, mul_array
 from . import tuning
 from .errors import SearchGaveUp
+from .rows import rn_chain_2d
 from .sets import GainGroups, log2_abs, preimage_bisect, spread_sample, stable_first
 from .steps import distinct_indices
 
@@ -617,6 +618,9 @@ class Transfers:
         if tb is not None:
             i = tb.mul(tb.index(t)[:, None], tb.index(d)[None, :])
             return tb.value(tb.mul(i, tb.index(a)[None, :]))
+        r = rn_chain_2d(F, t, d, a)           # (16-bit formats: one compiled pass, the same numbers)
+        if r is not None:
+            return r
         T = np.broadcast_to(np.asarray(t)[:, None], (len(t), len(d)))
         r, o = mul_array(np.where(np.isnan(T), 0.0, T), np.broadcast_to(d[None, :], T.shape), F)
         r2, o2 = mul_array(r, np.broadcast_to(a[None, :], T.shape), F)
