@@ -48,7 +48,13 @@ class Fact:
     lo: Fraction
     hi: Fraction
     value: Optional[Fraction]      # None: overflow
-    proof: str
+    proof: Optional[str]           # None: out of reach, a hypothesis of the theorem (see ``why``)
+    why: str = ""
+
+    @property
+    def hypothesis(self) -> str:
+        """The name of the hypothesis standing for this fact (when ``proof`` is None)."""
+        return f"H_{self.name}"
 
     def coq_fact(self) -> str:
         res = f"(Fin {term(self.value)})" if self.value is not None else "Ovf"
@@ -58,7 +64,8 @@ class Fact:
 class FactMaker:
     """Facts about one activation on one format, named ``s_<n>`` (sigma) and ``d_<n>`` (sigma')."""
 
-    def __init__(self, activation: str, fmt: Format, fmt_coq: str, wf_coq: str):
+    def __init__(self, activation: str, fmt: Format, fmt_coq: str, wf_coq: str, wide: bool = False):
+        self.wide = wide
         self.recipe = recipe_for(activation)
         self.act = get_activation(activation)
         self.fmt = fmt
@@ -115,6 +122,11 @@ class FactMaker:
         tactic = None
         if r.name == "gelu" and abs(z) >= GELU_CUTOFF * SQRT2:
             tactic = self._gelu_beyond_cutoff(derivative, z, lo, hi)
+            if tactic is None and self.wide:
+                return Fact(name, derivative, z, z, v, None,
+                            f"RN({what}) = {real_text(v)}: erf({real_text(z)}/sqrt 2) is needed closer than the "
+                            f"bounds at the cutoff +-5 (ErfBounds.v) give, and integrating exp(-t^2) that far is out "
+                            f"of reach")
         if tactic is None:
             tactic = r.bounds_tactic(derivative, z, prec).strip()
         text = head.format(lemma="fact_point_by_bounds", args=f"{term(lo)} {term(hi)}") + "\ndyadic_to_R. " + tactic
@@ -122,7 +134,7 @@ class FactMaker:
 
     @property
     def uses_erf_bounds(self) -> bool:
-        return any("erf_m5_bounds" in f.proof or "erf_5_bounds" in f.proof for f in self._made.values())
+        return any(f.proof and ("erf_m5_bounds" in f.proof or "erf_5_bounds" in f.proof) for f in self._made.values())
 
     def _gelu_beyond_cutoff(self, derivative: bool, z: Fraction, lo: Fraction, hi: Fraction):
         """GELU or GELU' at |z| >= 5 sqrt 2: erf(z / sqrt 2) bounded from erf(+-5) (ErfBounds.v) and the
@@ -189,46 +201,92 @@ Open Scope R_scope.
 """
 
 
+def hypothesis_names(facts: list[Fact]) -> list[str]:
+    return [f.hypothesis for f in facts if f.proof is None]
+
+
+def _premises(names: list[str]) -> tuple[str, str]:
+    """("H_a -> H_b -> ", "intros h_a h_b.\n") for the hypotheses ``names``."""
+    if not names:
+        return "", ""
+    return "".join(f"{n} -> " for n in names), "intros " + " ".join("h" + n[1:] for n in names) + ".\n"
+
+
 def chunk_file(facts: list[Fact], chunk: str, fmt_coq: str, record: str) -> str:
-    """A file of fact lemmas, the list ``<chunk>`` of their facts and ``<chunk>_ok``."""
+    """A file of fact lemmas, the list ``<chunk>`` of their facts and ``<chunk>_ok`` (which takes the
+    hypotheses standing for the facts out of reach)."""
     fn = "dsigma" if facts and facts[0].derivative else "sigma"
-    erf = "\nFrom Condcheck Require Import ErfBounds." if any("erf_" in f.proof and "_bounds" in f.proof
+    erf = "\nFrom Condcheck Require Import ErfBounds." if any(f.proof and "erf_" in f.proof and "_bounds" in f.proof
                                                             for f in facts) else ""
-    out = [HEADER.format(erf=erf)]
+    hyps = hypothesis_names(facts)
+    out = [HEADER.format(erf=erf) + ("From Cert Require Import Hypotheses.\n" if hyps else "")]
     for f in facts:
-        out.append(f"Lemma {f.name} : fact_holds {fmt_coq} ({fn} {record}) {f.coq_fact()}.\nProof.\n{f.proof}\nQed.\n")
+        if f.proof is not None:
+            out.append(f"Lemma {f.name} : fact_holds {fmt_coq} ({fn} {record}) {f.coq_fact()}.\nProof.\n{f.proof}\nQed.\n")
     out.append(f"Definition {chunk} : list fact := [\n  " + ";\n  ".join(f.coq_fact() for f in facts) + "].\n")
-    body = "".join(f"constructor; [exact {f.name}|].\n" for f in facts)
-    out.append(f"Lemma {chunk}_ok : List.Forall (fact_holds {fmt_coq} ({fn} {record})) {chunk}.\nProof.\nunfold {chunk}.\n"
-               f"{body}constructor.\nQed.\n")
+    body = "".join(f"constructor; [exact {f.name if f.proof is not None else 'h' + f.hypothesis[1:]}|].\n"
+                   for f in facts)
+    pre, intro = _premises(hyps)
+    out.append(f"Lemma {chunk}_ok : {pre}List.Forall (fact_holds {fmt_coq} ({fn} {record})) {chunk}.\nProof.\n"
+               f"{intro}unfold {chunk}.\n{body}constructor.\nQed.\n")
     return "\n".join(out)
 
 
-def facts_file(chunks: dict, fmt_coq: str, record: str) -> str:
-    """Facts.v: ``sigma_facts``, ``dsigma_facts`` and their proofs, from the chunk files."""
-    files = " ".join(chunks["s"] + chunks["d"])
+def facts_file(chunks: dict, fmt_coq: str, record: str, tail: bool = False) -> str:
+    """Facts.v: ``sigma_facts``, ``dsigma_facts`` and their proofs, from the chunk files (``chunks``:
+    {"s": [(file, hypotheses)], "d": [...]}); with ``tail``, the dead tail's chains come first."""
+    files = " ".join(([TAIL_FILE] if tail else []) + [c for c, _ in chunks["s"] + chunks["d"]])
+    hyps_any = any(h for key in ("s", "d") for _, h in chunks[key])
     out = ["From Coq Require Import List.", "From Condcheck Require Import Format Activations Rounded.",
            f"From Cert Require Import Data {files}." if files else "From Cert Require Import Data.",
-           "Import ListNotations.", ""]
+           *(["From Cert Require Import Hypotheses."] if hyps_any else []), "Import ListNotations.", ""]
     for key, fn, lst in (("s", "sigma", "sigma_facts"), ("d", "dsigma", "dsigma_facts")):
-        names = [f"{c.lower()}" for c in chunks[key]]
+        names = ([f"{fn}_tail"] if tail else []) + [f"{c.lower()}" for c, _ in chunks[key]]
         out.append(f"Definition {lst} : list fact := " + " ++ ".join(names + ["[]"]) + ".")
-        body = "".join(f"apply Forall_app; split; [exact {n}_ok|].\n" for n in names)
-        out.append(f"Lemma {lst}_ok : Forall (fact_holds {fmt_coq} ({fn} {record})) {lst}.\n"
-                   f"Proof.\nunfold {lst}.\n{body}constructor.\nQed.\n")
+        all_h = [h for _, hs in chunks[key] for h in hs]
+        body = "".join(f"apply Forall_app; split; [exact ({c.lower()}_ok{''.join(' h' + h[1:] for h in hs)})|].\n"
+                       for c, hs in chunks[key])
+        if tail:
+            body = f"apply Forall_app; split; [exact {fn}_tail_ok|].\n" + body
+        pre, intro = _premises(all_h)
+        out.append(f"Lemma {lst}_ok : {pre}Forall (fact_holds {fmt_coq} ({fn} {record})) {lst}.\n"
+                   f"Proof.\n{intro}unfold {lst}.\n{body}constructor.\nQed.\n")
     return "\n".join(out)
 
 
-def write_facts(out, facts: dict, fmt_coq: str, record: str) -> list[str]:
-    """Write the chunk files of ``facts`` ({"s": [...], "d": [...]}) and Facts.v into ``out``; returns
-    the files written, in dependency order."""
+#: the file of the dead tail's chains (wide formats)
+TAIL_FILE = "Facts_tail"
+
+
+def tail_file(sigma_facts: list[Fact], dsigma_facts: list[Fact], fmt_coq: str, record: str) -> str:
+    """Facts_tail.v: the chains ``sigma_tail`` / ``dsigma_tail`` of the dead tail and their proofs."""
+    out = [HEADER.format(erf="").replace("Rounded.", "Rounded Cover.")]
+    for facts, fn in ((sigma_facts, "sigma"), (dsigma_facts, "dsigma")):
+        for f in facts:
+            out.append(f"Lemma {f.name} : fact_holds {fmt_coq} ({fn} {record}) {f.coq_fact()}.\nProof.\n{f.proof}\nQed.\n")
+        out.append(f"Definition {fn}_tail : list fact := [\n  " + ";\n  ".join(f.coq_fact() for f in facts) + "].\n")
+        body = "".join(f"constructor; [exact {f.name}|].\n" for f in facts)
+        out.append(f"Lemma {fn}_tail_ok : List.Forall (fact_holds {fmt_coq} ({fn} {record})) {fn}_tail.\nProof.\n"
+                   f"unfold {fn}_tail.\n{body}constructor.\nQed.\n")
+    return "\n".join(out)
+
+
+def write_facts(out, facts: dict, fmt_coq: str, record: str, tail: Optional[tuple] = None) -> list[str]:
+    """Write the chunk files of ``facts`` ({"s": [...], "d": [...]}), with ``tail`` (the dead tail's
+    sigma and sigma' chains) Facts_tail.v, and Facts.v into ``out``; returns the files written, in
+    dependency order."""
     chunks = {"s": [], "d": []}
     for key in ("s", "d"):
         lst = facts[key]
         for i in range(0, len(lst), CHUNK):
             name = f"Facts_{key}_{i // CHUNK}"
-            chunks[key].append(name)
-            text = chunk_file(lst[i:i + CHUNK], name.lower(), fmt_coq, record)
+            part = lst[i:i + CHUNK]
+            chunks[key].append((name, hypothesis_names(part)))
+            text = chunk_file(part, name.lower(), fmt_coq, record)
             library.write_if_changed(out / f"{name}.v", text)
-    library.write_if_changed(out / "Facts.v", facts_file(chunks, fmt_coq, record))
-    return [f"{c}.v" for c in chunks["s"] + chunks["d"]] + ["Facts.v"]
+    files = []
+    if tail is not None:
+        library.write_if_changed(out / f"{TAIL_FILE}.v", tail_file(tail[0], tail[1], fmt_coq, record))
+        files.append(f"{TAIL_FILE}.v")
+    library.write_if_changed(out / "Facts.v", facts_file(chunks, fmt_coq, record, tail=tail is not None))
+    return files + [f"{c}.v" for c, _ in chunks["s"] + chunks["d"]] + ["Facts.v"]
