@@ -54,8 +54,12 @@ def is_wide(fmt: Format) -> bool:
     return fmt.bits > MAX_BITS
 
 
-def check_format(fmt: Format) -> None:
-    """Formats the proofs cover: at most :data:`MAX_WIDE_BITS` bits (a one-line error otherwise)."""
+def check_format(fmt: Format, wide: bool = True) -> None:
+    """Formats the proofs cover: at most :data:`MAX_WIDE_BITS` bits, or :data:`MAX_BITS` without ``wide``
+    (networks) (a one-line error otherwise)."""
+    if not wide and fmt.bits > MAX_BITS:
+        raise CondcheckError(f"format {fmt.name} has {fmt.bits} bits; Coq proofs of networks cover formats of at "
+                             f"most {MAX_BITS} bits")
     if fmt.bits > MAX_WIDE_BITS:
         raise CondcheckError(f"format {fmt.name} has {fmt.bits} bits; Coq proofs cover formats of at most "
                              f"{MAX_WIDE_BITS} bits")

@@ -201,6 +201,10 @@ Open Scope R_scope.
 """
 
 
+def _lemma(f: Fact, fmt_coq: str, fn: str, record: str) -> str:
+    return f"Lemma {f.name} : fact_holds {fmt_coq} ({fn} {record}) {f.coq_fact()}.\nProof.\n{f.proof}\nQed.\n"
+
+
 def hypothesis_names(facts: list[Fact]) -> list[str]:
     return [f.hypothesis for f in facts if f.proof is None]
 
@@ -222,7 +226,7 @@ def chunk_file(facts: list[Fact], chunk: str, fmt_coq: str, record: str) -> str:
     out = [HEADER.format(erf=erf) + ("From Cert Require Import Hypotheses.\n" if hyps else "")]
     for f in facts:
         if f.proof is not None:
-            out.append(f"Lemma {f.name} : fact_holds {fmt_coq} ({fn} {record}) {f.coq_fact()}.\nProof.\n{f.proof}\nQed.\n")
+            out.append(_lemma(f, fmt_coq, fn, record))
     out.append(f"Definition {chunk} : list fact := [\n  " + ";\n  ".join(f.coq_fact() for f in facts) + "].\n")
     body = "".join(f"constructor; [exact {f.name if f.proof is not None else 'h' + f.hypothesis[1:]}|].\n"
                    for f in facts)
@@ -263,7 +267,7 @@ def tail_file(sigma_facts: list[Fact], dsigma_facts: list[Fact], fmt_coq: str, r
     out = [HEADER.format(erf="").replace("Rounded.", "Rounded Cover.")]
     for facts, fn in ((sigma_facts, "sigma"), (dsigma_facts, "dsigma")):
         for f in facts:
-            out.append(f"Lemma {f.name} : fact_holds {fmt_coq} ({fn} {record}) {f.coq_fact()}.\nProof.\n{f.proof}\nQed.\n")
+            out.append(_lemma(f, fmt_coq, fn, record))
         out.append(f"Definition {fn}_tail : list fact := [\n  " + ";\n  ".join(f.coq_fact() for f in facts) + "].\n")
         body = "".join(f"constructor; [exact {f.name}|].\n" for f in facts)
         out.append(f"Lemma {fn}_tail_ok : List.Forall (fact_holds {fmt_coq} ({fn} {record})) {fn}_tail.\nProof.\n"

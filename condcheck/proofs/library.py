@@ -28,8 +28,8 @@ def source(name: str) -> str:
 
 def copy_into(out: Path, with_network: bool = False, with_erf: bool = False, with_cover: bool = False) -> list[str]:
     """Copy the library (the part a certificate's or, ``with_network``, a network's development uses, and
-    ``with_erf`` the erf cutoffs, ``with_cover`` the dead tail's chains) into ``out/lib``; returns the paths relative to ``out``.  Files already
-    there with the same text are left alone (with their compiled ``.vo``)."""
+    ``with_erf`` the erf cutoffs, ``with_cover`` the dead tail's chains) into ``out/lib``; returns the
+    paths relative to ``out``.  Files already there with the same text are left alone (with their compiled ``.vo``)."""
     lib = Path(out) / "lib"
     lib.mkdir(parents=True, exist_ok=True)
     paths = []

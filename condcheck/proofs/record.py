@@ -39,7 +39,8 @@ def load_record(directory) -> dict:
 
 def kernel_note(directory, activation: str, format: str, verdicts: dict) -> tuple[str, str]:
     """("kernel-checked by Coq V, Flocq W", with "under the hypotheses ..." when the theorem has premises,
-    and the development's SHA-256) for the development in ``directory``, or a one-line error saying why it does not prove this pair's verdicts."""
+    and the development's SHA-256) for the development in ``directory``, or a one-line error saying why
+    it does not prove this pair's verdicts."""
     from .coqrun import development_hash
     rec = load_record(directory)
     where = f"--proof {str(directory)!r}"

@@ -13,9 +13,10 @@ Each piece is proved by ``interval`` on the activation written in e = exp(k x) (
 2^-cap: ``interval`` adds exactly, so 1 + exp(-2^127) would be out of its reach, while 1 + 2^-cap
 is not.  Before a piece is written it is checked here with mpmath's interval arithmetic on the same
 expression, at the precision Coq will use; a piece that fails is split at its middle value (by bit
-pattern) until each part passes.  ReLU's tail is exact (ReLU(x) = ReLU'(x) = 0 for x <= 0); GELU has
-no such form (its tail needs erf to within 2^-150 and beyond, far below the bounds ``ErfBounds.v``
-gives), so its dead tail is a hypothesis of the theorem (:data:`TAIL_FORMS`).
+pattern) until each part passes (one that cannot be split is written as it is: Coq then judges it).
+ReLU's tail is exact (ReLU(x) = ReLU'(x) = 0 for x <= 0); GELU has no such form (its tail needs erf
+to within 2^-150 and beyond, far below the bounds ``ErfBounds.v`` gives), so its dead tail is a
+hypothesis of the theorem (:data:`TAIL_FORMS`).
 """
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from typing import Optional
 
 import mpmath
 
-from condcheck.errors import CondcheckError, FormatOverflowError
+from condcheck.errors import FormatOverflowError
 from condcheck.formats import Format
 from condcheck.rounding import midpoints_around, round_fraction
 
@@ -151,8 +152,11 @@ def pieces(activation: str, fmt: Format, cover, z_dead: Fraction, L: Fraction) -
             continue
         mid = _middle(fmt, lo, hi)
         if mid is None or len(out) + len(todo) > MAX_PIECES:
-            raise CondcheckError(f"{activation} on {fmt.name}: the dead tail piece [{float(lo)!r}, {float(hi)!r}] "
-                                 f"could not be bounded by interval arithmetic")
+            # not bounded here (a false certificate written without the precheck): written as it is, so
+            # that Coq judges it (and rejects it)
+            out.append(Piece(lo, hi, _bound(form.k, hi, PRECISIONS[-1], fmt), PRECISIONS[-1]))
+            lo = hi
+            continue
         todo += [hi, mid]
     return out
 
