@@ -83,6 +83,12 @@ def test_prove_refuses_a_false_wide_certificate_before_writing(tmp_path):
     assert not (tmp_path / "dev").exists()
 
 
+def test_networks_on_a_wide_format_are_refused_with_a_one_line_error():
+    from condcheck.proofs.development import check_format
+    with pytest.raises(CondcheckError, match="networks cover formats of at most 8 bits"):
+        check_format(get_format("float16"), wide=False)
+
+
 def test_the_report_line_of_a_proof_with_premises_says_under_which_hypotheses(tmp_path):
     r = prove_certificate(_cert("gelu", "float16"), tmp_path, run=False)
     rec = json.loads((tmp_path / RECORD).read_text())

@@ -82,9 +82,20 @@ class FactMaker:
         except FormatOverflowError:
             return None
 
-    def real_value(self, derivative: bool, z: Fraction) -> mpmath.mpf:
-        with mpmath.workprec(EVAL_PRECISION):
+    def real_value(self, derivative: bool, z: Fraction, prec: int = EVAL_PRECISION) -> mpmath.mpf:
+        with mpmath.workprec(prec):
             return +self._fn[derivative](mpmath.mpf(z.numerator) / z.denominator)
+
+    def _bracket(self, derivative: bool, z: Fraction, v: Fraction):
+        """(y, lo, hi, margin): sigma(z) and :func:`bracket` of it, evaluated with more bits where
+        cancellation (GELU's 1 + erf far below 0) leaves too few at :data:`EVAL_PRECISION`."""
+        for prec in (EVAL_PRECISION, 4 * EVAL_PRECISION, 16 * EVAL_PRECISION):
+            y = self.real_value(derivative, z, prec)
+            try:
+                return (y, *bracket(y, v, self.fmt))
+            except ValueError:
+                if prec == 16 * EVAL_PRECISION:
+                    raise
 
     def point(self, derivative: bool, z) -> Fact:
         """The fact at z (made once)."""
@@ -116,17 +127,16 @@ class FactMaker:
                 raise AssertionError(f"internal: exact {what} = {y} does not round to condcheck's {v}")
             text = head.format(lemma="fact_point_exact", args=term(y)) + "\n" + proof
             return Fact(name, derivative, z, z, v, text)
-        y = self.real_value(derivative, z)
-        lo, hi, margin = bracket(y, v, self.fmt)
+        y, lo, hi, margin = self._bracket(derivative, z, v)
         prec = precision_for(margin, max(1.0, abs(float(z)), abs(float(y))))
         tactic = None
         if r.name == "gelu" and abs(z) >= GELU_CUTOFF * SQRT2:
             tactic = self._gelu_beyond_cutoff(derivative, z, lo, hi)
             if tactic is None and self.wide:
+                g_text = ("sigma'" if derivative else "sigma") + f"({_short(z)})"
                 return Fact(name, derivative, z, z, v, None,
-                            f"RN({what}) = {real_text(v)}: erf({real_text(z)}/sqrt 2) is needed closer than the "
-                            f"bounds at the cutoff +-5 (ErfBounds.v) give, and integrating exp(-t^2) that far is out "
-                            f"of reach")
+                            f"RN({g_text}) = {_short(v)}: needs erf({_short(z)}/sqrt 2) closer than the bounds at "
+                            f"the cutoff +-5 (ErfBounds.v) give, and integrating exp(-t^2) that far is out of reach")
         if tactic is None:
             tactic = r.bounds_tactic(derivative, z, prec).strip()
         text = head.format(lemma="fact_point_by_bounds", args=f"{term(lo)} {term(hi)}") + "\ndyadic_to_R. " + tactic
@@ -173,6 +183,12 @@ class FactMaker:
         else:
             lines.append(f"unfold gelu. interval with (i_prec {prec}).")
         return "\n".join(lines)
+
+
+def _short(q: Fraction) -> str:
+    """q exactly when short, else to 6 significant digits (the exact value is in the Coq statement)."""
+    t = real_text(q)
+    return t if len(t) <= 24 else f"about {float(q):.6g}"
 
 
 def _mpq(q: Fraction) -> mpmath.mpf:
