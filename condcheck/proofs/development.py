@@ -27,7 +27,7 @@ from condcheck.formats import Format
 from . import library
 from .certificate import Claims, Witness1, Witness2, Witness3
 from .dyadic import real_text, term
-from .facts import FactMaker, write_facts
+from .facts import FactMaker, hypothesis_names, write_facts
 from .recipes import recipe_for
 
 #: formats whose every value is enumerated inside Coq; wider ones ("wide formats", up to
@@ -280,14 +280,18 @@ def write_development(claims: Claims, out, *, progress=None) -> dict:
     maker = FactMaker(claims.activation, fmt, F, f"{F}_wf", wide=wide)
     tail = _wide_tail(claims, maker, F, recipe.record) if wide else None
     S, D = plan(claims, tail_proved=tail is not None)
-    facts = {"s": [maker.point(False, q) for q in sorted(S)], "d": [maker.point(True, q) for q in sorted(D)]}
+    w1 = claims.witnesses.get("1")
+    # GELU on a wide format: values in the tail are read from the premise H_dead_tail
+    in_dead = (lambda q: q <= w1.z_dead) if wide and tail is None and w1 is not None else (lambda q: False)
+    facts = {"s": [maker.point(False, q, in_dead(q)) for q in sorted(S)],
+             "d": [maker.point(True, q, in_dead(q)) for q in sorted(D)]}
     hypotheses = []
     for key, fn in (("s", "sigma"), ("d", "dsigma")):
         for f in facts[key]:
             if f.proof is None:
                 hypotheses.append({"name": f.hypothesis, "coq": f"fact_holds {F} ({fn} {recipe.record}) {f.coq_fact()}",
                                    "meaning": f.why})
-    fact_hyps = tuple([h.hypothesis for h in facts[k] if h.proof is None] for k in ("s", "d"))
+    fact_hyps = tuple(hypothesis_names(facts[k]) for k in ("s", "d"))
     dead = "enum"
     if wide and "1" in claims.witnesses:
         dead = "cover" if tail is not None else "hypothesis"
@@ -306,7 +310,7 @@ def write_development(claims: Claims, out, *, progress=None) -> dict:
                                "meaning": f"Condition {k} fails: a statement over every value of {fmt.name}, not "
                                           f"enumerated inside Coq above {MAX_BITS} bits (condcheck's Python verdict)"})
     out.mkdir(parents=True, exist_ok=True)
-    files = library.copy_into(out, with_erf=maker.uses_erf_bounds, with_cover=tail is not None)
+    files = library.copy_into(out, with_erf=maker.uses_erf_bounds, with_cover=wide)
     generated = ["Data.v"] + (["Hypotheses.v"] if hypotheses else []) + \
         write_facts(out, facts, F, recipe.record, tail=tail) + ["Main.v"]
     library.write_if_changed(out / "Data.v", data_file(claims))

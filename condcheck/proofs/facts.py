@@ -50,6 +50,7 @@ class Fact:
     value: Optional[Fraction]      # None: overflow
     proof: Optional[str]           # None: out of reach, a hypothesis of the theorem (see ``why``)
     why: str = ""
+    premise: str = ""              # a hypothesis the proof uses (H_dead_tail: the fact is read from it)
 
     @property
     def hypothesis(self) -> str:
@@ -97,15 +98,27 @@ class FactMaker:
                 if prec == 16 * EVAL_PRECISION:
                     raise
 
-    def point(self, derivative: bool, z) -> Fact:
-        """The fact at z (made once)."""
+    def point(self, derivative: bool, z, dead: bool = False) -> Fact:
+        """The fact at z (made once); with ``dead`` (z <= z_d, the dead tail a premise), read from the
+        premise H_dead_tail where it is out of reach otherwise."""
         z = Fraction(z)
         key = (derivative, z)
         if key not in self._made:
             n = self._count[derivative]
             self._count[derivative] += 1
-            self._made[key] = self._point(derivative, z, f"{'d' if derivative else 's'}_{n}")
+            name = f"{'d' if derivative else 's'}_{n}"
+            f = self._point(derivative, z, name)
+            self._made[key] = self._dead(derivative, z, name) if dead and f.proof is None else f
         return self._made[key]
+
+    def _dead(self, derivative: bool, z: Fraction, name: str) -> Fact:
+        v = self.rounded_value(derivative, z)
+        F, A = self.fmt_coq, self.recipe.record
+        lemma = (f"dead_fact_dsigma {F} {self.wf_coq} {A} (w1_z_d witness_1) (w1_L witness_1) h_dead_tail {term(z)}"
+                 if derivative else
+                 f"dead_fact_sigma {F} {self.wf_coq} {A} (w1_z_d witness_1) {term(v)} h_dead_tail {term(z)}")
+        return Fact(name, derivative, z, z, v, f"intros h_dead_tail. exact ({lemma} (eq_refl true)).",
+                    premise="H_dead_tail")
 
     def facts(self, derivative: bool) -> list[Fact]:
         return [f for (d, _), f in self._made.items() if d == derivative]
@@ -218,11 +231,25 @@ Open Scope R_scope.
 
 
 def _lemma(f: Fact, fmt_coq: str, fn: str, record: str) -> str:
-    return f"Lemma {f.name} : fact_holds {fmt_coq} ({fn} {record}) {f.coq_fact()}.\nProof.\n{f.proof}\nQed.\n"
+    pre = f"{f.premise} -> " if f.premise else ""
+    return f"Lemma {f.name} : {pre}fact_holds {fmt_coq} ({fn} {record}) {f.coq_fact()}.\nProof.\n{f.proof}\nQed.\n"
 
 
 def hypothesis_names(facts: list[Fact]) -> list[str]:
-    return [f.hypothesis for f in facts if f.proof is None]
+    """The premises ``facts`` take: the hypotheses standing for facts out of reach, and those proofs use."""
+    out = []
+    for f in facts:
+        n = f.hypothesis if f.proof is None else f.premise
+        if n and n not in out:
+            out.append(n)
+    return out
+
+
+def _fact_term(f: Fact) -> str:
+    """The proof of fact f in a list's Forall (h_x: the premise H_x introduced)."""
+    if f.proof is None:
+        return "h" + f.hypothesis[1:]
+    return f"({f.name} h{f.premise[1:]})" if f.premise else f.name
 
 
 def _premises(names: list[str]) -> tuple[str, str]:
@@ -239,13 +266,13 @@ def chunk_file(facts: list[Fact], chunk: str, fmt_coq: str, record: str) -> str:
     erf = "\nFrom Condcheck Require Import ErfBounds." if any(f.proof and "erf_" in f.proof and "_bounds" in f.proof
                                                             for f in facts) else ""
     hyps = hypothesis_names(facts)
-    out = [HEADER.format(erf=erf) + ("From Cert Require Import Hypotheses.\n" if hyps else "")]
+    out = [HEADER.format(erf=erf) + ("From Condcheck Require Import Cover.\nFrom Cert Require Import Hypotheses.\n"
+                                     if hyps else "")]
     for f in facts:
         if f.proof is not None:
             out.append(_lemma(f, fmt_coq, fn, record))
     out.append(f"Definition {chunk} : list fact := [\n  " + ";\n  ".join(f.coq_fact() for f in facts) + "].\n")
-    body = "".join(f"constructor; [exact {f.name if f.proof is not None else 'h' + f.hypothesis[1:]}|].\n"
-                   for f in facts)
+    body = "".join(f"constructor; [exact {_fact_term(f)}|].\n" for f in facts)
     pre, intro = _premises(hyps)
     out.append(f"Lemma {chunk}_ok : {pre}List.Forall (fact_holds {fmt_coq} ({fn} {record})) {chunk}.\nProof.\n"
                f"{intro}unfold {chunk}.\n{body}constructor.\nQed.\n")
@@ -263,7 +290,7 @@ def facts_file(chunks: dict, fmt_coq: str, record: str, tail: bool = False) -> s
     for key, fn, lst in (("s", "sigma", "sigma_facts"), ("d", "dsigma", "dsigma_facts")):
         names = ([f"{fn}_tail"] if tail else []) + [f"{c.lower()}" for c, _ in chunks[key]]
         out.append(f"Definition {lst} : list fact := " + " ++ ".join(names + ["[]"]) + ".")
-        all_h = [h for _, hs in chunks[key] for h in hs]
+        all_h = list(dict.fromkeys(h for _, hs in chunks[key] for h in hs))
         body = "".join(f"apply Forall_app; split; [exact ({c.lower()}_ok{''.join(' h' + h[1:] for h in hs)})|].\n"
                        for c, hs in chunks[key])
         if tail:

@@ -143,3 +143,37 @@ Proof. intros x H. rewrite Rmult_1_l. now apply elu_le0. Qed.
 
 Lemma delu_e : forall x, x <= 0 -> delu x = exp (1 * x).
 Proof. intros x H. rewrite Rmult_1_l. now apply delu_le0. Qed.
+
+(** ** Facts read from a dead tail that is a premise
+
+    Where the dead tail is a premise of the theorem (GELU on a wide format), the values at points
+    of the tail (sigma~(-Omega), a witness below z_d) follow from it: no premise of their own. *)
+
+Section FromDead.
+Variable F : format.
+Hypothesis Hwf : wf_format F = true.
+Variable A : activation.
+Variables zd L : dyadic.
+Hypothesis Hdead : forall z, in_format F z -> z <= F2R zd ->
+  sigma_tilde F A z = F2R L /\ dsigma_tilde F A z = 0.
+
+Lemma dead_fact_sigma : forall z, is_value_b F z && Dleb z zd && fin_b F L = true ->
+  fact_holds F (sigma A) (Fact z z (Fin L)).
+Proof.
+intros z Hb x Hx. rewrite !andb_true_iff in Hb. destruct Hb as [[H1 H2] H3].
+simpl in Hx. replace x with (F2R z) by lra.
+apply (is_value_b_sound F Hwf) in H1. apply Dleb_iff in H2. apply fin_b_iff in H3.
+destruct (Hdead _ H1 H2) as [S _]. split; [exact S|exact H3].
+Qed.
+
+Lemma dead_fact_dsigma : forall z, is_value_b F z && Dleb z zd = true ->
+  fact_holds F (dsigma A) (Fact z z (Fin Dzero)).
+Proof.
+intros z Hb x Hx. rewrite !andb_true_iff in Hb. destruct Hb as [H1 H2].
+simpl in Hx. replace x with (F2R z) by lra.
+apply (is_value_b_sound F Hwf) in H1. apply Dleb_iff in H2.
+destruct (Hdead _ H1 H2) as [_ S]. simpl. rewrite F2R_Dzero. split; [exact S|].
+rewrite Rabs_R0. apply Rlt_le, wf_Omega_pos; exact Hwf.
+Qed.
+
+End FromDead.
