@@ -61,10 +61,17 @@ def _rounds_to(q: Fraction, v: Fraction, fmt: Format) -> bool:
         return False
 
 
+def floor_log2(q: Fraction) -> int:
+    """floor(log2 q) for a positive rational, exactly (no float: gaps below 2^-1074 occur on float64)."""
+    q = Fraction(q)
+    e = q.numerator.bit_length() - q.denominator.bit_length()
+    return e - 1 if Fraction(2) ** e > q else e
+
+
 def _inner(mid: Fraction, y: Fraction) -> Fraction:
     """A dyadic strictly between mid and y (closer to the middle), with few bits."""
     gap = abs(y - mid)
-    k = 2 - math.floor(math.log2(gap))          # 2^-k <= gap / 4
+    k = 2 - floor_log2(gap)                     # 2^-k <= gap / 4
     t = (mid + y) / 2
     unit = Fraction(2) ** k
     scaled = t * unit
@@ -99,5 +106,5 @@ def precision_for(margin: Fraction, scale: float) -> int:
     ``margin`` away (with room for the error of the evaluation)."""
     if margin <= 0:
         return 200
-    bits = math.log2(max(scale, 1e-300)) - math.log2(float(margin)) if float(margin) > 0 else 200
+    bits = math.log2(max(scale, 1e-300)) - floor_log2(Fraction(margin))
     return max(30, int(math.ceil(bits)) + 12)
