@@ -266,8 +266,8 @@ def chunk_file(facts: list[Fact], chunk: str, fmt_coq: str, record: str) -> str:
     erf = "\nFrom Condcheck Require Import ErfBounds." if any(f.proof and "erf_" in f.proof and "_bounds" in f.proof
                                                             for f in facts) else ""
     hyps = hypothesis_names(facts)
-    out = [HEADER.format(erf=erf) + ("From Condcheck Require Import Condition1 Cover.\nFrom Cert Require Import Hypotheses.\n"
-                                     if hyps else "")]
+    premises = "From Condcheck Require Import Condition1 Cover.\nFrom Cert Require Import Hypotheses.\n"
+    out = [HEADER.format(erf=erf) + (premises if hyps else "")]
     for f in facts:
         if f.proof is not None:
             out.append(_lemma(f, fmt_coq, fn, record))
