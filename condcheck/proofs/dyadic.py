@@ -82,7 +82,8 @@ def _inner(mid: Fraction, y: Fraction) -> Fraction:
 
 def mpf_fraction(y: mpmath.mpf) -> Fraction:
     """The exact value of an mpmath number, sign included."""
-    sign, man, exp, _ = mpmath.mpf(y)._mpf_
+    # y's own bits: mpmath.mpf(y) would round it to the current precision (53 bits by default)
+    sign, man, exp, _ = (y if isinstance(y, mpmath.mpf) else mpmath.mpf(y))._mpf_
     if not man:
         return Fraction(0)
     q = Fraction(int(man)) * (Fraction(2) ** int(exp))
