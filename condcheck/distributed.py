@@ -29,6 +29,9 @@ from .errors import CondcheckError
 #: memory limit per worker (the nanny restarts a worker above 95 % of it)
 MEMORY_LIMIT = "2GiB"
 
+#: the dask setting of the environment variables a LocalCluster's nannies set before they start a worker
+WORKER_ENV = "distributed.nanny.pre-spawn-environ"
+
 
 def usable_cores() -> int:
     try:
@@ -100,12 +103,17 @@ class Engine:
     def __enter__(self):
         import logging
 
+        import dask
         from distributed import Client, LocalCluster
         try:
             if self.scheduler is None:
-                self.cluster = LocalCluster(n_workers=self.n_workers or usable_cores(), threads_per_worker=1,
-                                            processes=True, memory_limit=self.memory_limit,
-                                            dashboard_address=":0", silence_logs=logging.ERROR)
+                # (glibc's own trim threshold for the workers, not dask's 64 KiB, which returned freed
+                # memory to the system after every numpy temporary: the Theorem 5 chunks spent 1.6-1.9
+                # times the CPU, a third of it in the kernel, see docs/boxes.md)
+                with dask.config.set({WORKER_ENV: {**dask.config.get(WORKER_ENV), "MALLOC_TRIM_THRESHOLD_": None}}):
+                    self.cluster = LocalCluster(n_workers=self.n_workers or usable_cores(), threads_per_worker=1,
+                                                processes=True, memory_limit=self.memory_limit,
+                                                dashboard_address=":0", silence_logs=logging.ERROR)
                 self.client = Client(self.cluster)
             else:
                 self.client = Client(self.scheduler.strip(), timeout=f"{self.connect_timeout}s")

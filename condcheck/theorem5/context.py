@@ -109,6 +109,7 @@ class Context(Gates, ValueBranches, GradientBranches, Transfers):
         for i, step, u in indexed:
             self.steps[i], self.U_X[i] = step, u
         self.relays = self._relays()
+        self.__dict__.pop("_gate_bases", None)        # (``Gates._gate_base``: sums of the steps' fields)
 
     @staticmethod
     def is_small_format(F) -> bool:

@@ -435,11 +435,13 @@ class Gates:
     def _gate_base(self, zi, gating, B):
         """(sum of the gating terms at zi, its overflow rows, the rows where a pattern's product overflows,
         per pattern (hi sum, its overflow rows, lo sum, its overflow rows)) of the gating terms alone:
-        what every gate of point zi shares, kept for the last point asked."""
+        what every gate of point zi shares, kept per point (a point's value gate comes a round after its
+        gradient gates; at most ``tuning.GATE_BASE_POINTS`` points at a time)."""
         key = (zi, tuple(gating), id(B), B.shape)
-        last = getattr(self, "_gate_base_last", None)
-        if last is not None and last[0] == key and last[1] is B:
-            return last[2]
+        bases = self.__dict__.setdefault("_gate_bases", {})
+        hit = bases.get(key)
+        if hit is not None and hit[0] is B:
+            return hit[1]
         R = len(B)
         acc_z, over_z = self._rowsum(R, [(B[:, k:k + 1], np.array([[self._step_at(i, zi)]]))
                                          for k, i in enumerate(gating)])
@@ -452,7 +454,9 @@ class Gates:
             lo_acc, lo_ov = self._rowsum(R, lo_cols)
             pats.append((hi_acc, hi_ov, lo_acc, lo_ov, (coords, pattern)))
         r = (acc_z, over_z, bad_g, pats)
-        self._gate_base_last = (key, B, r)
+        if len(bases) >= tuning.GATE_BASE_POINTS:
+            bases.clear()
+        bases[key] = (B, r)
         return r
 
     def _gate_indexed(self, zi, gating, B, extra, targets, tv, small_first):

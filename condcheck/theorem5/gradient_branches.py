@@ -14,6 +14,7 @@ from . import tuning
 from .errors import ConstructionError
 from .gates import solve_affine
 from .records import Branch
+from .rows import t_row
 from .sets import log2_abs, rn_products
 
 
@@ -75,7 +76,7 @@ class GradientBranches:
             if r is None:
                 return None
             c, p = r
-            return c, p, kit.T_row([(a, v)], c)
+            return c, p, t_row(kit, a, v, c)
         except ConstructionError:
             return None
 
@@ -151,7 +152,7 @@ class GradientBranches:
                 if src is None:
                     return None
                 b_g, s0 = src
-                return b_g, s0, kit.T_row([(w_g, xs)], b_g), float(kit.dT(s0))
+                return b_g, s0, t_row(kit, w_g, xs, b_g), float(kit.dT(s0))
             except ConstructionError:
                 return None
 

@@ -125,6 +125,34 @@ def lex_first(*keys) -> int:
     return int(np.argmax(m))
 
 
+def lexsort_head(keys, k: int) -> np.ndarray:
+    """``np.lexsort(keys)[:k]`` (the last key primary, ties by index) without sorting every entry: key by
+    key from the primary, the entries below the k-th smallest key are in (sorted by the keys left), the
+    ones above it out, and only the ties at the k-th go on to the next key (the first of them by index
+    after the last key).  Keys with a NaN take the whole sort (it places NaN last)."""
+    keys = [np.asarray(x) for x in keys]
+    n = len(keys[0]) if keys else 0
+    if k >= n or any(x.dtype.kind == "f" and np.isnan(x).any() for x in keys):
+        return np.lexsort(keys)[:k]
+    idx, need, parts = np.arange(n), k, []
+    for level in range(len(keys) - 1, -1, -1):
+        if need <= 0:
+            break
+        key = keys[level][idx]
+        if need >= len(idx):
+            parts.append(idx[np.lexsort([x[idx] for x in keys[:level + 1]])])
+            need = 0
+            break
+        kth = np.partition(key, need - 1)[need - 1]
+        below = idx[key < kth]
+        if len(below):
+            parts.append(below[np.lexsort([x[below] for x in keys[:level + 1]])])
+        idx, need = idx[key == kth], need - len(below)
+    if need > 0:
+        parts.append(idx[:need])
+    return np.concatenate(parts) if parts else np.zeros(0, np.intp)
+
+
 class GainGroups:
     """``lex_first(inexact, np.round(np.abs(gain - share)), abs_t)`` for any share, from a table made once
     per ranked blocker list (``Context._transfer_greedy`` asks for one share per layer and branch: 233,000

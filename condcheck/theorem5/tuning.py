@@ -68,6 +68,11 @@ JOBS = None
 CHAIN_MAP_MIN = 256
 
 
+#: the points whose gates' shared sums of the gating terms ``Gates._gate_base`` keeps (a point's value gate
+#: comes a round after its gradient gates; a spread chunk has 512 points)
+GATE_BASE_POINTS = 4096
+
+
 #: the most sharpening layers a step may take before its row
 MAX_SHARPEN = 6
 

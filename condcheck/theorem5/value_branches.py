@@ -9,7 +9,7 @@ import numpy as np
 from ..constructors.kit import in_format, near_values
 from .errors import ConstructionError, ValueGainOverflow
 from .records import Branch
-from .sets import log2_abs
+from .sets import lexsort_head, log2_abs
 
 
 class ValueBranches:
@@ -130,9 +130,11 @@ class ValueBranches:
                 # 1,024 farthest from L (a gate can not land on a value much finer than its sum's spacing,
                 # e.g. tanh~(q) = q = 2^-587 for a tiny f* on float64; and V' needs a weight of about
                 # |q4 - z0| / |T(q3) - L|, which multiplies the backward value elsewhere)
-            order = np.lexsort(keys() + [not_pow2])
-            far = np.lexsort([np.abs(cand_d), -np.abs(cand_t - st.L), not_pow2])
-            prefs = list(dict.fromkeys(np.concatenate([cand_z[order][:1024], cand_z[far][:1024]]).tolist()))
+            # (the first 1,024 of each sort: ``lexsort_head``; the second is a function of the context only)
+            order = lexsort_head(keys() + [not_pow2], 1024)
+            far = self.cached(("value_far",), lambda: cand_z[np.lexsort([np.abs(cand_d), -np.abs(cand_t - st.L),
+                                                                         not_pow2])][:1024])
+            prefs = list(dict.fromkeys(np.concatenate([cand_z[order], far]).tolist()))
         unit_tried = False
         for attempt in range(8):
             if attempt == 6 and best is not None:

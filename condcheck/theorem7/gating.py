@@ -81,12 +81,15 @@ class Gating:
 
     d >= 1 coordinates: two steps per gap between consecutive values of each coordinate (as theorem5
     does); the gating steps of a point are the down-step below and the up-step above it on every
-    coordinate: all dead at the point, and at every other point (it differs in some coordinate) one on."""
+    coordinate: all dead at the point, and at every other point (it differs in some coordinate) one on.
+    ``wide_boosts``: the boosts (and the relays after them) try every weight of the format, not only the
+    powers of two (theorem5's ``Kit.wide_boosts``)."""
 
-    def __init__(self, act: "ActivationTable", X, implementation):
+    def __init__(self, act: "ActivationTable", X, implementation, wide_boosts: bool = False):
         F = act.F
         self.F, self.act = F, act
         kit = Kit(act.name, F, implementation)
+        kit.wide_boosts = wide_boosts
         st = find_states(kit, act.witnesses)
         self.kit, self.st = kit, st
         d = X.shape[1]

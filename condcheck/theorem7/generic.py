@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from ..constructors.errors import ConstructionError
+from ..constructors.errors import ConditionFailure, ConstructionError
 from ..constructors.kit import is_pow2
 from ..errors import CondcheckError
 from ..formats import Format
@@ -163,15 +163,42 @@ def construct_generic_gated(act: "ActivationTable", F: Format, X, fv, Y, G, impl
     d >= 2: every gate is checked on every point (theorem5's exact gate sums, ``tuning.EXACT_GATE_POINTS``
     raised to N): the bounds theorem5 takes beyond 512 points combine each gating step's extremes over the
     whole domain, coordinate by coordinate, and on d = 2 sub-boxes of more than 512 points (a 32 x 32
-    float8_e4m3 sub-box) they left a corner point without a gate."""
+    float8_e4m3 sub-box) they left a corner point without a gate.
+
+    Where this construction fails, it is tried once more with *small gates* (boosts with any weight of
+    the format, gates with the smallest weights that reach a pass state, ``_construct_generic_gated_points``);
+    tried only there, so every network the first attempt builds stays as it was.  When both fail, the
+    first attempt's error is raised, followed by the second's where it differs."""
     from ..theorem5 import tuning
-    if X.shape[1] >= 2 and X.shape[0] > tuning.EXACT_GATE_POINTS:
-        with tuning.overridden({"EXACT_GATE_POINTS": X.shape[0]}):
-            return _construct_generic_gated_points(act, F, X, fv, Y, G, implementation, verify_result)
-    return _construct_generic_gated_points(act, F, X, fv, Y, G, implementation, verify_result)
+
+    def attempt(small_gates: bool):
+        if X.shape[1] >= 2 and X.shape[0] > tuning.EXACT_GATE_POINTS:
+            with tuning.overridden({"EXACT_GATE_POINTS": X.shape[0]}):
+                return _construct_generic_gated_points(act, F, X, fv, Y, G, implementation, verify_result,
+                                                       small_gates)
+        return _construct_generic_gated_points(act, F, X, fv, Y, G, implementation, verify_result, small_gates)
+
+    try:
+        return attempt(False)
+    except ConditionFailure:
+        raise
+    except ConstructionError as first:
+        try:
+            return attempt(True)
+        except ConstructionError as second:
+            if str(second) == str(first):
+                raise first from None
+            raise ConstructionError(f"{first} (with small gates: {second})") from None
 
 
-def _construct_generic_gated_points(act: "ActivationTable", F: Format, X, fv, Y, G, implementation, verify_result):
+def _construct_generic_gated_points(act: "ActivationTable", F: Format, X, fv, Y, G, implementation, verify_result,
+                                    small_gates: bool = False):
+    """``construct_generic_gated`` once.  ``small_gates``: the steps' boosts try every weight of the format
+    (theorem5's wide boosts), not only the powers of two, and every gate (its probe too) takes the smallest
+    gating weights that put it on a pass state rather than the pass state farthest from L.  Why: on a
+    narrow format a step's on values can sit in a shallow lobe of sigma~ next to L that no power-of-two
+    boost leaves, and a gate far from L needs gating weights whose product with its backward value
+    overflows (gelu on float6_e3m2fn: docs/theorem7.md, "Small gates")."""
     N = X.shape[0]
     dim = X.shape[1]
     d = act.d
@@ -182,7 +209,7 @@ def _construct_generic_gated_points(act: "ActivationTable", F: Format, X, fv, Y,
     per_unit = [point_terms(F, Y, G[i, :, cc], ch.prefixes) for i, cc in units]
     all_terms = [t for ts in per_unit for t in ts]
     R, comp, c = ch.lengths(all_terms)
-    gt = Gating(act, X, implementation)
+    gt = Gating(act, X, implementation, wide_boosts=small_gates)
     kit = gt.kit
     plans, cover, pos = pass_plans(act)
     col = {v: j for j, v in enumerate(pos.tolist())}
@@ -220,7 +247,7 @@ def _construct_generic_gated_points(act: "ActivationTable", F: Format, X, fv, Y,
     for (i, cc), ts in zip(units, per_unit):
         if i not in probes:
             try:
-                probe, _, _ = gt.ctx.find_gate(i, None, gate_targets, small_first=False)
+                probe, _, _ = gt.ctx.find_gate(i, None, gate_targets, small_first=small_gates)
                 probes[i] = max([abs(b) for b in probe] + [1.0])
             except CondcheckError:
                 probes[i] = 1.0
@@ -249,7 +276,7 @@ def _construct_generic_gated_points(act: "ActivationTable", F: Format, X, fv, Y,
     for i, cc, k, ts, (b_s, c2, c3, P3) in groups:
         lam, a_g, a3, a2, w_s, n_src, psign = plans[k]
         xi = point_text(X[i])
-        betas, gamma, preG = gt.ctx.find_gate(i, (a_g, P3), gate_targets, small_first=False)
+        betas, gamma, preG = gt.ctx.find_gate(i, (a_g, P3), gate_targets, small_first=small_gates)
         if float(preG[i]) not in act.pass_set:
             raise ConstructionError("internal: the gate is not on a pass state")   # pragma: no cover
         gmax = max(abs(t.d) for t in ts) * lam * d
