@@ -22,7 +22,7 @@ from condcheck.proofs.certificate import read_claims
 from condcheck.proofs.coqrun import development_hash
 from condcheck.proofs.development import write_development
 from condcheck.proofs.record import RECORD, kernel_note
-from condcheck.proofs.tail import TAIL_FORMS, Piece, _piece_ok, pieces, rounding_bounds
+from condcheck.proofs.tail import TAIL_FORMS, Piece, piece_ok, pieces, rounding_bounds
 
 needs_coq = pytest.mark.skipif(not coqrun.coq_available(), reason="coqc / coq_makefile not on PATH")
 
@@ -49,10 +49,17 @@ def test_a_piece_reaching_past_z_d_is_not_bounded():
     targets = (rounding_bounds(w1.L, fmt), rounding_bounds(Fraction(0), fmt))
     last = pieces("tanh", fmt, w1.tail_cover, w1.z_dead, w1.L)[-1]
     past = fmt.next_up(w1.z_dead)
-    assert _piece_ok(TAIL_FORMS["tanh"], last.lo, w1.z_dead, last.bound, targets, last.prec)
+    assert piece_ok(TAIL_FORMS["tanh"], last.lo, w1.z_dead, last.bound, targets, last.prec)
     wider = Piece(last.lo, past, last.bound, last.prec)
-    from condcheck.proofs.tail import _bound
-    assert not _piece_ok(TAIL_FORMS["tanh"], wider.lo, wider.hi, _bound(2, past, 256, fmt), targets, 256)
+    from condcheck.proofs.tail import exp_bound
+    assert not piece_ok(TAIL_FORMS["tanh"], wider.lo, wider.hi, exp_bound(2, past, 256, fmt), targets, 256)
+
+
+def test_a_certificate_without_a_tail_cover_gets_its_chain_from_the_symbolic_method(tmp_path):
+    cert = check_activation("tanh", "bfloat16", method="exhaustive").to_certificate()
+    assert "tail_cover" not in cert["conditions"]["1"]["witness"]
+    s = write_development(read_claims(cert), tmp_path)
+    assert s["tail_pieces"] >= 1 and s["hypotheses"] == []
 
 
 def test_tanh_on_a_wide_format_is_stated_without_premises(tmp_path):

@@ -14,6 +14,10 @@ The directory holds, after :func:`write_development`:
 Which values need a fact: the witness points; for Condition 1, every value up to z_d (the dead tail);
 for a condition that fails, every value of the format (the negation quantifies over all of them, and
 the library's refuters decide it by computation).
+
+On a wide format (more than :data:`MAX_BITS` bits) only the witness points have facts; the dead tail is
+a chain of interval facts (``Facts_tail.v``, :mod:`condcheck.proofs.tail`), and what is out of reach
+(GELU's tail and far values, a failing condition) is a named premise of the theorem (``Hypotheses.v``).
 """
 from __future__ import annotations
 
@@ -249,7 +253,7 @@ def _wide_tail(claims: Claims, maker: FactMaker, fmt_c: str, record: str):
     act, fmt = claims.activation, claims.format
     if w1 is None or (act not in TAIL_FORMS and act != "relu"):
         return None
-    cover = w1.tail_cover or _scan_cover(claims)
+    cover = w1.tail_cover or _symbolic_cover(claims)
     chain = pieces(act, fmt, cover, w1.z_dead, w1.L)
     out = []
     for derivative, v, tag in ((False, w1.L, "ts"), (True, Fraction(0), "td")):
@@ -258,15 +262,18 @@ def _wide_tail(claims: Claims, maker: FactMaker, fmt_c: str, record: str):
     return tuple(out)
 
 
-def _scan_cover(claims: Claims) -> tuple:
-    """The certified checker's cover of the dead tail, for a certificate without one (exhaustive method)."""
-    from conditions._tail import scan_dead_tail
-    from condcheck.rounded_activation import get_rounded
-    scan = scan_dead_tail(get_rounded(claims.activation, claims.format, claims.implementation))
-    if scan.z_dead is None or scan.z_dead < claims.witnesses["1"].z_dead:
-        raise CondcheckError(f"{claims.activation} on {claims.format.name}: the certified range check does not "
-                             f"prove the dead tail up to the certificate's z_d")
-    return tuple(scan.cover)
+def _symbolic_cover(claims: Claims) -> tuple:
+    """The certified checker's cover of the dead tail, for a certificate without one (exhaustive method):
+    the symbolic method's certificate of the same pair."""
+    from condcheck.check import check_activation
+    from .certificate import read_claims
+    own = read_claims(check_activation(claims.activation, claims.format, claims.implementation,
+                                       method="symbolic").to_certificate())
+    w1 = own.witnesses.get("1")
+    if w1 is None or not w1.tail_cover:
+        raise CondcheckError(f"{claims.activation} on {claims.format.name}: the symbolic method gives no cover of "
+                             f"the dead tail")
+    return w1.tail_cover
 
 
 def write_development(claims: Claims, out, *, progress=None) -> dict:

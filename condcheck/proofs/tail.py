@@ -3,8 +3,8 @@
 A format of more than 8 bits is not enumerated inside Coq.  Its dead tail (sigma~ = L, sigma~' = 0 at
 every value z <= z_d) is proved from facts about whole intervals of reals, chained without a gap
 (``coq/Cover.v``: ``chain_b``, ``dead_cover_sound``).  The pieces come from the certified checker's
-cover (the certificate's ``tail_cover``, or :func:`conditions._tail.scan_dead_tail` when the
-certificate has none): the cover's interval [a_i, b_i] becomes the piece [b_(i-1), b_i] (the first
+cover (the certificate's ``tail_cover``, or the symbolic method's when the certificate has none): the
+cover's interval [a_i, b_i] becomes the piece [b_(i-1), b_i] (the first
 starts at -Omega), so that consecutive pieces share an end and cover every real, not only the values
 of the format.
 
@@ -87,7 +87,7 @@ def _cap(fmt: Format) -> int:
     return (fmt.e_max + 1) + (fmt.M - fmt.e_min) + 64
 
 
-def _bound(k: int, hi: Fraction, prec: int, fmt: Format) -> Fraction:
+def exp_bound(k: int, hi: Fraction, prec: int, fmt: Format) -> Fraction:
     """A dyadic B >= exp(k hi), about 2^-(prec - 24) above it, never below 2^-cap."""
     with mpmath.workprec(prec + 32):
         y = mpmath.exp(k * mpmath.mpf(hi.numerator) / hi.denominator) * (1 + mpmath.mpf(2) ** (24 - prec))
@@ -103,7 +103,7 @@ def _iv(q: Fraction, prec: int):
         return mpmath.mpf(q.numerator) / q.denominator
 
 
-def _piece_ok(form: TailForm, lo: Fraction, hi: Fraction, B: Fraction, targets, prec: int) -> bool:
+def piece_ok(form: TailForm, lo: Fraction, hi: Fraction, B: Fraction, targets, prec: int) -> bool:
     """Does interval arithmetic at ``prec`` bits put both forms inside their rounding bounds?"""
     ctx = mpmath.iv
     old = ctx.prec
@@ -143,8 +143,8 @@ def pieces(activation: str, fmt: Format, cover, z_dead: Fraction, L: Fraction) -
         hi = todo.pop()
         done = False
         for prec in PRECISIONS:
-            B = _bound(form.k, hi, prec, fmt)
-            if _piece_ok(form, lo, hi, B, targets, prec):
+            B = exp_bound(form.k, hi, prec, fmt)
+            if piece_ok(form, lo, hi, B, targets, prec):
                 out.append(Piece(lo, hi, B, prec))
                 lo, done = hi, True
                 break
@@ -154,7 +154,7 @@ def pieces(activation: str, fmt: Format, cover, z_dead: Fraction, L: Fraction) -
         if mid is None or len(out) + len(todo) > MAX_PIECES:
             # not bounded here (a false certificate written without the precheck): written as it is, so
             # that Coq judges it (and rejects it)
-            out.append(Piece(lo, hi, _bound(form.k, hi, PRECISIONS[-1], fmt), PRECISIONS[-1]))
+            out.append(Piece(lo, hi, exp_bound(form.k, hi, PRECISIONS[-1], fmt), PRECISIONS[-1]))
             lo = hi
             continue
         todo += [hi, mid]
