@@ -1,7 +1,7 @@
-"""Prove every paper activation on every named format of at most 8 bits with Coq, and record the times
-(docs/proofs.md reports the results).
+"""Prove every paper activation on every named format of at most 8 bits (with ``--wide``: on bfloat16,
+float16, float32 and float64) with Coq, and record the times (docs/proofs.md reports the results).
 
-    python benchmarks/prove_matrix.py OUTDIR [--jobs N] [ACT ...]
+    python benchmarks/prove_matrix.py OUTDIR [--jobs N] [--wide] [--formats F1,F2] [ACT ...]
 
 For every (activation, format) it runs ``condcheck.prove`` into a temporary directory and writes
 OUTDIR/ACT-FORMAT.json: the verdicts proved, the number of facts, Coq's wall and CPU seconds, the peak
@@ -30,18 +30,19 @@ def prove_pair(act: str, fmt: str, jobs) -> dict:
             "coq_seconds": c.get("seconds"), "coq_cpu_seconds": c.get("cpu_seconds"),
             "peak_memory_mb": c.get("peak_memory_mb"), "assumptions": c.get("assumptions"),
             "development_sha256": r.development_hash, "total_seconds": round(time.perf_counter() - t0, 1),
+            "hypotheses": [h["name"] for h in r.hypotheses],
             **({} if r.ok else {"log": c.get("log", "")[-2000:]})}
 
 
 def table(outdir: Path) -> str:
-    rows = ["| activation | format | verdicts (1, 2, 3) | facts | Coq CPU s | Coq wall s | peak MiB | accepted |",
-            "|---|---|---|---|---|---|---|---|"]
+    rows = ["| activation | format | verdicts (1, 2, 3) | facts | Coq CPU s | Coq wall s | peak MiB | accepted | "
+            "hypotheses |", "|---|---|---|---|---|---|---|---|---|"]
     for p in sorted(outdir.glob("*.json")):
         r = json.loads(p.read_text())
         v = ", ".join(r["verdicts"][k] for k in ("1", "2", "3"))
         rows.append(f"| {r['activation']} | {r['format']} | {v} | {r['facts']['sigma']} + {r['facts']['dsigma']} | "
                     f"{r['coq_cpu_seconds']:.1f} | {r['coq_seconds']:.1f} | {r['peak_memory_mb']:.0f} | "
-                    f"{'yes' if r['ok'] else 'NO'} |")
+                    f"{'yes' if r['ok'] else 'NO'} | {', '.join(r.get('hypotheses') or []) or 'none'} |")
     return "\n".join(rows)
 
 
@@ -55,9 +56,14 @@ def main(argv):
     jobs = int(argv[argv.index("--jobs") + 1]) if "--jobs" in argv else None
     from condcheck.activations import PAPER_ACTIVATIONS
     from condcheck.formats import get_format, known_format_names
-    acts = [a for a in argv[1:] if not a.startswith("-") and not a.isdigit()] or list(PAPER_ACTIVATIONS)
+    fmts = argv[argv.index("--formats") + 1].split(",") if "--formats" in argv else None
+    skip = set(fmts or ()) | {",".join(fmts or ())}
+    acts = [a for a in argv[1:] if not a.startswith("-") and not a.isdigit() and a not in skip] \
+        or list(PAPER_ACTIVATIONS)
     outdir.mkdir(parents=True, exist_ok=True)
-    small = sorted((n for n in known_format_names() if get_format(n).bits <= 8), key=lambda n: get_format(n).bits)
+    wide = "--wide" in argv
+    small = fmts or sorted((n for n in known_format_names() if (get_format(n).bits > 8) == wide),
+                           key=lambda n: get_format(n).bits)
     for fmt in small:                                   # the smallest first
         for act in acts:
             path = outdir / f"{act}-{fmt}.json"

@@ -125,7 +125,7 @@ def test_prove_refuses_a_false_certificate_before_writing(tmp_path):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["relu", "float32"], "at most 8 bits"),
+    (["relu", "b70_8"], "at most 64 bits"),
     (["mish", "float8_e4m3"], "no Coq definition"),
     (["relu"], "give ACTIVATION and FORMAT"),
     (["relu", "float8_e4m3", "--certificate", "c.json"], "exactly one of"),

@@ -30,6 +30,7 @@ class ProofResult:
     coq: Optional[dict] = None         # CoqResult.to_dict(), when Coq ran
     notes: list = field(default_factory=list)
     verdicts: Optional[dict] = None    # "1", "2", "3" -> "holds" / "fails" (certificates; None for networks)
+    hypotheses: list = field(default_factory=list)   # premises of certificate_holds: {"name", "statement", "meaning"}
 
     @property
     def ok(self) -> Optional[bool]:
@@ -39,13 +40,13 @@ class ProofResult:
     def from_dict(cls, d: dict) -> "ProofResult":
         """The result :meth:`to_dict` (or a development's ``proof.json``) holds."""
         return cls(d["directory"], d["activation"], d["format"], d["statement"], d["facts"], d["development_sha256"],
-                   d.get("coq"), list(d.get("notes", [])), d.get("verdicts"))
+                   d.get("coq"), list(d.get("notes", [])), d.get("verdicts"), list(d.get("hypotheses", [])))
 
     def to_dict(self) -> dict:
         return {"schema": "condcheck.prove/1", "directory": self.directory, "activation": self.activation,
                 "format": self.format, "statement": self.statement, "facts": self.facts,
                 "development_sha256": self.development_hash, "verdicts": self.verdicts, "coq": self.coq,
-                "notes": self.notes}
+                "notes": self.notes, "hypotheses": self.hypotheses}
 
 
 def _claimed_values(claims: Claims):
@@ -152,7 +153,8 @@ def _write_and_run(claims: Claims, d: Path, *, run: bool, jobs, quiet, notes=())
     result = ProofResult(str(d), claims.activation, claims.format.name, summary["statement"],
                          {"sigma": summary["facts_sigma"], "dsigma": summary["facts_dsigma"]},
                          development_hash(d),
-                         notes=list(notes), verdicts={k: "holds" if h else "fails" for k, h in claims.holds.items()})
+                         notes=list(notes), verdicts={k: "holds" if h else "fails" for k, h in claims.holds.items()},
+                         hypotheses=summary.get("hypotheses", []))
     if run:
         result.coq = check_development(d, jobs=jobs, quiet=quiet).to_dict()
     save_record(result)
@@ -169,6 +171,9 @@ def prove(activation: str, format: str, out, *, run: bool = True, jobs: Optional
     recipe_for(str(activation))
     d = prepare_out(out)
     from condcheck.check import check_activation
-    claims = read_claims(check_activation(activation, format).to_certificate())
+    from .development import is_wide
+    # on a wide format the symbolic method's certificate carries the cover of the dead tail
+    method = "symbolic" if is_wide(get_format(format)) else "auto"
+    claims = read_claims(check_activation(activation, format, method=method).to_certificate())
     check_supported(claims)
     return _write_and_run(claims, d, run=run, jobs=jobs, quiet=quiet)

@@ -10,6 +10,7 @@ module, so that a new schema version is one change here.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Optional
@@ -31,6 +32,7 @@ class Witness1:
     zero: Fraction
     pass_state: Fraction
     dsigma_pass: Fraction
+    tail_cover: tuple = ()      # ((a, b), ...): the certified checker's cover of the dead tail (symbolic method)
 
 
 @dataclass(frozen=True)
@@ -105,10 +107,26 @@ def _int(w: dict, key: str, what: str) -> int:
     return v
 
 
+def _tail_cover(w: dict, what: str) -> tuple:
+    """The intervals of ``tail_cover`` ("[a, b] [a, b] ..."), or () when the witness has none."""
+    text = w.get("tail_cover")
+    if text is None:
+        return ()
+    items = _COVER_ITEM.findall(text) if isinstance(text, str) else []
+    if not items or " ".join(f"[{a}, {b}]" for a, b in items) != text:
+        raise CondcheckError(f"certificate: {what} 'tail_cover' is not a list of intervals [a, b]")
+    return tuple((parse_exact(a, f"certificate: {what} tail_cover"), parse_exact(b, f"certificate: {what} tail_cover"))
+                 for a, b in items)
+
+
+_COVER_ITEM = re.compile(r"\[([^,\[\]]+), ([^,\[\]]+)\]")
+
+
 def _witness1(w: dict) -> Witness1:
     what = "Condition 1 witness"
     return Witness1(*(_value(w, k, what) for k in ("z_dead", "L", "live", "sigma(live)", "constant",
-                                                     "sigma(constant)", "zero", "pass", "dsigma(pass)")))
+                                                     "sigma(constant)", "zero", "pass", "dsigma(pass)")),
+                    tail_cover=_tail_cover(w, what))
 
 
 def _witness2(w: dict) -> Witness2:

@@ -24,7 +24,10 @@ def _text(r) -> str:
         v = c.get("versions", {})
         where = f"Coq {v.get('coq', '?')}, Flocq {v.get('flocq', '?')}"
         if c["ok"]:
-            lines.append(f"kernel-checked by {where}: {c['seconds']:.1f} s wall, {c['cpu_seconds']:.1f} s CPU, "
+            names = ", ".join(h["name"] for h in d["hypotheses"])
+            under = f" under the hypotheses {names}" if names else ""
+            lines.append(f"kernel-checked by {where}{under}: {c['seconds']:.1f} s wall, "
+                         f"{c['cpu_seconds']:.1f} s CPU, "
                          f"peak {c['peak_memory_mb']:.0f} MiB")
             lines.append("Print Assumptions certificate_holds: " + assumptions_text(c["assumptions"]))
         elif c["unexpected_assumptions"]:
@@ -32,6 +35,7 @@ def _text(r) -> str:
         else:
             tail = [ln for ln in c.get("log", "").splitlines() if ln.strip()][-6:]
             lines.append(f"REJECTED by {where}:\n  " + "\n  ".join(tail))
+    lines += [f"hypothesis {h['name']} (not proved): {h['meaning']}" for h in d["hypotheses"]]
     lines += d["notes"]
     return "\n".join(lines)
 

@@ -14,6 +14,10 @@ The directory holds, after :func:`write_development`:
 Which values need a fact: the witness points; for Condition 1, every value up to z_d (the dead tail);
 for a condition that fails, every value of the format (the negation quantifies over all of them, and
 the library's refuters decide it by computation).
+
+On a wide format (more than :data:`MAX_BITS` bits) only the witness points have facts; the dead tail is
+a chain of interval facts (``Facts_tail.v``, :mod:`condcheck.proofs.tail`), and what is out of reach
+(GELU's tail and far values, a failing condition) is a named premise of the theorem (``Hypotheses.v``).
 """
 from __future__ import annotations
 
@@ -27,11 +31,13 @@ from condcheck.formats import Format
 from . import library
 from .certificate import Claims, Witness1, Witness2, Witness3
 from .dyadic import real_text, term
-from .facts import FactMaker, write_facts
+from .facts import FactMaker, hypothesis_names, write_facts
 from .recipes import recipe_for
 
-#: formats whose every value is enumerated inside Coq
+#: formats whose every value is enumerated inside Coq; wider ones ("wide formats", up to
+#: :data:`MAX_WIDE_BITS`) are proved at the witnesses, with the dead tail from a chain of interval facts
 MAX_BITS = 8
+MAX_WIDE_BITS = 64
 
 
 def coq_name(fmt: Format) -> str:
@@ -47,11 +53,20 @@ def format_definition(fmt: Format) -> str:
             f"Lemma {name}_wf : wf_format {name} = true.\nProof. vm_compute. reflexivity. Qed.\n")
 
 
-def check_format(fmt: Format) -> None:
-    """Formats the proofs cover: at most :data:`MAX_BITS` bits (a one-line error otherwise)."""
-    if fmt.bits > MAX_BITS:
+def is_wide(fmt: Format) -> bool:
+    """A format too large to enumerate inside Coq."""
+    return fmt.bits > MAX_BITS
+
+
+def check_format(fmt: Format, wide: bool = True) -> None:
+    """Formats the proofs cover: at most :data:`MAX_WIDE_BITS` bits, or :data:`MAX_BITS` without ``wide``
+    (networks) (a one-line error otherwise)."""
+    if not wide and fmt.bits > MAX_BITS:
+        raise CondcheckError(f"format {fmt.name} has {fmt.bits} bits; Coq proofs of networks cover formats of at "
+                             f"most {MAX_BITS} bits")
+    if fmt.bits > MAX_WIDE_BITS:
         raise CondcheckError(f"format {fmt.name} has {fmt.bits} bits; Coq proofs cover formats of at most "
-                             f"{MAX_BITS} bits (every value is enumerated inside Coq)")
+                             f"{MAX_WIDE_BITS} bits")
 
 
 def check_supported(claims: Claims) -> None:
@@ -63,17 +78,20 @@ def check_supported(claims: Claims) -> None:
                              f"{claims.implementation!r}")
 
 
-def plan(claims: Claims) -> tuple[set, set]:
-    """The points where facts about sigma (first set) and sigma' (second set) are needed."""
+def plan(claims: Claims, tail_proved: bool = False) -> tuple[set, set]:
+    """The points where facts about sigma (first set) and sigma' (second set) are needed.  On a wide
+    format only the witness points, and with ``tail_proved`` (the dead tail's chains are facts too) not
+    those at or below z_d."""
     fmt = claims.format
+    wide = is_wide(fmt)
     S, D = set(), set()
-    if not all(claims.holds.values()):
+    if not all(claims.holds.values()) and not wide:
         every = set(fmt.fractions())
         S |= every
         D |= every
     w1 = claims.witnesses.get("1")
     if w1 is not None:
-        tail = {q for q in fmt.fractions() if q <= w1.z_dead}
+        tail = set() if wide else {q for q in fmt.fractions() if q <= w1.z_dead}
         S |= tail | {-fmt.max, w1.live, w1.constant, w1.zero}
         D |= tail | {w1.pass_state}
     w2 = claims.witnesses.get("2")
@@ -91,6 +109,9 @@ def plan(claims: Claims) -> tuple[set, set]:
     # only values of the format can be looked up; a witness that is not one fails in Coq (is_value_b)
     S = {q for q in S if fmt.contains(q)}
     D = {q for q in D if fmt.contains(q)}
+    if tail_proved:
+        S = {q for q in S if q > w1.z_dead}
+        D = {q for q in D if q > w1.z_dead}
     return S, D
 
 
@@ -151,34 +172,108 @@ def statement_parts(claims: Claims) -> list[str]:
     return out
 
 
-def main_file(claims: Claims, fmt_coq: str, record: str) -> str:
+def main_file(claims: Claims, fmt_coq: str, record: str, hypotheses: list = (), dead: str = "enum",
+              fact_hyps: tuple = ((), ())) -> str:
+    """Main.v.  ``dead``: how Condition 1's dead tail is proved: "enum" (every value below z_d, by
+    computation), "cover" (the chains of Facts_tail.v) or "hypothesis" (H_dead_tail).  ``hypotheses``
+    are the premises of the theorem; ``fact_hyps`` those that sigma_facts_ok / dsigma_facts_ok take."""
     F, A = fmt_coq, record
-    args = f"{F} {F}_wf {A} sigma_facts dsigma_facts sigma_facts_ok dsigma_facts_ok"
+    hs = "".join(" h" + h[1:] for h in fact_hyps[0])
+    hd = "".join(" h" + h[1:] for h in fact_hyps[1])
+    fs_ok = f"(sigma_facts_ok{hs})" if hs else "sigma_facts_ok"
+    fd_ok = f"(dsigma_facts_ok{hd})" if hd else "dsigma_facts_ok"
+    args = f"{F} {F}_wf {A} sigma_facts dsigma_facts {fs_ok} {fd_ok}"
     statement, asserts, parts = statement_parts(claims), [], []
     for k in ("1", "2", "3"):
         if claims.holds[k]:
             w = claims.witnesses[k]
             at = f"Condition3{w.route}_at" if k == "3" else f"Condition{k}_at"
-            check = f"check3{w.route}_sound" if k == "3" else f"check{k}_sound"
-            asserts.append(f"assert (H{k} : {at} {F} {A} witness_{k})\n"
-                           f"  by (apply ({check} {args}); vm_cast_no_check (eq_refl true)).")
+            if k == "1" and dead == "cover":
+                asserts.append(
+                    f"assert (H1 : {at} {F} {A} witness_1)\n"
+                    f"  by (apply (check1_with_sound {args}\n"
+                    f"        (dead_cover {F} (w1_z_d witness_1) (w1_L witness_1) sigma_tail dsigma_tail));\n"
+                    f"      [intros Hd; exact (dead_cover_sound {F} {A} _ _ _ _ sigma_tail_ok dsigma_tail_ok Hd)\n"
+                    f"      |vm_cast_no_check (eq_refl true)]).")
+            elif k == "1" and dead == "hypothesis":
+                asserts.append(
+                    f"assert (H1 : {at} {F} {A} witness_1)\n"
+                    f"  by (apply (check1_with_sound {args} true);\n"
+                    f"      [intros _; exact h_dead_tail|vm_cast_no_check (eq_refl true)]).")
+            else:
+                check = f"check3{w.route}_sound" if k == "3" else f"check{k}_sound"
+                asserts.append(f"assert (H{k} : {at} {F} {A} witness_{k})\n"
+                               f"  by (apply ({check} {args}); vm_cast_no_check (eq_refl true)).")
             parts.append(f"split; [exact ({at}_holds _ _ _ H{k}) | exact H{k}]")
+        elif is_wide(claims.format):
+            asserts.append(f"assert (H{k} : ~ Condition{k} {F} {A}) by exact h_not_condition_{k}.")
+            parts.append(f"exact H{k}")
         else:
             asserts.append(f"assert (H{k} : ~ Condition{k} {F} {A})\n"
                            f"  by (apply (refute{k}_sound {args}); vm_cast_no_check (eq_refl true)).")
             parts.append(f"exact H{k}")
     verdicts = ", ".join(f"Condition {k} {'holds' if claims.holds[k] else 'fails'}" for k in ("1", "2", "3"))
-    proof = "\n".join(asserts) + "\n" + "split; [" + parts[0] + "|].\nsplit; [" + parts[1] + "|].\n" + parts[2] + ".\n"
+    intro = ("intros " + " ".join("h" + h["name"][1:] for h in hypotheses) + ".\n") if hypotheses else ""
+    proof = intro + "\n".join(asserts) + "\n" + "split; [" + parts[0] + "|].\nsplit; [" + parts[1] + "|].\n" + \
+        parts[2] + ".\n"
+    premises = "".join(f"{h['name']} ->\n  " for h in hypotheses)
+    under = (" Under the hypotheses of Hypotheses.v (" + ", ".join(h["name"] for h in hypotheses) + ").") \
+        if hypotheses else ""
     return "\n".join([
         f"(** What the certificate of {claims.activation} on {claims.format.name} "
-        f"({claims.implementation} implementation) says: {verdicts}. *)",
+        f"({claims.implementation} implementation) says: {verdicts}.{under} *)",
         "From Coq Require Import ZArith Reals List.",
         "From Flocq Require Import Core.",
         "From Condcheck Require Import Format Dyadic Activations Rounded Decide.",
         "From Condcheck Require Import Condition1 Condition2 Condition3 Check1 Check2 Check3.",
+        *(["From Condcheck Require Import Cover.", "From Cert Require Import Facts_tail."] if dead == "cover" else []),
+        *(["From Cert Require Import Hypotheses."] if hypotheses else []),
         "From Cert Require Import Data Facts.", "",
-        "Theorem certificate_holds :\n  " + " /\\\n  ".join(statement) + ".",
+        "Theorem certificate_holds :\n  " + premises + " /\\\n  ".join(statement) + ".",
         "Proof.", proof + "Qed.", ""])
+
+
+def hypotheses_file(claims: Claims, hypotheses: list) -> str:
+    """Hypotheses.v: each premise of ``certificate_holds``, a named Prop with what it says."""
+    out = [f"(** What the development of {claims.activation} on {claims.format.name} does not prove: the premises "
+           f"of certificate_holds. *)",
+           "From Coq Require Import ZArith Reals List.", "From Flocq Require Import Core.",
+           "From Condcheck Require Import Format Dyadic Activations Rounded Condition1 Condition2 Condition3.",
+           "From Cert Require Import Data.", "Open Scope R_scope.", ""]
+    for h in hypotheses:
+        out.append(f"(** {h['meaning']} *)\nDefinition {h['name']} : Prop :=\n  {h['coq']}.\n")
+    return "\n".join(out)
+
+
+def _wide_tail(claims: Claims, maker: FactMaker, fmt_c: str, record: str):
+    """(sigma chain, sigma' chain) of the dead tail, or None when it is a hypothesis (GELU)."""
+    from .facts import Fact
+    from .tail import TAIL_FORMS, piece_proof, pieces
+    w1 = claims.witnesses.get("1")
+    act, fmt = claims.activation, claims.format
+    if w1 is None or (act not in TAIL_FORMS and act != "relu"):
+        return None
+    cover = w1.tail_cover or _symbolic_cover(claims)
+    chain = pieces(act, fmt, cover, w1.z_dead, w1.L)
+    out = []
+    for derivative, v, tag in ((False, w1.L, "ts"), (True, Fraction(0), "td")):
+        out.append([Fact(f"{tag}_{i}", derivative, p.lo, p.hi, v,
+                         piece_proof(act, fmt_c, f"{fmt_c}_wf", p, derivative, v, fmt)) for i, p in enumerate(chain)])
+    return tuple(out)
+
+
+def _symbolic_cover(claims: Claims) -> tuple:
+    """The certified checker's cover of the dead tail, for a certificate without one (exhaustive method):
+    the symbolic method's certificate of the same pair."""
+    from condcheck.check import check_activation
+    from .certificate import read_claims
+    own = read_claims(check_activation(claims.activation, claims.format, claims.implementation,
+                                       method="symbolic").to_certificate())
+    w1 = own.witnesses.get("1")
+    if w1 is None or not w1.tail_cover:
+        raise CondcheckError(f"{claims.activation} on {claims.format.name}: the symbolic method gives no cover of "
+                             f"the dead tail")
+    return w1.tail_cover
 
 
 def write_development(claims: Claims, out, *, progress=None) -> dict:
@@ -187,14 +282,55 @@ def write_development(claims: Claims, out, *, progress=None) -> dict:
     check_supported(claims)
     recipe = recipe_for(claims.activation)
     out = Path(out)
-    S, D = plan(claims)
-    maker = FactMaker(claims.activation, fmt, coq_name(fmt), f"{coq_name(fmt)}_wf")
-    facts = {"s": [maker.point(False, q) for q in sorted(S)], "d": [maker.point(True, q) for q in sorted(D)]}
+    wide = is_wide(fmt)
+    F = coq_name(fmt)
+    maker = FactMaker(claims.activation, fmt, F, f"{F}_wf", wide=wide)
+    tail = _wide_tail(claims, maker, F, recipe.record) if wide else None
+    S, D = plan(claims, tail_proved=tail is not None)
+    w1 = claims.witnesses.get("1")
+    # GELU on a wide format: values in the tail are read from the premise H_dead_tail
+    in_dead = (lambda q: q <= w1.z_dead) if wide and tail is None and w1 is not None else (lambda q: False)
+    facts = {"s": [maker.point(False, q, in_dead(q)) for q in sorted(S)],
+             "d": [maker.point(True, q, in_dead(q)) for q in sorted(D)]}
+    hypotheses = []
+    for key, fn in (("s", "sigma"), ("d", "dsigma")):
+        for f in facts[key]:
+            if f.proof is None:
+                hypotheses.append({"name": f.hypothesis, "coq": f"fact_holds {F} ({fn} {recipe.record}) {f.coq_fact()}",
+                                   "meaning": f.why})
+    fact_hyps = tuple(hypothesis_names(facts[k]) for k in ("s", "d"))
+    dead = "enum"
+    if wide and "1" in claims.witnesses:
+        dead = "cover" if tail is not None else "hypothesis"
+    if dead == "hypothesis":
+        hypotheses.append({
+            "name": "H_dead_tail",
+            "coq": (f"forall z, in_format {F} z -> z <= F2R (w1_z_d witness_1) ->\n"
+                    f"    sigma_tilde {F} {recipe.record} z = F2R (w1_L witness_1) /\\ "
+                    f"dsigma_tilde {F} {recipe.record} z = 0"),
+            "meaning": (f"Condition 1 (a), the dead tail: sigma~(z) = L and sigma~'(z) = 0 at every value z <= z_d of "
+                        f"{fmt.name}; {claims.activation}'s tail needs erf within 2^{fmt.e_min - fmt.M - 1} of -1, "
+                        f"which no bound proved here reaches (condcheck's certified checker proved it in Python)")})
+    for k in ("1", "2", "3"):
+        if wide and not claims.holds[k]:
+            hypotheses.append({"name": f"H_not_condition_{k}", "coq": f"~ Condition{k} {F} {recipe.record}",
+                               "meaning": f"Condition {k} fails: a statement over every value of {fmt.name}, not "
+                                          f"enumerated inside Coq above {MAX_BITS} bits (condcheck's Python verdict)"})
     out.mkdir(parents=True, exist_ok=True)
-    files = library.copy_into(out, with_erf=maker.uses_erf_bounds)
-    generated = ["Data.v"] + write_facts(out, facts, coq_name(fmt), recipe.record) + ["Main.v"]
+    files = library.copy_into(out, with_erf=maker.uses_erf_bounds, with_cover=wide)
+    generated = ["Data.v"] + (["Hypotheses.v"] if hypotheses else []) + \
+        write_facts(out, facts, F, recipe.record, tail=tail) + ["Main.v"]
     library.write_if_changed(out / "Data.v", data_file(claims))
-    library.write_if_changed(out / "Main.v", main_file(claims, coq_name(fmt), recipe.record))
+    if hypotheses:
+        library.write_if_changed(out / "Hypotheses.v", hypotheses_file(claims, hypotheses))
+    elif (out / "Hypotheses.v").exists():
+        (out / "Hypotheses.v").unlink()
+    library.write_if_changed(out / "Main.v", main_file(claims, F, recipe.record, hypotheses, dead, fact_hyps))
     library.write_if_changed(out / "_CoqProject", library.coq_project(files, generated))
-    return {"directory": str(out), "facts_sigma": len(facts["s"]), "facts_dsigma": len(facts["d"]),
-            "files": files + generated, "statement": " /\\ ".join(statement_parts(claims))}
+    statement = " /\\ ".join(statement_parts(claims))
+    if hypotheses:
+        statement = " -> ".join(h["name"] for h in hypotheses) + " -> " + statement
+    n_tail = len(tail[0]) if tail else 0
+    return {"directory": str(out), "facts_sigma": len(facts["s"]) + n_tail, "facts_dsigma": len(facts["d"]) + n_tail,
+            "tail_pieces": n_tail, "files": files + generated, "statement": statement,
+            "hypotheses": [{"name": h["name"], "statement": h["coq"], "meaning": h["meaning"]} for h in hypotheses]}

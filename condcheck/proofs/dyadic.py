@@ -61,10 +61,17 @@ def _rounds_to(q: Fraction, v: Fraction, fmt: Format) -> bool:
         return False
 
 
+def floor_log2(q: Fraction) -> int:
+    """floor(log2 q) for a positive rational, exactly (no float: gaps below 2^-1074 occur on float64)."""
+    q = Fraction(q)
+    e = q.numerator.bit_length() - q.denominator.bit_length()
+    return e - 1 if Fraction(2) ** e > q else e
+
+
 def _inner(mid: Fraction, y: Fraction) -> Fraction:
     """A dyadic strictly between mid and y (closer to the middle), with few bits."""
     gap = abs(y - mid)
-    k = 2 - math.floor(math.log2(gap))          # 2^-k <= gap / 4
+    k = 2 - floor_log2(gap)                     # 2^-k <= gap / 4
     t = (mid + y) / 2
     unit = Fraction(2) ** k
     scaled = t * unit
@@ -75,7 +82,8 @@ def _inner(mid: Fraction, y: Fraction) -> Fraction:
 
 def mpf_fraction(y: mpmath.mpf) -> Fraction:
     """The exact value of an mpmath number, sign included."""
-    sign, man, exp, _ = mpmath.mpf(y)._mpf_
+    # y's own bits: mpmath.mpf(y) would round it to the current precision (53 bits by default)
+    sign, man, exp, _ = (y if isinstance(y, mpmath.mpf) else mpmath.mpf(y))._mpf_
     if not man:
         return Fraction(0)
     q = Fraction(int(man)) * (Fraction(2) ** int(exp))
@@ -99,5 +107,5 @@ def precision_for(margin: Fraction, scale: float) -> int:
     ``margin`` away (with room for the error of the evaluation)."""
     if margin <= 0:
         return 200
-    bits = math.log2(max(scale, 1e-300)) - math.log2(float(margin)) if float(margin) > 0 else 200
+    bits = math.log2(max(scale, 1e-300)) - floor_log2(Fraction(margin))
     return max(30, int(math.ceil(bits)) + 12)

@@ -48,7 +48,14 @@ class Fact:
     lo: Fraction
     hi: Fraction
     value: Optional[Fraction]      # None: overflow
-    proof: str
+    proof: Optional[str]           # None: out of reach, a hypothesis of the theorem (see ``why``)
+    why: str = ""
+    premise: str = ""              # a hypothesis the proof uses (H_dead_tail: the fact is read from it)
+
+    @property
+    def hypothesis(self) -> str:
+        """The name of the hypothesis standing for this fact (when ``proof`` is None)."""
+        return f"H_{self.name}"
 
     def coq_fact(self) -> str:
         res = f"(Fin {term(self.value)})" if self.value is not None else "Ovf"
@@ -58,7 +65,8 @@ class Fact:
 class FactMaker:
     """Facts about one activation on one format, named ``s_<n>`` (sigma) and ``d_<n>`` (sigma')."""
 
-    def __init__(self, activation: str, fmt: Format, fmt_coq: str, wf_coq: str):
+    def __init__(self, activation: str, fmt: Format, fmt_coq: str, wf_coq: str, wide: bool = False):
+        self.wide = wide
         self.recipe = recipe_for(activation)
         self.act = get_activation(activation)
         self.fmt = fmt
@@ -75,19 +83,42 @@ class FactMaker:
         except FormatOverflowError:
             return None
 
-    def real_value(self, derivative: bool, z: Fraction) -> mpmath.mpf:
-        with mpmath.workprec(EVAL_PRECISION):
+    def real_value(self, derivative: bool, z: Fraction, prec: int = EVAL_PRECISION) -> mpmath.mpf:
+        with mpmath.workprec(prec):
             return +self._fn[derivative](mpmath.mpf(z.numerator) / z.denominator)
 
-    def point(self, derivative: bool, z) -> Fact:
-        """The fact at z (made once)."""
+    def _bracket(self, derivative: bool, z: Fraction, v: Fraction):
+        """(y, lo, hi, margin): sigma(z) and :func:`bracket` of it, evaluated with more bits where
+        cancellation (GELU's 1 + erf far below 0) leaves too few at :data:`EVAL_PRECISION`."""
+        for prec in (EVAL_PRECISION, 4 * EVAL_PRECISION, 16 * EVAL_PRECISION):
+            y = self.real_value(derivative, z, prec)
+            try:
+                return (y, *bracket(y, v, self.fmt))
+            except ValueError:
+                if prec == 16 * EVAL_PRECISION:
+                    raise
+
+    def point(self, derivative: bool, z, dead: bool = False) -> Fact:
+        """The fact at z (made once); with ``dead`` (z <= z_d, the dead tail a premise), read from the
+        premise H_dead_tail where it is out of reach otherwise."""
         z = Fraction(z)
         key = (derivative, z)
         if key not in self._made:
             n = self._count[derivative]
             self._count[derivative] += 1
-            self._made[key] = self._point(derivative, z, f"{'d' if derivative else 's'}_{n}")
+            name = f"{'d' if derivative else 's'}_{n}"
+            f = self._point(derivative, z, name)
+            self._made[key] = self._dead(derivative, z, name) if dead and f.proof is None else f
         return self._made[key]
+
+    def _dead(self, derivative: bool, z: Fraction, name: str) -> Fact:
+        v = self.rounded_value(derivative, z)
+        F, A = self.fmt_coq, self.recipe.record
+        lemma = (f"dead_fact_dsigma {F} {self.wf_coq} {A} (w1_z_d witness_1) (w1_L witness_1) h_dead_tail {term(z)}"
+                 if derivative else
+                 f"dead_fact_sigma {F} {self.wf_coq} {A} (w1_z_d witness_1) {term(v)} h_dead_tail {term(z)}")
+        return Fact(name, derivative, z, z, v, f"intros h_dead_tail. exact ({lemma} (eq_refl true)).",
+                    premise="H_dead_tail")
 
     def facts(self, derivative: bool) -> list[Fact]:
         return [f for (d, _), f in self._made.items() if d == derivative]
@@ -109,12 +140,16 @@ class FactMaker:
                 raise AssertionError(f"internal: exact {what} = {y} does not round to condcheck's {v}")
             text = head.format(lemma="fact_point_exact", args=term(y)) + "\n" + proof
             return Fact(name, derivative, z, z, v, text)
-        y = self.real_value(derivative, z)
-        lo, hi, margin = bracket(y, v, self.fmt)
+        y, lo, hi, margin = self._bracket(derivative, z, v)
         prec = precision_for(margin, max(1.0, abs(float(z)), abs(float(y))))
         tactic = None
         if r.name == "gelu" and abs(z) >= GELU_CUTOFF * SQRT2:
             tactic = self._gelu_beyond_cutoff(derivative, z, lo, hi)
+            if tactic is None and self.wide:
+                g_text = ("sigma'" if derivative else "sigma") + f"({_short(z)})"
+                return Fact(name, derivative, z, z, v, None,
+                            f"RN({g_text}) = {_short(v)}: needs erf({_short(z)}/sqrt 2) closer than the bounds at "
+                            f"the cutoff +-5 (ErfBounds.v) give, and integrating exp(-t^2) that far is out of reach")
         if tactic is None:
             tactic = r.bounds_tactic(derivative, z, prec).strip()
         text = head.format(lemma="fact_point_by_bounds", args=f"{term(lo)} {term(hi)}") + "\ndyadic_to_R. " + tactic
@@ -122,7 +157,7 @@ class FactMaker:
 
     @property
     def uses_erf_bounds(self) -> bool:
-        return any("erf_m5_bounds" in f.proof or "erf_5_bounds" in f.proof for f in self._made.values())
+        return any(f.proof and ("erf_m5_bounds" in f.proof or "erf_5_bounds" in f.proof) for f in self._made.values())
 
     def _gelu_beyond_cutoff(self, derivative: bool, z: Fraction, lo: Fraction, hi: Fraction):
         """GELU or GELU' at |z| >= 5 sqrt 2: erf(z / sqrt 2) bounded from erf(+-5) (ErfBounds.v) and the
@@ -163,6 +198,12 @@ class FactMaker:
         return "\n".join(lines)
 
 
+def _short(q: Fraction) -> str:
+    """q exactly when short, else to 6 significant digits (the exact value is in the Coq statement)."""
+    t = real_text(q)
+    return t if len(t) <= 24 else f"about {float(q):.6g}"
+
+
 def _mpq(q: Fraction) -> mpmath.mpf:
     return mpmath.mpf(q.numerator) / q.denominator
 
@@ -189,46 +230,110 @@ Open Scope R_scope.
 """
 
 
-def chunk_file(facts: list[Fact], chunk: str, fmt_coq: str, record: str) -> str:
-    """A file of fact lemmas, the list ``<chunk>`` of their facts and ``<chunk>_ok``."""
-    fn = "dsigma" if facts and facts[0].derivative else "sigma"
-    erf = "\nFrom Condcheck Require Import ErfBounds." if any("erf_" in f.proof and "_bounds" in f.proof
-                                                            for f in facts) else ""
-    out = [HEADER.format(erf=erf)]
+def _lemma(f: Fact, fmt_coq: str, fn: str, record: str) -> str:
+    pre = f"{f.premise} -> " if f.premise else ""
+    return f"Lemma {f.name} : {pre}fact_holds {fmt_coq} ({fn} {record}) {f.coq_fact()}.\nProof.\n{f.proof}\nQed.\n"
+
+
+def hypothesis_names(facts: list[Fact]) -> list[str]:
+    """The premises ``facts`` take: the hypotheses standing for facts out of reach, and those proofs use."""
+    out = []
     for f in facts:
-        out.append(f"Lemma {f.name} : fact_holds {fmt_coq} ({fn} {record}) {f.coq_fact()}.\nProof.\n{f.proof}\nQed.\n")
+        n = f.hypothesis if f.proof is None else f.premise
+        if n and n not in out:
+            out.append(n)
+    return out
+
+
+def _fact_term(f: Fact) -> str:
+    """The proof of fact f in a list's Forall (h_x: the premise H_x introduced)."""
+    if f.proof is None:
+        return "h" + f.hypothesis[1:]
+    return f"({f.name} h{f.premise[1:]})" if f.premise else f.name
+
+
+def _premises(names: list[str]) -> tuple[str, str]:
+    """("H_a -> H_b -> ", "intros h_a h_b.\n") for the hypotheses ``names``."""
+    if not names:
+        return "", ""
+    return "".join(f"{n} -> " for n in names), "intros " + " ".join("h" + n[1:] for n in names) + ".\n"
+
+
+def chunk_file(facts: list[Fact], chunk: str, fmt_coq: str, record: str) -> str:
+    """A file of fact lemmas, the list ``<chunk>`` of their facts and ``<chunk>_ok`` (which takes the
+    hypotheses standing for the facts out of reach)."""
+    fn = "dsigma" if facts and facts[0].derivative else "sigma"
+    erf = "\nFrom Condcheck Require Import ErfBounds." if any(f.proof and "erf_" in f.proof and "_bounds" in f.proof
+                                                            for f in facts) else ""
+    hyps = hypothesis_names(facts)
+    premises = "From Condcheck Require Import Condition1 Cover.\nFrom Cert Require Import Hypotheses.\n"
+    out = [HEADER.format(erf=erf) + (premises if hyps else "")]
+    for f in facts:
+        if f.proof is not None:
+            out.append(_lemma(f, fmt_coq, fn, record))
     out.append(f"Definition {chunk} : list fact := [\n  " + ";\n  ".join(f.coq_fact() for f in facts) + "].\n")
-    body = "".join(f"constructor; [exact {f.name}|].\n" for f in facts)
-    out.append(f"Lemma {chunk}_ok : List.Forall (fact_holds {fmt_coq} ({fn} {record})) {chunk}.\nProof.\nunfold {chunk}.\n"
-               f"{body}constructor.\nQed.\n")
+    body = "".join(f"constructor; [exact {_fact_term(f)}|].\n" for f in facts)
+    pre, intro = _premises(hyps)
+    out.append(f"Lemma {chunk}_ok : {pre}List.Forall (fact_holds {fmt_coq} ({fn} {record})) {chunk}.\nProof.\n"
+               f"{intro}unfold {chunk}.\n{body}constructor.\nQed.\n")
     return "\n".join(out)
 
 
-def facts_file(chunks: dict, fmt_coq: str, record: str) -> str:
-    """Facts.v: ``sigma_facts``, ``dsigma_facts`` and their proofs, from the chunk files."""
-    files = " ".join(chunks["s"] + chunks["d"])
+def facts_file(chunks: dict, fmt_coq: str, record: str, tail: bool = False) -> str:
+    """Facts.v: ``sigma_facts``, ``dsigma_facts`` and their proofs, from the chunk files (``chunks``:
+    {"s": [(file, hypotheses)], "d": [...]}); with ``tail``, the dead tail's chains come first."""
+    files = " ".join(([TAIL_FILE] if tail else []) + [c for c, _ in chunks["s"] + chunks["d"]])
+    hyps_any = any(h for key in ("s", "d") for _, h in chunks[key])
     out = ["From Coq Require Import List.", "From Condcheck Require Import Format Activations Rounded.",
            f"From Cert Require Import Data {files}." if files else "From Cert Require Import Data.",
-           "Import ListNotations.", ""]
+           *(["From Cert Require Import Hypotheses."] if hyps_any else []), "Import ListNotations.", ""]
     for key, fn, lst in (("s", "sigma", "sigma_facts"), ("d", "dsigma", "dsigma_facts")):
-        names = [f"{c.lower()}" for c in chunks[key]]
+        names = ([f"{fn}_tail"] if tail else []) + [f"{c.lower()}" for c, _ in chunks[key]]
         out.append(f"Definition {lst} : list fact := " + " ++ ".join(names + ["[]"]) + ".")
-        body = "".join(f"apply Forall_app; split; [exact {n}_ok|].\n" for n in names)
-        out.append(f"Lemma {lst}_ok : Forall (fact_holds {fmt_coq} ({fn} {record})) {lst}.\n"
-                   f"Proof.\nunfold {lst}.\n{body}constructor.\nQed.\n")
+        all_h = list(dict.fromkeys(h for _, hs in chunks[key] for h in hs))
+        body = "".join(f"apply Forall_app; split; [exact ({c.lower()}_ok{''.join(' h' + h[1:] for h in hs)})|].\n"
+                       for c, hs in chunks[key])
+        if tail:
+            body = f"apply Forall_app; split; [exact {fn}_tail_ok|].\n" + body
+        pre, intro = _premises(all_h)
+        out.append(f"Lemma {lst}_ok : {pre}Forall (fact_holds {fmt_coq} ({fn} {record})) {lst}.\n"
+                   f"Proof.\n{intro}unfold {lst}.\n{body}constructor.\nQed.\n")
     return "\n".join(out)
 
 
-def write_facts(out, facts: dict, fmt_coq: str, record: str) -> list[str]:
-    """Write the chunk files of ``facts`` ({"s": [...], "d": [...]}) and Facts.v into ``out``; returns
-    the files written, in dependency order."""
+#: the file of the dead tail's chains (wide formats)
+TAIL_FILE = "Facts_tail"
+
+
+def tail_file(sigma_facts: list[Fact], dsigma_facts: list[Fact], fmt_coq: str, record: str) -> str:
+    """Facts_tail.v: the chains ``sigma_tail`` / ``dsigma_tail`` of the dead tail and their proofs."""
+    out = [HEADER.format(erf="").replace("Rounded.", "Rounded Cover.")]
+    for facts, fn in ((sigma_facts, "sigma"), (dsigma_facts, "dsigma")):
+        for f in facts:
+            out.append(_lemma(f, fmt_coq, fn, record))
+        out.append(f"Definition {fn}_tail : list fact := [\n  " + ";\n  ".join(f.coq_fact() for f in facts) + "].\n")
+        body = "".join(f"constructor; [exact {f.name}|].\n" for f in facts)
+        out.append(f"Lemma {fn}_tail_ok : List.Forall (fact_holds {fmt_coq} ({fn} {record})) {fn}_tail.\nProof.\n"
+                   f"unfold {fn}_tail.\n{body}constructor.\nQed.\n")
+    return "\n".join(out)
+
+
+def write_facts(out, facts: dict, fmt_coq: str, record: str, tail: Optional[tuple] = None) -> list[str]:
+    """Write the chunk files of ``facts`` ({"s": [...], "d": [...]}), with ``tail`` (the dead tail's
+    sigma and sigma' chains) Facts_tail.v, and Facts.v into ``out``; returns the files written, in
+    dependency order."""
     chunks = {"s": [], "d": []}
     for key in ("s", "d"):
         lst = facts[key]
         for i in range(0, len(lst), CHUNK):
             name = f"Facts_{key}_{i // CHUNK}"
-            chunks[key].append(name)
-            text = chunk_file(lst[i:i + CHUNK], name.lower(), fmt_coq, record)
+            part = lst[i:i + CHUNK]
+            chunks[key].append((name, hypothesis_names(part)))
+            text = chunk_file(part, name.lower(), fmt_coq, record)
             library.write_if_changed(out / f"{name}.v", text)
-    library.write_if_changed(out / "Facts.v", facts_file(chunks, fmt_coq, record))
-    return [f"{c}.v" for c in chunks["s"] + chunks["d"]] + ["Facts.v"]
+    files = []
+    if tail is not None:
+        library.write_if_changed(out / f"{TAIL_FILE}.v", tail_file(tail[0], tail[1], fmt_coq, record))
+        files.append(f"{TAIL_FILE}.v")
+    library.write_if_changed(out / "Facts.v", facts_file(chunks, fmt_coq, record, tail=tail is not None))
+    return files + [f"{c}.v" for c, _ in chunks["s"] + chunks["d"]] + ["Facts.v"]

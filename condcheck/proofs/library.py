@@ -17,21 +17,24 @@ FILES = ("IntervalZ.v", "Format.v", "Dyadic.v", "Activations.v", "Rounded.v", "D
 NETWORK_FILES = ("IntervalZ.v", "Format.v", "Dyadic.v", "Activations.v", "Rounded.v", "Network.v")
 #: bounds of erf at the cutoffs, for GELU's facts beyond them
 ERF_FILES = ("ErfBounds.v",)
-ALL_FILES = FILES + ("Network.v",) + ERF_FILES
+#: Condition 1's dead tail on a wide format, from a chain of interval facts
+COVER_FILES = ("Cover.v",)
+ALL_FILES = FILES + ("Network.v",) + ERF_FILES + COVER_FILES
 
 
 def source(name: str) -> str:
     return resources.files("condcheck.proofs").joinpath("coq", name).read_text()
 
 
-def copy_into(out: Path, with_network: bool = False, with_erf: bool = False) -> list[str]:
+def copy_into(out: Path, with_network: bool = False, with_erf: bool = False, with_cover: bool = False) -> list[str]:
     """Copy the library (the part a certificate's or, ``with_network``, a network's development uses, and
-    ``with_erf`` the erf cutoffs) into ``out/lib``; returns the paths relative to ``out``.  Files already
-    there with the same text are left alone (with their compiled ``.vo``)."""
+    ``with_erf`` the erf cutoffs, ``with_cover`` the dead tail's chains) into ``out/lib``; returns the
+    paths relative to ``out``.  Files already there with the same text are left alone (with their compiled ``.vo``)."""
     lib = Path(out) / "lib"
     lib.mkdir(parents=True, exist_ok=True)
     paths = []
-    for name in (NETWORK_FILES if with_network else FILES) + (ERF_FILES if with_erf else ()):
+    for name in (NETWORK_FILES if with_network else FILES) + (ERF_FILES if with_erf else ()) + \
+            (COVER_FILES if with_cover else ()):
         write_if_changed(lib / name, source(name))
         paths.append(f"lib/{name}")
     return paths

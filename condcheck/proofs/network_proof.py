@@ -138,7 +138,7 @@ def main_file(net, claim, fmt_coq: str, record: str) -> str:
 
 def write_network_development(net, claim, out) -> dict:
     fmt = net.format
-    check_format(fmt)
+    check_format(fmt, wide=False)
     recipe = recipe_for(net.activation)
     if net.implementation != "exact":
         raise CondcheckError(f"Coq proofs cover the correctly rounded ('exact') implementation, not "
@@ -168,7 +168,7 @@ def prove_network(network, out, *, run: bool = True, jobs: Optional[int] = None,
     """Write (and with ``run``, check with Coq) the development proving a network file's claim."""
     from .coqrun import check_development, development_hash
     net, claim = _load(network)
-    check_format(net.format)
+    check_format(net.format, wide=False)
     recipe_for(net.activation)
     d = prepare_out(out)
     summary = write_network_development(net, claim, d)

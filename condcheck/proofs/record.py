@@ -38,8 +38,9 @@ def load_record(directory) -> dict:
 
 
 def kernel_note(directory, activation: str, format: str, verdicts: dict) -> tuple[str, str]:
-    """("kernel-checked by Coq V, Flocq W", the development's SHA-256) for the development in
-    ``directory``, or a one-line error saying why it does not prove this pair's verdicts."""
+    """("kernel-checked by Coq V, Flocq W", with "under the hypotheses ..." when the theorem has premises,
+    and the development's SHA-256) for the development in ``directory``, or a one-line error saying why
+    it does not prove this pair's verdicts."""
     from .coqrun import development_hash
     rec = load_record(directory)
     where = f"--proof {str(directory)!r}"
@@ -56,4 +57,6 @@ def kernel_note(directory, activation: str, format: str, verdicts: dict) -> tupl
         raise CondcheckError(f"{where}: the .v files changed since Coq checked them (sha256 {digest[:16]}..., "
                              f"recorded {str(rec.get('development_sha256'))[:16]}...)")
     v = coq.get("versions", {})
-    return f"kernel-checked by Coq {v.get('coq', '?')}, Flocq {v.get('flocq', '?')}", digest
+    hyps = [h.get("name", "?") for h in rec.get("hypotheses") or []]
+    under = f" under the hypotheses {', '.join(hyps)} (listed in {RECORD})" if hyps else ""
+    return f"kernel-checked by Coq {v.get('coq', '?')}, Flocq {v.get('flocq', '?')}{under}", digest

@@ -44,11 +44,13 @@ destruct (sfin_sound F A fs Hfs d v E1) as [S1 _]. destruct (dfin_sound F A fd H
 split; congruence.
 Qed.
 
-(** Every clause at the certificate's witness, with the rounded values it states. *)
-Definition check1 (w : witness1) : bool :=
+(** Every clause at the certificate's witness, with the rounded values it states; [dead] is the
+    check of the dead tail (a): [dead_below] here, a chain of interval facts on a wide format
+    ([Cover.dead_cover]), or [true] where the dead tail is a hypothesis of the theorem. *)
+Definition check1_with (dead : bool) (w : witness1) : bool :=
   let zd := w1_z_d w in let L := w1_L w in
   opt_eqb (sfin negOm) L &&
-  is_value_b F zd && Dleb (neg_half_Omega F) zd && dead_below zd L &&
+  is_value_b F zd && Dleb (neg_half_Omega F) zd && dead &&
   is_value_b F (w1_live w) && Dltb zd (w1_live w) && opt_eqb (sfin (w1_live w)) (w1_sigma_live w) &&
   negb (Deqb (w1_sigma_live w) L) &&
   is_value_b F (w1_constant w) && opt_eqb (sfin (w1_constant w)) (w1_sigma_constant w) &&
@@ -56,6 +58,8 @@ Definition check1 (w : witness1) : bool :=
   is_value_b F (w1_zero w) && opt_eqb (sfin (w1_zero w)) Dzero &&
   is_value_b F (w1_pass w) && Dltb zd (w1_pass w) && opt_eqb (dfin (w1_pass w)) (w1_dsigma_pass w) &&
   is_pow2_b F (Fabs (w1_dsigma_pass w)).
+
+Definition check1 (w : witness1) : bool := check1_with (dead_below (w1_z_d w) (w1_L w)) w.
 
 Lemma opt_eqb_sfin : forall z v, opt_eqb (sfin z) v = true ->
   sigma_tilde F A (F2R z) = F2R v /\ no_overflow F (sigma A (F2R z)).
@@ -71,16 +75,21 @@ intros z v H. unfold opt_eqb in H. destruct (dfin z) as [u|] eqn:E; [|discrimina
 apply Deqb_iff in H. destruct (dfin_sound F A fd Hfd z u E) as [S [N _]]. rewrite <- H. auto.
 Qed.
 
-Theorem check1_sound : forall w, check1 w = true -> Condition1_at F A w.
+(** What [dead] must mean for [check1_with] to be sound: clause (a) at the witness. *)
+Definition dead_tail_at (w : witness1) : Prop :=
+  forall z, in_format F z -> z <= F2R (w1_z_d w) -> sigma_tilde F A z = F2R (w1_L w) /\ dsigma_tilde F A z = 0.
+
+Theorem check1_with_sound : forall dead w, (dead = true -> dead_tail_at w) ->
+  check1_with dead w = true -> Condition1_at F A w.
 Proof.
-intros w H. unfold check1 in H. rewrite !andb_true_iff in H.
+intros dead w Hdead H. unfold check1_with in H. rewrite !andb_true_iff in H.
 destruct H as [[[[[[[[[[[[[[[[H1 H2] H3] H4] H5] H6] H7] H8] H9] H10] H11] H12] H13] H14] H15] H16] H17].
 destruct (opt_eqb_sfin negOm _ H1) as [SL NL]. rewrite F2R_negOm in SL, NL.
 unfold Condition1_at. cbv zeta.
 split; [now apply is_value_b_sound|].
 split; [apply Dleb_iff in H3; now rewrite F2R_neg_half_Omega in H3|].
 split; [exact NL|]. split; [exact SL|].
-split; [now apply (dead_below_sound _ _ H4)|].
+split; [exact (Hdead H4)|].
 destruct (opt_eqb_sfin _ _ H7) as [S7 N7].
 split; [now apply is_value_b_sound|]. split; [now apply Dltb_iff|]. split; [exact N7|]. split; [exact S7|].
 split; [apply negb_true_iff, Deqb_false_iff in H8; exact H8|].
@@ -92,6 +101,11 @@ split; [now apply is_value_b_sound|]. split; [now rewrite S13, F2R_Dzero|].
 destruct (opt_eqb_dfin _ _ H16) as [S16 N16].
 split; [now apply is_value_b_sound|]. split; [now apply Dltb_iff|]. split; [exact N16|]. split; [exact S16|].
 destruct (is_pow2_b_sound F _ H17) as [k Hk]. exists k. now rewrite <- F2R_abs.
+Qed.
+
+Theorem check1_sound : forall w, check1 w = true -> Condition1_at F A w.
+Proof.
+intros w. apply check1_with_sound. intros H. exact (dead_below_sound _ _ H).
 Qed.
 
 (** ** Refutation from facts at every value of F *)
