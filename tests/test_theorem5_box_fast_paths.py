@@ -1,6 +1,6 @@
 """Fast paths of the per-point searches on 16-bit formats equal what they replace: the compiled one-term rows
-(condcheck/theorem5/rows.py) Kit.T_row, ``sets.lexsort_head`` the head of np.lexsort, and the gate sums kept
-per point build what the ones kept for the last point built."""
+and product chains (condcheck/theorem5/rows.py) Kit.T_row and the rounded products, ``sets.lexsort_head``
+the head of np.lexsort, and the gate sums kept per point build what the ones kept for the last point built."""
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
