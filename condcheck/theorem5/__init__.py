@@ -24,6 +24,8 @@ Where each block lives (one module per block):
 - ``value_branches``: layer 5: value outputs V'_z, relays and value blockers
 - ``gradient_branches``: gradient branches: source, pass, gate, blockers, relays
 - ``transfer``: multiplication transfer: blocker and output weights on exact sets
+- ``rows``: compiled passes over whole rows of a 16-bit format (one-term rows, the transfer's last-layer
+  products), tested equal to the numpy passes they replace
 - ``context``: ``Context``: what one construction shares; its searches come from the four modules above
 - ``sliced``: ``SlicedContext``: sliced gating for d >= 2 (slice neurons, AND gates)
 - ``search``: the per-point gradient-branch search: depths, retries, budget
