@@ -54,7 +54,8 @@ def test_coq_accepts_the_full_box_theorem5_network_on_float8_e4m3(act, tmp_path)
 
 
 
-def test_coq_accepts_the_full_box_theorem7_relu_network_on_float6_e3m2fn(tmp_path):
+@pytest.mark.parametrize("act", ["relu", "gelu"])
+def test_coq_accepts_the_full_box_theorem7_network_on_float6_e3m2fn(act, tmp_path):
     from condcheck.proofs.network_proof import prove_network
-    r = prove_network(_network(tmp_path, "relu", "float6_e3m2fn", 7, "full"), tmp_path / "dev", quiet=True)
+    r = prove_network(_network(tmp_path, act, "float6_e3m2fn", 7, "full"), tmp_path / "dev", quiet=True)
     assert r.ok, r.coq.get("log", "")[-3000:]
