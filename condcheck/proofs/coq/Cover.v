@@ -91,30 +91,23 @@ intros k x b B Hk Hx HB. split; [apply Rlt_le, exp_pos|].
 apply Rle_trans with (exp (k * b)); [now apply exp_le_mul|exact HB].
 Qed.
 
-Lemma tanh_e : forall x, tanh x = 1 - 2 / (exp (2 * x) + 1).
-Proof.
-intros x. rewrite tanh_exp.
-assert (H2 : exp (2 * x) = exp x * exp x) by (rewrite <- exp_plus; f_equal; ring).
-assert (H3 : exp x * exp (- x) = 1) by (rewrite <- exp_plus; replace (x + - x) with 0 by ring; apply exp_0).
-generalize (exp_pos x) (exp_pos (- x)). intros P1 P2. rewrite H2.
-assert (exp (- x) = / exp x) by (apply (Rmult_eq_reg_l (exp x)); [rewrite H3; field|]; lra).
-rewrite H. field. split; nra.
-Qed.
-
-Lemma dtanh_e : forall x, dtanh x = 4 * exp (2 * x) / (exp (2 * x) + 1) ^ 2.
-Proof.
-intros x. rewrite dtanh_exp.
-assert (H2 : exp (2 * x) = exp x * exp x) by (rewrite <- exp_plus; f_equal; ring).
-assert (H3 : exp x * exp (- x) = 1) by (rewrite <- exp_plus; replace (x + - x) with 0 by ring; apply exp_0).
-generalize (exp_pos x) (exp_pos (- x)). intros P1 P2. rewrite H2.
-assert (exp (- x) = / exp x) by (apply (Rmult_eq_reg_l (exp x)); [rewrite H3; field|]; lra).
-rewrite H. field. split; nra.
-Qed.
-
 Lemma exp_opp_inv : forall x, exp (- x) = / exp x.
 Proof.
 intros x. assert (H3 : exp x * exp (- x) = 1) by (rewrite <- exp_plus; replace (x + - x) with 0 by ring; apply exp_0).
 generalize (exp_pos x). intros P. apply (Rmult_eq_reg_l (exp x)); [rewrite H3; field|]; lra.
+Qed.
+
+Lemma exp_double : forall x, exp (2 * x) = exp x * exp x.
+Proof. intros x. rewrite <- exp_plus. f_equal. ring. Qed.
+
+Lemma tanh_e : forall x, tanh x = 1 - 2 / (exp (2 * x) + 1).
+Proof.
+intros x. rewrite tanh_exp, exp_double, exp_opp_inv. generalize (exp_pos x). intros P. field. split; nra.
+Qed.
+
+Lemma dtanh_e : forall x, dtanh x = 4 * exp (2 * x) / (exp (2 * x) + 1) ^ 2.
+Proof.
+intros x. rewrite dtanh_exp, exp_double, exp_opp_inv. generalize (exp_pos x). intros P. field. split; nra.
 Qed.
 
 Lemma sigmoid_e : forall x, sigmoid x = exp (1 * x) / (exp (1 * x) + 1).
