@@ -157,3 +157,30 @@ def test_sigmoid_on_bfloat16_reports_the_gaps_between_tiny_values_as_not_found_w
     assert len(seps) + len(st["open"]) == 2 * (len(vals) - 1)
     for g, up, _ in st["open"]:
         assert abs(vals[g]) < 1e-3 and abs(vals[g - 1]) < 1e-3
+
+
+def test_a_range_of_gaps_gets_the_same_separators_as_the_whole_search_where_its_rounds_ran():
+    F, vals = _box("float16", "sigmoid", 4096)
+    kit = Kit("sigmoid", F, "exact")
+    whole = find_separators(kit, vals)
+    part = find_separators(kit, vals, gaps=(1000, 1400))
+    assert {k: v for k, v in whole.items() if 1000 <= k[0] <= 1400} == \
+        {k: v for k, v in part.items() if 1000 <= k[0] <= 1400}
+
+
+def test_the_whole_float16_sigmoid_box_gets_separators_for_a_range_of_gaps_the_unbounded_search_skips():
+    # the whole box leaves 47,292 entries open after the global round: every targeted round is over the
+    # budget, so the gap of -0.49658203125 | -0.496337890625 (the whole box's construction stopped there)
+    # is not found; asked for a range of gaps around it, the targeted rounds run for those gaps only
+    F, vals = _box("float16", "sigmoid")
+    kit = Kit("sigmoid", F, "exact")
+    g = int(np.searchsorted(vals, -0.496337890625))
+    assert vals[g - 1] == -0.49658203125
+    st = {}
+    whole = find_separators(kit, vals, stats=st)
+    assert (g, False) not in whole and st["skipped"]
+    lo, hi = g - 300, g + 300
+    part = find_separators(kit, vals, gaps=(lo, hi))
+    asked = {k: v for k, v in part.items() if lo <= k[0] <= hi}
+    assert len(asked) == 2 * (hi - lo + 1)
+    _check_all(kit, vals, asked)

@@ -17,7 +17,8 @@ def separator_chooser(kit: Kit, vals, states=None, gaps=None):
     """choose(gap, up) -> (w, b, s, kappa) or None.  Every (w, b) in F x F when that is small (8-bit
     formats: the smallest spread), else the restricted search (``restricted``, 16-bit formats;
     its "not found" is not a proof of inseparability, and the error says distinguishability fails).
-    ``gaps`` = (lo, hi): only those gaps are asked (the chosen ones are the same)."""
+    ``gaps`` = (lo, hi): only those gaps are asked (the chosen ones are the same; the restricted search
+    runs a targeted round over its budget for these gaps only)."""
     if kit.fmt.count_finite() ** 2 * len(vals) <= 2e8:
         chosen = chosen_steps(kit, vals, gaps)
         return lambda gap, up: chosen[(gap, up)]
@@ -25,12 +26,12 @@ def separator_chooser(kit: Kit, vals, states=None, gaps=None):
     # construction ask for the same coordinate again, each for the range of gaps its points read)
     states = None if enumerated(kit.fmt) else states
     memo = kit.__dict__.setdefault("_separators_found", {})
-    key = (vals.dtype.str, vals.shape, vals.tobytes(), id(states))
+    key = (vals.dtype.str, vals.shape, vals.tobytes(), id(states), gaps)
     hit = memo.get(key)
     if hit is None or hit[0] is not states:
         if len(memo) >= 2:
             memo.pop(next(iter(memo)))
-        hit = memo[key] = (states, find_separators(kit, vals, states=states))
+        hit = memo[key] = (states, find_separators(kit, vals, states=states, gaps=gaps))
     found = hit[1]
     return lambda gap, up: found.get((gap, up))
 
