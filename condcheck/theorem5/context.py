@@ -92,6 +92,7 @@ class Context(Gates, ValueBranches, GradientBranches, Transfers):
         self.zero_end = False           # the transfer ends in an L-state layer and a zero layer (_zero_end)
         self.offset_gates = False       # gates may try per-step weight sizes (_offset_rows; set by search_gradient_branches)
         self.near_one = False           # gradient gates on targets with |T - L| nearest 1 first (_gradient_targets)
+        self.least_gates = False        # gates try every size, the smallest largest weight first (_least_rows)
         self.transfer_budget = None     # transfer searches left to this gradient search (None: no limit)
         self.unbudgeted = False         # the last, unlimited search of search_gradient_branches (UNBUDGETED_LAST)
 
@@ -117,7 +118,7 @@ class Context(Gates, ValueBranches, GradientBranches, Transfers):
         return F.enumerable and F.count_finite() <= 4096
 
     #: the flags search_gradient_branches sets for a retry of a point's search (each one at most once)
-    RETRY_FLAGS = ("beam", "join", "zero_end", "offset_gates", "near_one")
+    RETRY_FLAGS = ("beam", "join", "zero_end", "offset_gates", "near_one", "least_gates")
 
     @property
     def retrying(self) -> bool:

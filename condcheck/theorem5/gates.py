@@ -183,6 +183,24 @@ class Gates:
             cache[key] = np.array(rows, float).reshape(len(rows), len(gating))
         return cache[key]
 
+    def _least_rows(self, gating, B):
+        """The shared rows B and ``_offset_rows`` together, the smallest largest weight |beta| first
+        (stable): with ``small_first`` the gate with the least backward gain that reaches a target.
+
+        Why: ``_offset_rows`` puts each step's largest weight first, and a gradient gate's largest weight
+        multiplies its backward value, which must stay below Omega / share (``_transfer_search``).  swish on
+        the float16 box, point 35329 (x = 0.0029296875, g* = 52,576): the up-step's on values reach 65,280
+        (weight at most 1.0029), the down-step's are 1,805; the first offset row weighs the down-step by
+        36.28, which leaves a backward value of at most 65,504 / (3 x 36.28) = 601 at the gate, where the
+        factors before it (gain 64 or 32) need 821 or more.  The gate found here weighs the steps by 2^-5
+        and 1 (at most 21,834 at the gate)."""
+        cache = self.__dict__.setdefault("_least_shift_rows", {})
+        key = tuple(gating)
+        if key not in cache:
+            R = np.concatenate([B, self._offset_rows(gating)]) if len(B) else self._offset_rows(gating)
+            cache[key] = R[np.argsort(np.abs(R).max(axis=1), kind="stable")] if len(R) else R
+        return cache[key]
+
     def find_gate(self, zi, extra, targets, small_first=False):
         """(betas, gamma, pre on X) with pre[zi] one of targets (earliest preferred), others dead.
 
@@ -200,7 +218,9 @@ class Gates:
             raise ConstructionError(f"point {zi + 1} has no gating step")
         shifts, B = self._shifts(gating)
         rows = [B] if shifts else []
-        if self.offset_gates and len(gating) > 1:
+        if self.least_gates and len(gating) > 1:
+            rows = [self._least_rows(gating, B)]
+        elif self.offset_gates and len(gating) > 1:
             rows.append(self._offset_rows(gating))
         err = ConstructionError(f"point {zi + 1} {self.X[zi].tolist()}: no gate puts it live and all other points dead")
         for Bk in rows:
@@ -370,7 +390,7 @@ class Gates:
             hi_o, lo_o = np.maximum(hi_o, hi_acc[:, 0]), np.minimum(lo_o, lo_acc[:, 0])
         # (the 16-bit formats' per-step sizes, ``offset_gates``: rows whose products overflow are bad rows,
         # not a missing bound; elsewhere as before, so every network built before stays as it was)
-        checked = hi_o[~bad] if self.offset_gates and not self.small_format else hi_o
+        checked = hi_o[~bad] if (self.offset_gates or self.least_gates) and not self.small_format else hi_o
         if n > 1 and not np.isfinite(checked).all():
             raise ConstructionError(f"point {zi + 1}: no other point found for the gate bound")   # pragma: no cover
         hi_o = np.where(bad | ~np.isfinite(hi_o), 0.0, hi_o)

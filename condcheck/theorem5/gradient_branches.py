@@ -390,7 +390,7 @@ class GradientBranches:
         # remembered per (point, source, passes, a3): the pass P3 is a function of those (``_pass`` results
         # are cached by them), and the branch search asks again for each number of layers it tries; and
         # per retry flag that changes the gate search
-        ck = ("gradient_gate", zi, key, self.offset_gates, self.near_one)
+        ck = ("gradient_gate", zi, key, self.offset_gates, self.near_one, self.least_gates)
         r = self._memo.get(ck)
         if r is None:
             try:

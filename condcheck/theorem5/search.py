@@ -197,6 +197,12 @@ def _gradient_branches_search(ctx, zi, j, y, g, h_max, C, max_post, n_min=1):
         r = again_with("offset_gates")
         if r is not None:
             return r
+        # and where the gates of those sizes weigh a step so much that no backward value reaching g* fits
+        # below Omega / (share beta): every size, the smallest largest weight first (``_least_rows``; swish
+        # on the float16 box, point 35329: beta 36.28 leaves 601 at the gate where 821 is needed), last
+        r = again_with("least_gates")
+        if r is not None:
+            return r
     raise err
 
 
