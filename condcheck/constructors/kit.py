@@ -125,6 +125,18 @@ class Kit:
             cache[derivative] = (np.append(v, np.nan), np.append(o, True))
         return cache[derivative]
 
+    def kept(self, name: str, key, states, make):
+        """``make()``, kept on the kit under ``name`` for the last two keys (the chunks of one construction
+        ask again for the same values); ``states`` (or None) must be the very object it was made with."""
+        memo = self.__dict__.setdefault(name, {})
+        key = (key, id(states))
+        hit = memo.get(key)
+        if hit is None or hit[0] is not states:
+            if len(memo) >= 2:
+                memo.pop(next(iter(memo)))
+            hit = memo[key] = (states, make())
+        return hit[1]
+
     def T_index(self) -> np.ndarray:
         """The table index of T at every table index of a tabulated format (``over`` where T overflows,
         and at ``over``), made once per Kit."""

@@ -22,17 +22,11 @@ def separator_chooser(kit: Kit, vals, states=None, gaps=None):
     if kit.fmt.count_finite() ** 2 * len(vals) <= 2e8:
         chosen = chosen_steps(kit, vals, gaps)
         return lambda gap, up: chosen[(gap, up)]
-    # every gap's separator at once: kept per (kit, values, states), the last two (the chunks of one
-    # construction ask for the same coordinate again, each for the range of gaps its points read)
+    # the separators of every gap (of the range, where a round is over the budget), kept on the kit per
+    # (values, range, states): the chunks of one construction ask for the same coordinate again
     states = None if enumerated(kit.fmt) else states
-    memo = kit.__dict__.setdefault("_separators_found", {})
-    key = (vals.dtype.str, vals.shape, vals.tobytes(), id(states), gaps)
-    hit = memo.get(key)
-    if hit is None or hit[0] is not states:
-        if len(memo) >= 2:
-            memo.pop(next(iter(memo)))
-        hit = memo[key] = (states, find_separators(kit, vals, states=states, gaps=gaps))
-    found = hit[1]
+    found = kit.kept("_separators_found", (vals.dtype.str, vals.shape, vals.tobytes(), gaps), states,
+                     lambda: find_separators(kit, vals, states=states, gaps=gaps))
     return lambda gap, up: found.get((gap, up))
 
 

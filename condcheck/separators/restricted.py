@@ -451,21 +451,16 @@ def find_separators(kit, vals, stats: dict | None = None, full_search_limit: flo
     w_top = np.concatenate([top, -top])
 
     # global round: +-2^k with b = 0 and the anchor states
-    # (kept on the kit for the last two value sets: the chunks of one construction ask again per range)
-    memo = kit.__dict__.setdefault("_separators_global", {})
-    key = (vals.tobytes(), id(states), n_top)
-    hit = memo.get(key)
-    if hit is None or hit[0] is not states:
+    # (kept on the kit: the chunks of one construction ask again, each for its range of gaps)
+    def global_round():
         Z0 = act.anchors(0)
-        W = np.repeat(Wg, len(Z0))
-        B = np.tile(Z0, len(Wg))
-        _evaluate_all(act, vals, W, B, best)
-        if len(memo) >= 2:
-            memo.pop(next(iter(memo)))
-        hit = memo[key] = (states, len(W), best.spread.copy(), best.w.copy(), best.b.copy())
-    else:
-        best.spread, best.w, best.b = hit[2].copy(), hit[3].copy(), hit[4].copy()
-    rounds.append(("global", hit[1], int(best.open().sum())))
+        first = _Best(n)
+        _evaluate_all(act, vals, np.repeat(Wg, len(Z0)), np.tile(Z0, len(Wg)), first)
+        return len(Wg) * len(Z0), first
+
+    tried, first = kit.kept("_separators_global", vals.tobytes(), states, global_round)
+    best.spread, best.w, best.b = first.spread.copy(), first.w.copy(), first.b.copy()
+    rounds.append(("global", tried, int(best.open().sum())))
     # targeted rounds
     skipped = []
     asked = None
