@@ -194,12 +194,8 @@ class Gates:
         36.28, which leaves a backward value of at most 65,504 / (3 x 36.28) = 601 at the gate, where the
         factors before it (gain 64 or 32) need 821 or more.  The gate found here weighs the steps by 2^-5
         and 1 (at most 21,834 at the gate)."""
-        cache = self.__dict__.setdefault("_least_shift_rows", {})
-        key = tuple(gating)
-        if key not in cache:
-            R = np.concatenate([B, self._offset_rows(gating)]) if len(B) else self._offset_rows(gating)
-            cache[key] = R[np.argsort(np.abs(R).max(axis=1), kind="stable")] if len(R) else R
-        return cache[key]
+        R = np.concatenate([B, self._offset_rows(gating)])      # both (rows, len(gating)), maybe 0 rows
+        return R[np.argsort(np.abs(R).max(axis=1), kind="stable")]
 
     def find_gate(self, zi, extra, targets, small_first=False):
         """(betas, gamma, pre on X) with pre[zi] one of targets (earliest preferred), others dead.
