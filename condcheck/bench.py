@@ -329,7 +329,7 @@ for _act in ("tanh", "gelu"):
     case(f"theorem7-{_act}-float8_e4m3-grid8x8", "d = 2: an 8 x 8 grid of the float8_e4m3 box x every |y| <= "
                                                "H_sigma (issue 5: at least 64 points)")(
         lambda a=_act: _theorem7(a, "float8_e4m3", 0, grid=8))
-    for _n in (16, 32):
+    for _n in (16, 32, 46):
         case(f"theorem7-{_act}-float8_e4m3-subbox{_n}x{_n}", f"d = 2: the {_n} x {_n} sub-box in the middle of the "
              f"float8_e4m3 box (the consecutive values around 0) x every |y| <= H_sigma: how memory grows towards "
              f"the full box (issue 31)")(lambda a=_act, n=_n: _theorem7(a, "float8_e4m3", 0, subbox=n))
