@@ -144,6 +144,12 @@ def test_every_local_worker_is_limited_to_2_gib(engine):
     assert len(limits) == 2 and all(lim == 2 * 1024 ** 3 for lim in limits)
 
 
+def test_local_workers_never_pause_for_memory(engine):
+    # (a paused worker waits for spillable memory; a chunk's arrays are not, and a bfloat16 box hung)
+    assert set(engine.client.run(lambda dask_worker: dask_worker.memory_manager.memory_pause_fraction).values()) \
+        == {False}
+
+
 def test_local_workers_keep_glibcs_trim_threshold_not_dasks_64_kib(engine):
     # (dask's MALLOC_TRIM_THRESHOLD_=65536 made the Theorem 5 chunks cost 1.6-1.9 times the CPU)
     assert set(engine.client.run(os.environ.get, "MALLOC_TRIM_THRESHOLD_").values()) == {_TRIM_BEFORE}
