@@ -109,11 +109,11 @@ class Engine:
             if self.scheduler is None:
                 # (glibc's own trim threshold for the workers, not dask's 64 KiB, which returned freed
                 # memory to the system after every numpy temporary: the Theorem 5 chunks spent 1.6-1.9
-                # times the CPU, a third of it in the kernel, see docs/boxes.md), and no pause: a worker
-                # paused at 80 % of its limit waits for managed memory to spill, but a chunk's memory is
-                # its own arrays, so it waited for ever (both workers of a bfloat16 box at 3.4 of 4 GiB);
-                # above 95 % the nanny restarts the worker and its task is retried.  (The nannies' own config:
-                # a worker a nanny restarts did not keep a dask.config.set around the LocalCluster)
+                # times the CPU, a third of it in the kernel, see docs/boxes.md).
+                # No memory pause: a worker paused at 80 % of its limit waits for managed data to spill,
+                # but a chunk's memory is its own arrays, so it waits for ever (a bfloat16 box hung so);
+                # above 95 % the nanny restarts the worker and its task is retried.  Given as the nannies'
+                # config: a worker a nanny restarts does not keep a dask.config.set made here.
                 with dask.config.set({WORKER_ENV: {**dask.config.get(WORKER_ENV), "MALLOC_TRIM_THRESHOLD_": None}}):
                     self.cluster = LocalCluster(n_workers=self.n_workers or usable_cores(), threads_per_worker=1,
                                                 processes=True, memory_limit=self.memory_limit,

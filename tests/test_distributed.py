@@ -144,8 +144,11 @@ def test_every_local_worker_is_limited_to_2_gib(engine):
     assert len(limits) == 2 and all(lim == 2 * 1024 ** 3 for lim in limits)
 
 
-def test_local_workers_never_pause_for_memory(engine):
+def test_local_workers_never_pause_for_memory_even_after_a_restart(engine):
     # (a paused worker waits for spillable memory; a chunk's arrays are not, and a bfloat16 box hung)
+    on_result, killed = _kill_one_worker(engine)
+    engine.map(slow_square, list(range(8)), on_result=on_result)
+    assert killed
     assert set(engine.client.run(lambda dask_worker: dask_worker.memory_manager.memory_pause_fraction).values()) \
         == {False}
 
