@@ -222,7 +222,8 @@ def _construct_spread(act, fmt_name, domain, seed=0, h_max=0.25, jobs=None):
     peaks = ", ".join(f"{v:,.0f}" for v in stats.get("worker_peak_mib", {}).values()) or "-"
     return (f"{len(X):,} points (d = 1), random:{seed} values and gradients, |h*| <= {h_max}; depth {net.depth}, "
             f"{net.nonzero_parameters:,} nonzero parameters; built and verified in {seconds:.1f} s; "
-            f"{stats.get('chunks', 1)} chunks ({stats.get('chunk_runs', 1)} runs), {stats.get('verify_parts', 0)} "
+            f"{stats.get('chunks', 1)} chunks ({stats.get('chunk_runs', 1)} runs, {stats.get('sample', 0)} of them "
+            f"the sample), {stats.get('verify_parts', 0)} "
             f"verification parts, {stats.get('engine', 'this process')}; worker peaks {peaks} MiB")
 
 

@@ -406,8 +406,8 @@ def construct_theorem5_cmd(ctx, activation, format, domain, dim, targets, upstre
     save_network(out, net, claim)
     bounds = depth_bounds(fmt)["theorem5"]
     summary = _network_summary(out, fmt, act, X, net, seconds, bounds,
-                               {k: spread[k] for k in ("chunks", "chunk_runs", "workers", "engine", "verify_parts",
-                                                "worker_peak_mib") if k in spread})
+                               {k: spread[k] for k in ("chunks", "chunk_runs", "sample", "passes", "workers", "engine",
+                                                       "verify_parts", "worker_peak_mib") if k in spread})
     if as_json:
         click.echo(json.dumps(summary, indent=1))
     else:

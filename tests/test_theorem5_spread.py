@@ -58,7 +58,7 @@ def _toy_chunks(*sizes):
 
 
 def _run_here(toy):
-    return lambda items: [spread.speculate(toy, c, h) for c, h in items]
+    return lambda items: [spread.speculate(toy, c, h, hints) for c, h, hints in items]
 
 
 def test_every_chunk_is_fed_the_agreement_of_all_chunks():
@@ -99,6 +99,44 @@ def test_an_error_in_an_earlier_round_wins_over_a_later_one():
         spread.agree(toy, _toy_chunks(3, 5, 2), _run_here(toy))
 
 
+def test_a_sample_spreads_over_the_chunks_with_both_ends():
+    assert spread.sample_of(127, 8) == [0, 18, 36, 54, 72, 90, 108, 126]
+    assert spread.sample_of(5, 2) == [0, 4]
+
+
+def test_a_sample_as_large_as_the_chunks_is_every_chunk_and_below_two_none():
+    assert spread.sample_of(3, 8) == [0, 1, 2]
+    assert spread.sample_of(9, 1) == []
+
+
+def test_chunks_after_the_sample_speculate_the_deepest_sampled_depth_and_run_once():
+    toy = _Toy()
+    out = spread.agree(toy, _toy_chunks(5, 1, 1, 1, 1, 5), _run_here(toy), sample=2)
+    assert toy.runs == [0, 9, 5, 6, 7, 8]
+    assert out == [(list(c.points), 5) for c in _toy_chunks(5, 1, 1, 1, 1, 5)]
+
+
+def test_without_a_sample_the_shallow_chunks_run_twice_for_the_same_branches():
+    toy = _Toy()
+    out = spread.agree(toy, _toy_chunks(5, 1, 1, 1, 1, 5), _run_here(toy), sample=0)
+    assert toy.runs == [0, 5, 6, 7, 8, 9, 5, 6, 7, 8]
+    assert out == spread.agree(_Toy(), _toy_chunks(5, 1, 1, 1, 1, 5), _run_here(_Toy()), sample=2)
+
+
+def test_a_sample_that_misses_the_deepest_chunk_still_ends_on_the_true_depth():
+    toy = _Toy()
+    stats = {}
+    out = spread.agree(toy, _toy_chunks(1, 1, 7, 1, 1), _run_here(toy), stats, sample=2)
+    assert out == [(list(c.points), 7) for c in _toy_chunks(1, 1, 7, 1, 1)]
+    assert stats == {"chunk_runs": 9, "passes": 3, "sample": 2}
+
+
+def test_hints_are_the_sampled_reports_of_each_round_without_branches_or_errors():
+    results = [{"reports": [{"depth": 2}, {"branches": "b"}]},
+               {"reports": [{"depth": 3}, ConstructionError("x")]}]
+    assert spread.hints_of(results) == [[{"depth": 2}, {"depth": 3}]]
+
+
 def test_a_chunk_reads_only_its_own_points_gate_counts():
     (c,) = _toy_chunks(3)
     assert spread.view(c, {"depth": 4, "gates": {1: 2, 5: 1}}) == {"depth": 4, "gates": {1: 2}}
@@ -115,9 +153,13 @@ def small_spread(monkeypatch):
     return X, f, h, g
 
 
-def test_speculation_builds_the_network_of_the_chunks_run_in_lockstep(small_spread):
+@pytest.mark.parametrize("sample", [8, 2])
+def test_speculation_builds_the_network_of_the_chunks_run_in_lockstep(small_spread, monkeypatch, sample):
+    monkeypatch.setattr(t5.tuning, "SPREAD_SAMPLE_CHUNKS", sample)   # (8: no sample pass of the 4 chunks)
     X, f, h, g = small_spread
-    net, _ = t5.construct_theorem5("gelu", "float16", X, f, h, g, jobs=1)
+    stats = {}
+    net, _ = t5.construct_theorem5("gelu", "float16", X, f, h, g, jobs=1, stats=stats)
+    assert stats["sample"] == (2 if sample == 2 else 0)
     # the reference: every chunk alive at once, fed each round's agreement of all chunks (``run_rounds``)
     build = Build("gelu", "float16", X, f, h, g, "exact", False, None, "auto", False)
     build.for_spread()

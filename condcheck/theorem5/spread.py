@@ -16,7 +16,11 @@ true agreements round by round from every chunk's reports, and runs a chunk agai
 agreements up to the first round where it was fed something else, until every chunk was fed the truth
 (each pass fixes at least one more round).  A chunk whose speculation was right is not run again: it
 would compute the same numbers.  The cost: chunks whose branches come out shallower than the deepest
-chunk's (or whose steps need fewer layers) are searched twice.
+chunk's (or whose steps need fewer layers) are searched twice.  To search fewer twice, a first pass runs
+``tuning.SPREAD_SAMPLE_CHUNKS`` chunks spread over the domain (its ends included: on the bfloat16 gelu
+box the end chunks' branches are 13 layers deep, the middle ones' 1), and every later run speculates
+what it would agree on with the sample's reports of the same round (``hints``).  The hints change only
+what a chunk is fed before the truth is known, so which chunks run again, never the network.
 
 Dask is imported only here, and only when a construction spreads over workers.
 """
@@ -40,9 +44,10 @@ def view(chunk, agreed: dict) -> dict:
     return {**agreed, "gates": {zi: k for zi, k in agreed["gates"].items() if zi in chunk.points}}
 
 
-def speculate(build, chunk, history) -> dict:
+def speculate(build, chunk, history, hints=()) -> dict:
     """Run the chunk's rounds from a fresh context: fed ``history`` (the agreements it reads, round by
-    round), then what it would agree on alone, up to the report that carries its branches.
+    round), then what it would agree on with ``hints[k]`` (other chunks' reports of round k, those of
+    the same kind as its own), or alone, up to the report that carries its branches.
 
     Returns {"reports": the report of each round (the last one the branches', or the ConstructionError
     the round raised), "fed": the agreement fed after each report but the last, "count": its progress
@@ -61,7 +66,11 @@ def speculate(build, chunk, history) -> dict:
             if "branches" in v:
                 break
             k = len(fed)
-            c = history[k] if k < len(history) else view(chunk, build.combine([v]))
+            if k < len(history):
+                c = history[k]
+            else:
+                like = [h for h in (hints[k] if k < len(hints) else ()) if h.keys() == v.keys()]
+                c = view(chunk, build.combine([v] + like))
             fed.append(c)
             v = gen.send(c)
     except ConstructionError as e:
@@ -71,22 +80,56 @@ def speculate(build, chunk, history) -> dict:
     return {"reports": reports, "fed": fed, "count": count[0]}
 
 
-def agree(build, chunks, run, stats=None):
+def sample_of(n_chunks: int, size: int) -> list:
+    """The indices of ``size`` chunks spread evenly over n_chunks, the first and the last included (all
+    of them when size >= n_chunks; none when size < 2)."""
+    if size >= n_chunks:
+        return list(range(n_chunks))
+    if size < 2:
+        return []
+    return sorted({round(i * (n_chunks - 1) / (size - 1)) for i in range(size)})
+
+
+def hints_of(results) -> list:
+    """Per round, the reports of ``speculate`` results that speculation may read: not the branches'
+    (they carry the network's parts) and not errors."""
+    out = []
+    for r in results:
+        for k, x in enumerate(r["reports"]):
+            if isinstance(x, dict) and "branches" not in x:
+                out.extend([] for _ in range(k + 1 - len(out)))
+                out[k].append(x)
+    return out
+
+
+def agree(build, chunks, run, stats=None, sample=None):
     """Every chunk's branches (``speculate``'s last report), each chunk fed the true agreements.
 
-    ``run(items)`` runs ``speculate`` on (chunk, history) items and returns their results in order.  A
-    ConstructionError of a chunk is raised at the round where it happened with true agreements before it,
-    the first chunk's first, as the chunks run in one process would raise it.  ``stats`` (a dict) gets
-    "chunk_runs" (chunks run, again ones included) and "passes"."""
+    ``run(items)`` runs ``speculate`` on (chunk, history, hints) items and returns their results in
+    order.  With more chunks than ``sample`` (default ``tuning.SPREAD_SAMPLE_CHUNKS``), that many
+    (``sample_of``) run first, and every later run reads their reports as hints.  A ConstructionError of
+    a chunk is raised at the round where it happened with true agreements before it, the first chunk's
+    first, as the chunks run in one process would raise it.  ``stats`` (a dict) gets "chunk_runs"
+    (chunks run, again ones included), "passes" and "sample" (the chunks of the first pass, or 0)."""
     history = []
     results = [None] * len(chunks)
-    todo = list(range(len(chunks)))
+    size = tuning.SPREAD_SAMPLE_CHUNKS if sample is None else sample
+    first = sample_of(len(chunks), size) if size < len(chunks) else []
+    hints = []
     stats = {} if stats is None else stats
-    stats.update(chunk_runs=0, passes=0)
+    stats.update(chunk_runs=0, passes=0, sample=len(first))
+    if first:
+        stats["chunk_runs"] += len(first)
+        stats["passes"] += 1
+        for i, r in zip(first, run([(chunks[i], [], []) for i in first])):
+            results[i] = r
+        hints = hints_of([results[i] for i in first])
+    todo = [i for i in range(len(chunks)) if results[i] is None]
     while True:
         stats["chunk_runs"] += len(todo)
         stats["passes"] += 1
-        for i, r in zip(todo, run([(chunks[i], [view(chunks[i], h) for h in history]) for i in todo])):
+        items = [(chunks[i], [view(chunks[i], h) for h in history], hints) for i in todo]
+        for i, r in zip(todo, run(items)):
             results[i] = r
         k = len(history)
         todo = []
@@ -121,8 +164,8 @@ def run_spread(build, chunks, jobs: int, scheduler, report):
     if jobs <= 1 and scheduler is None:
         def run(items):
             out = []
-            for chunk, history in items:
-                out.append(speculate(build, chunk, history))
+            for chunk, history, hints in items:
+                out.append(speculate(build, chunk, history, hints))
                 if report:
                     report(out[-1]["count"])
             return out
@@ -141,8 +184,7 @@ def run_spread(build, chunks, jobs: int, scheduler, report):
                 if report and id(items[i][0]) not in counted:
                     counted.add(id(items[i][0]))
                     report(r["count"])
-            return eng.map(_chunk_task, [(spec, chunk, history) for chunk, history in items], "theorem5 chunks",
-                           done)
+            return eng.map(_chunk_task, [(spec, *item) for item in items], "theorem5 chunks", done)
         net = build.assemble(agree(build, chunks, run, stats))
         checked = [None]
         if build.verify_result:
@@ -174,10 +216,10 @@ def _worker_build(spec):
 
 def _chunk_task(item):
     """A worker's task: ``speculate`` on a chunk."""
-    spec, chunk, history = item
+    spec, chunk, history, hints = item
     build = _worker_build(spec)
     with tuning.overridden(spec["tuning"]):
-        return speculate(build, chunk, history)
+        return speculate(build, chunk, history, hints)
 
 
 def verify_part(net, claim, points):

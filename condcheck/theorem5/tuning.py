@@ -54,6 +54,10 @@ CHUNK_MIN_POINTS = 32
 SPREAD_FROM = 8192
 SPREAD_CHUNK_POINTS = 512
 
+#: a spread construction of more chunks first runs this many, spread over the domain, whose reports every
+#: later chunk reads to speculate the agreements (``spread.agree``): fewer chunks run twice, same network
+SPREAD_SAMPLE_CHUNKS = 8
+
 #: points per verification task of a spread construction (each task evaluates every neuron of the network
 #: on its points: tables of neurons x points)
 SPREAD_VERIFY_POINTS = 256
