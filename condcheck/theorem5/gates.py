@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from functools import cached_property
 
 import numpy as np
 
@@ -83,6 +84,12 @@ class _AtPoint:
         return self.v
 
 
+def memo():
+    """A dict of each context's own, made at its first use: a search's memo table.  What it holds is a
+    pure function of its keys, so it never changes a result, only how often one is computed."""
+    return cached_property(lambda self: {})
+
+
 class Gates:
     """The gate searches of ``Context``: value and gradient gates, live at their point, dead elsewhere.
 
@@ -96,6 +103,18 @@ class Gates:
     #: large values on one side only was not found)
     side_bounds = False
 
+    # memo tables (``memo``)
+    _shift_rows = memo()         # gating set -> (shifts, rows): ``_shifts``
+    _pow2_in = memo()            # (sign, exponent) -> whether sign 2^exponent is a value: ``_shifts``
+    _offset_shift_rows = memo()  # gating set -> rows: ``_offset_rows``
+    _fixed_codes = memo()        # id of a fixed target list -> its code table: ``_ranks_of``
+    _fixed_sorted = memo()       # id of a fixed target list -> its sort: ``_sorted_targets``
+    _gate_bases = memo()         # (point, gating, rows) -> sums: ``_gate_base`` (``Context.add_steps`` drops it)
+    _fixed_ranks = memo()        # id of a fixed target list -> its ranks: ``_gate_indexed``
+    _ux_idx = memo()             # step index -> table indices of U_X[i]: ``_ux_index``
+    _gating_acc = memo()         # (gating, rows) -> index array: ``_gating_sums_indexed``
+    _map_two_memo = memo()       # zs bytes -> table indices: ``_map_two_indexed``
+
     def _betas(self, gating, shift_exp):
         out = []
         for i in gating:
@@ -106,7 +125,7 @@ class Gates:
 
     def _shifts(self, gating):
         """(the shifts whose gating weights are all values, their weights as rows): once per gating set."""
-        cache = self.__dict__.setdefault("_shift_rows", {})
+        cache = self._shift_rows
         key = tuple(gating)
         if key not in cache:
             F = self.F
@@ -114,7 +133,7 @@ class Gates:
             # a value is asked once per (sign, exponent) (every point has its own gating set)
             signs = [-self.steps[i].on_sign for i in gating]
             exps = [math.frexp(self.steps[i].on_min)[1] - 1 for i in gating]
-            ok = self.__dict__.setdefault("_pow2_in", {})
+            ok = self._pow2_in
 
             def is_value(sg, k):
                 if (sg, k) not in ok:
@@ -156,7 +175,7 @@ class Gates:
         the first caps beta at 16 (push 14) and the second then gets 2^-1 (push 8) where 14 is needed,
         though 1 (push 16) is a value too.  Also each step at its largest weight (any value of F, 1.875
         for an on value 16 where Omega = 30: push 30), alone and where the powers of two do not fit."""
-        cache = self.__dict__.setdefault("_offset_shift_rows", {})
+        cache = self._offset_shift_rows
         key = tuple(gating)
         if key not in cache:
             F = self.F
@@ -289,7 +308,7 @@ class Gates:
         code = codes16(self.F)
         if code is not None:
             fixed = self._fixed_targets(targets)
-            tables = self.__dict__.setdefault("_fixed_codes", {})
+            tables = self._fixed_codes
             table = tables.get(id(targets)) if fixed else None
             if table is None:
                 table = np.full(1 << 16, none, dtype=np.int64)
@@ -315,7 +334,7 @@ class Gates:
         """(targets as an array, their stable sort order, the sorted array): made once for the fixed
         list gate_targets (47,446 states on bfloat16, asked for by every gradient gate), else per call."""
         fixed = self._fixed_targets(targets)
-        cache = self.__dict__.setdefault("_fixed_sorted", {})
+        cache = self._fixed_sorted
         if fixed and id(targets) in cache:
             return cache[id(targets)]
         tv = np.asarray(targets, float)
@@ -457,7 +476,7 @@ class Gates:
         what every gate of point zi shares, kept per point (a point's value gate comes a round after its
         gradient gates; at most ``tuning.GATE_BASE_POINTS`` points at a time)."""
         key = (zi, tuple(gating), id(B), B.shape)
-        bases = self.__dict__.setdefault("_gate_bases", {})
+        bases = self._gate_bases
         hit = bases.get(key)
         if hit is not None and hit[0] is B:
             return hit[1]
@@ -506,7 +525,7 @@ class Gates:
             else:
                 acc = np.broadcast_to(tb.add(acc, p), (len(B), n))
         if self._fixed_targets(targets):
-            ranks = self.__dict__.setdefault("_fixed_ranks", {})
+            ranks = self._fixed_ranks
             rank = ranks.get(id(targets))
             if rank is None:
                 rank = ranks[id(targets)] = self._target_ranks(tv)
@@ -569,7 +588,7 @@ class Gates:
 
     def _ux_index(self, i):
         """Table indices of the gating step values U_X[i] (computed once: the steps are fixed)."""
-        cache = self.__dict__.setdefault("_ux_idx", {})
+        cache = self._ux_idx
         if i not in cache:
             cache[i] = self.kit.index(self.U_X[i])
         return cache[i]
@@ -577,7 +596,7 @@ class Gates:
     def _gating_sums_indexed(self, gating, B):
         """The index array of the left-to-right sums of the gating terms (rows of B) on every point, once
         per gating set; None without gating terms, False when a step value is not a value."""
-        cache = self.__dict__.setdefault("_gating_acc", {})
+        cache = self._gating_acc
         key = (tuple(gating), B.tobytes())
         if key not in cache:
             tb, acc = self.tables, None
@@ -633,7 +652,7 @@ class Gates:
         is computed again from the floats (RN(z0 - RN(a v_off)), the scalar twins of the array
         operations), so that the sign of a zero c is the rounded search's."""
         tb, kit = self.tables, self.kit
-        memo = self.__dict__.setdefault("_map_two_memo", {})
+        memo = self._map_two_memo
         zs_key = zs.tobytes()
         if zs_key not in memo:          # (every value branch asks with the same zs)
             memo[zs_key] = kit.index(zs)

@@ -12,7 +12,7 @@ from ..constructors.kit import in_format, near_values
 from ..ops import add_array, mul_array
 from . import tuning
 from .errors import ConstructionError
-from .gates import solve_affine
+from .gates import memo, solve_affine
 from .records import Branch
 from .rows import t_row
 from .sets import log2_abs, rn_products
@@ -31,6 +31,10 @@ _SCALE_PAIRS = _scale_pairs()
 class GradientBranches:
     """The gradient-branch searches of ``Context``: pass, gate, blockers, relays, padding."""
 
+    # memo tables (``gates.memo``)
+    _reach_memo = memo()                # (base, its sign) -> (c, q): ``_reach`` on the small formats
+    _blocker_lru = memo()               # the last BLOCKER_WINDOWS on values' windows: ``_blockers``
+
     def _reach(self, base: float):
         """(c, q): the bias c with q = RN(base + c) the best-ranked pass state (``pass_z`` order), or None.
 
@@ -38,7 +42,7 @@ class GradientBranches:
         states q (the exact sum decides).  On small formats the answer is remembered per base (with the
         sign of a zero): it depends on nothing else, and the searches ask for the same bases often."""
         if self.small_format:
-            memo = self.__dict__.setdefault("_reach_memo", {})
+            memo = self._reach_memo
             key = (base, math.copysign(1.0, base))
             if key not in memo:
                 memo[key] = self._reach_search(base)
@@ -487,7 +491,7 @@ class GradientBranches:
         # (tanh on 256 float64 points: about 200 on values, 5.2 GiB in all), and an on value is asked for
         # by its own point's searches: the most recent BLOCKER_WINDOWS of them are kept (a pure function
         # of the key, so the results are the same)
-        lru = self.__dict__.setdefault("_blocker_lru", {})
+        lru = self._blocker_lru
         if key in lru:
             lru[key] = lru.pop(key)                  # most recent last
             return lru[key]
