@@ -148,7 +148,11 @@ def _compute(act: Activation, fmt: Format):
     desc, fn = torch_op(act)
     pts = fmt.values()
     dt = torch_dtype(fmt)
-    info = {"torch": torch.__version__, "op": desc, "derivative": "torch.autograd.grad with upstream 1"}
+    # torch's kernels depend on the CPU's vector unit: gelu's native bfloat16 table has z_d = -13.8125 on an
+    # AVX2 machine and -6.15625 on an earlier one (docs/plugins.md), so the table states where it was taken
+    cap = torch.backends.cpu.get_cpu_capability() if hasattr(torch.backends, "cpu") else "unknown"
+    info = {"torch": torch.__version__, "op": desc, "derivative": "torch.autograd.grad with upstream 1",
+            "cpu_capability": cap}
     if dt is not None:
         x = torch.tensor(pts, dtype=torch.float64).to(dt)
         if np.array_equal(_to_f64(x), pts):
@@ -166,7 +170,7 @@ def _compute(act: Activation, fmt: Format):
                     r, ro = round_array(np.where(over, 0.0, arr), fmt)
                     if not np.array_equal(r[~over], arr[~over]):
                         raise CondcheckError(f"torch returned values that are not in {fmt.name}")
-                info["mode"] = f"native {dt} (op and autograd in the format's own dtype)"
+                info["mode"] = f"native {dt} (op and autograd in the format's own dtype; CPU capability {cap})"
                 return s, so, d, do, info
     p32 = pts.astype(np.float32)
     if not np.array_equal(p32.astype(np.float64), pts):
@@ -177,7 +181,7 @@ def _compute(act: Activation, fmt: Format):
     s, so = round_array(_to_f64(y), fmt)
     d, do = round_array(_to_f64(g), fmt)
     info["mode"] = ("through float32 (torch has no " + (f"CPU kernel for this op in {dt}" if dt is not None else
-                    f"dtype for {fmt.name}") + "); rounded to the format by condcheck (RN_F)")
+                    f"dtype for {fmt.name}") + f"); rounded to the format by condcheck (RN_F); CPU capability {cap}")
     return s, so, d, do, info
 
 
