@@ -125,6 +125,7 @@ def test_lex_first_is_the_first_index_of_a_stable_lexsort_with_ties(n, seed):
 
 class _RankProbe:
     _fixed_targets = t5.context.Context._fixed_targets
+    _fixed_codes = t5.gates.memo()
     fixed_lists = None
 
     def __init__(self, F):

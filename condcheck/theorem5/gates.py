@@ -113,7 +113,7 @@ class Gates:
     _fixed_ranks = memo()        # id of a fixed target list -> its ranks: ``_gate_indexed``
     _ux_idx = memo()             # step index -> table indices of U_X[i]: ``_ux_index``
     _gating_acc = memo()         # (gating, rows) -> index array: ``_gating_sums_indexed``
-    _map_two_memo = memo()       # zs bytes -> table indices: ``_map_two_indexed``
+    _map_two_memo = memo()       # zs, (v_off, zs) and on-target keys -> index arrays: ``_map_two_indexed``
 
     def _betas(self, gating, shift_exp):
         out = []
@@ -652,11 +652,11 @@ class Gates:
         is computed again from the floats (RN(z0 - RN(a v_off)), the scalar twins of the array
         operations), so that the sign of a zero c is the rounded search's."""
         tb, kit = self.tables, self.kit
-        memo = self._map_two_memo
+        known = self._map_two_memo
         zs_key = zs.tobytes()
-        if zs_key not in memo:          # (every value branch asks with the same zs)
-            memo[zs_key] = kit.index(zs)
-        iv_off, iv_on, iz = kit.index(v_off), kit.index(v_on), memo[zs_key]
+        if zs_key not in known:          # (every value branch asks with the same zs)
+            known[zs_key] = kit.index(zs)
+        iv_off, iv_on, iz = kit.index(v_off), kit.index(v_on), known[zs_key]
         if iv_off is None or iv_on is None or iz is None or (iz == tb.over).any():
             return NotImplemented
         if not hasattr(self, "_map_two_A"):
@@ -669,19 +669,19 @@ class Gates:
         # that land exactly on z0 there, kept per (v_off, zs); an a whose product overflows on either
         # side has no pair (its C or its p_on is the overflow index, as the filter on both sides had it)
         off_key = ("off", int(iv_off), zs_key)
-        if off_key not in memo:
+        if off_key not in known:
             ro = tb.mul_table[iA, iv_off]
             C = tb.add_table[iz[:, None], tb.neg_table[ro][None, :]]      # (z0, a): RN(z0 - RN(a v_off))
             p_off = tb.add_table[ro[None, :], C]
-            memo[off_key] = (C, (ro != n)[None, :] & (C != n) & (p_off != n) & (p_off == iz[:, None]))
-        C, hit_off = memo[off_key]
+            known[off_key] = (C, (ro != n)[None, :] & (C != n) & (p_off != n) & (p_off == iz[:, None]))
+        C, hit_off = known[off_key]
         rn = tb.mul_table[iA, iv_on]
         p_on = tb.add(rn[None, :], C)
         t_key = ("target", on_target)
-        if t_key not in memo:           # the indices where T is on_target (not the overflow index)
+        if t_key not in known:           # the indices where T is on_target (not the overflow index)
             tv, t_over = kit.by_index(False)
-            memo[t_key] = ~t_over & (tv == on_target)
-        hit = hit_off & (rn != n)[None, :] & memo[t_key][p_on]
+            known[t_key] = ~t_over & (tv == on_target)
+        hit = hit_off & (rn != n)[None, :] & known[t_key][p_on]
         rows = np.flatnonzero(hit.any(axis=1))
         if not len(rows):
             return None

@@ -42,11 +42,11 @@ class GradientBranches:
         states q (the exact sum decides).  On small formats the answer is remembered per base (with the
         sign of a zero): it depends on nothing else, and the searches ask for the same bases often."""
         if self.small_format:
-            memo = self._reach_memo
+            known = self._reach_memo
             key = (base, math.copysign(1.0, base))
-            if key not in memo:
-                memo[key] = self._reach_search(base)
-            return memo[key]
+            if key not in known:
+                known[key] = self._reach_search(base)
+            return known[key]
         return self._reach_search(base)
 
     def _reach_search(self, base: float):
