@@ -139,6 +139,11 @@ def _to_f64(t):
     return t.to(torch.float64).numpy().astype(np.float64)
 
 
+def _cpu_capability(torch) -> str:
+    """The vector unit torch's CPU kernels use (AVX2, AVX512, ...): their results can depend on it."""
+    return torch.backends.cpu.get_cpu_capability() if hasattr(torch.backends, "cpu") else "unknown"
+
+
 @lru_cache(maxsize=None)
 def _compute(act: Activation, fmt: Format):
     torch = require_torch()
@@ -150,7 +155,7 @@ def _compute(act: Activation, fmt: Format):
     dt = torch_dtype(fmt)
     # torch's kernels depend on the CPU's vector unit: gelu's native bfloat16 table has z_d = -13.8125 on an
     # AVX2 machine and -6.15625 on an earlier one (docs/plugins.md), so the table states where it was taken
-    cap = torch.backends.cpu.get_cpu_capability() if hasattr(torch.backends, "cpu") else "unknown"
+    cap = _cpu_capability(torch)
     info = {"torch": torch.__version__, "op": desc, "derivative": "torch.autograd.grad with upstream 1",
             "cpu_capability": cap}
     if dt is not None:
@@ -231,7 +236,7 @@ def points_info(activation, fmt) -> dict:
     torch = require_torch()
     act, F = get_activation(activation), get_format(fmt)
     desc, _ = torch_op(act)
-    cap = torch.backends.cpu.get_cpu_capability() if hasattr(torch.backends, "cpu") else "unknown"
+    cap = _cpu_capability(torch)
     mode = ("native float32" if F.name == "float32" else "through float32, rounded to the format by condcheck (RN_F)")
     return {"torch": torch.__version__, "op": desc, "derivative": "torch.autograd.grad with upstream 1",
             "mode": f"{mode}; one intra-op thread, every element through the vectorized loop (CPU capability {cap})"}

@@ -118,19 +118,19 @@ def agree(build, chunks, run, stats=None, sample=None):
     hints = []
     stats = {} if stats is None else stats
     stats.update(chunk_runs=0, passes=0, sample=len(first))
-    if first:
-        stats["chunk_runs"] += len(first)
-        stats["passes"] += 1
-        for i, r in zip(first, run([(chunks[i], [], []) for i in first])):
-            results[i] = r
-        hints = hints_of([results[i] for i in first])
-    todo = [i for i in range(len(chunks)) if results[i] is None]
-    while True:
+
+    def run_pass(todo):
         stats["chunk_runs"] += len(todo)
         stats["passes"] += 1
         items = [(chunks[i], [view(chunks[i], h) for h in history], hints) for i in todo]
         for i, r in zip(todo, run(items)):
             results[i] = r
+    if first:
+        run_pass(first)
+        hints = hints_of([results[i] for i in first])
+    todo = [i for i in range(len(chunks)) if results[i] is None]
+    while True:
+        run_pass(todo)
         k = len(history)
         todo = []
         while not todo:
