@@ -32,9 +32,11 @@ from ._search import verdict_names
 from .chunks import (ChunkJob, Magnitudes, RecordedRounded, check_cover, evaluate, expected_points,
                      plan_chunks)
 
-#: magnitudes per chunk for float32 (2^21: 4,194,304 points, 1,020 chunks; a worker peaks near 1 GiB
-#: on the "exact" implementation of GELU)
-CHUNK_MAGNITUDES = 1 << 21
+#: magnitudes per chunk for float32 (2^20: 2,097,152 points, 2,040 chunks).  A chunk's float64 arrays are
+#: then 16 MiB, under glibc's largest mmap threshold (32 MiB): at 2^21 every such array was mapped and
+#: unmapped anew, and a chunk spent nearly half its CPU in page faults (exact GELU: 5.7 CPU s and 715 MiB
+#: per 2^21 magnitudes, 4.3 s and 433 MiB as two chunks of 2^20; docs/scale.md)
+CHUNK_MAGNITUDES = 1 << 20
 #: formats beyond this many bits are not enumerated (2^33 patterns and more)
 MAX_BITS = 32
 

@@ -232,3 +232,15 @@ def test_a_callable_plugin_is_checked_chunk_by_chunk_as_its_trusted_path_compute
     c = evaluate(ChunkJob(act, "float32", "exact", 0x3F800000, 0x3F800000 + 64))
     b = evaluate(ChunkJob("tanh", "float32", "exact", 0x3F800000, 0x3F800000 + 64))
     assert c.digest == b.digest
+
+
+def test_a_float32_chunk_s_float64_arrays_stay_under_glibc_s_largest_mmap_threshold():
+    """glibc serves an allocation of 32 MiB or more by mapping fresh pages every time (its mmap threshold
+    never rises above 32 MiB on 64-bit), so a chunk whose float64 arrays were that large paid their page
+    faults again at every array: chunks of 2^21 magnitudes spent nearly half their CPU so."""
+    from conditions.chunked import CHUNK_MAGNITUDES
+    from conditions.chunks import expected_points
+    mags = Magnitudes(get_format("float32"))
+    ranges = plan_chunks(mags.n, CHUNK_MAGNITUDES)
+    assert max(expected_points(lo, hi) for lo, hi in ranges) * 8 < 32 << 20
+    assert len(ranges) == 2040 and check_cover(ranges, mags.n) is None

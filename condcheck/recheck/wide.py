@@ -30,7 +30,7 @@ import numpy as np
 
 from .schema import EXHAUSTIVE_BITS
 
-#: magnitudes per tail chunk (as check's chunks: 2^21)
+#: magnitudes per tail chunk, one sign (as many values as a check chunk's 2^20 magnitudes of both signs)
 TAIL_CHUNK = 1 << 21
 #: the widest format check enumerates in chunks
 MAX_BITS = 32
