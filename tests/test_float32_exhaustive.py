@@ -2,10 +2,9 @@
 checker, for every built-in activation: the same verdicts, and witnesses that are equal or, where the
 symbolic checker picks among its candidate points what the exhaustive checker picks among all values,
 both valid and the exhaustive one first in the documented preference order; and recheck re-derives every
-point of the exhaustive certificate.  ``-m slow``: 35-80 CPU minutes per activation at the per-chunk
-cost measured for tanh, sigmoid and gelu (1,020 chunks x 2-4.5 s, docs/scale.md), roughly 7-16 CPU hours
-for the twelve.  Run so far for relu and tanh (both pass, 24 min 25 s together on 2 cores); the other ten
-not yet."""
+point of the exhaustive certificate.  ``-m slow``: 12-50 minutes per activation on 2 cores (docs/scale.md
+gives the times).  Run so far, all passing: relu, tanh, gelu, sigmoid, swish, leaky_relu; not yet run:
+elu, softplus, gelu_tanh, selu, mish, sin."""
 import json
 from fractions import Fraction
 
