@@ -9,7 +9,7 @@ import condcheck.theorem5 as t5
 from condcheck.targets import box_sample, distinguishable_sample, random_targets
 from condcheck.theorem5 import chunks, step_rounds as sr
 from condcheck.theorem5.build import Build
-from condcheck.theorem5.step_extremes import MonotoneRuns
+from condcheck.theorem5.step_extremes import MonotoneRuns, SeparatorRows
 from theorem5_helpers import assert_same_network
 
 
@@ -81,6 +81,27 @@ def test_monotone_runs_agree_with_a_scan_of_the_activation():
         seg = t[i:j + 1]
         want = bool(np.all(np.diff(seg) >= 0) or np.all(np.diff(seg) <= 0))
         assert runs.monotone(float(V[i]), float(V[j])) == want, (V[i], V[j])
+
+
+def test_separator_rows_keep_the_last_rows_only_and_give_a_dropped_row_s_extremes_again(monkeypatch):
+    monkeypatch.setattr(SeparatorRows, "KEPT", 2)
+    b = _build("sigmoid", "float16", _domain("sigmoid", "float16", 300))
+    vals = b.coord_vals[0]
+    rows = SeparatorRows(b.kit, vals)
+    pairs = [(1.0, -0.5), (2.0, 0.25), (0.5, 1.0), (1.0, -0.5)]
+    first = {}
+    for w, bias in pairs:
+        for gap in (1, 150, len(vals) - 1):
+            for up in (True, False):
+                n4, side = rows.representatives(w, bias, gap, up)
+                n = b.kit.T_row([(w, vals)], bias)
+                lo, hi = (n[:gap], n[gap:]) if up else (n[gap:], n[:gap])
+                assert n4.tolist() == [lo.min(), lo.max(), hi.min(), hi.max()]
+                assert side.tolist() == [False, False, True, True]
+                first.setdefault((w, bias, gap, up), n4.view(np.int64).tolist())
+                assert n4.view(np.int64).tolist() == first[(w, bias, gap, up)]
+        assert len(rows.rows) <= 2
+    assert list(rows.rows) == [(0.5, 1.0), (1.0, -0.5)]          # the first pair was dropped, then read again
 
 
 def test_compact_steps_build_the_network_the_step_rows_build(monkeypatch):

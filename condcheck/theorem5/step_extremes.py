@@ -19,10 +19,13 @@ list the row's values).  tests/test_theorem5_step_extremes.py builds every step 
 ways and compares them field by field.
 
 Why: on the 57,345-point float16 box a step row costs about 20 rounded passes over 57,345 values (18 ms),
-and a box has 114,688 steps; the four values cost about 1 ms per step, and the separator rows (a few
-hundred distinct (w, b) over a box) are evaluated once per chunk.
+and a box has 114,688 steps; the four values cost about 1 ms per step, and a separator row (a few hundred
+distinct (w, b) over a box; sigmoid's are targeted per gap: 761 for one chunk's 1,016 steps) is
+evaluated once while its steps are built.
 """
 from __future__ import annotations
+
+from collections import OrderedDict
 
 import numpy as np
 
@@ -133,12 +136,20 @@ class Certifying:
 
 
 class SeparatorRows:
-    """The separator rows n = T(w x + b) of one coordinate's values, each (w, b) once, with each side's
-    smallest and largest value for every gap (prefix and suffix extremes); None for a row holding -0
-    (an extreme of a side need not then carry the sign of zero that each of its values has)."""
+    """The separator rows n = T(w x + b) of one coordinate's values, with each side's smallest and largest
+    value for every gap (prefix and suffix extremes); None for a row holding -0 (an extreme of a side
+    need not then carry the sign of zero that each of its values has).
+
+    The last ``KEPT`` rows are kept (least recently used out): a step's two directions at a gap, and the
+    gaps of one separator, read them one after the other.  Keeping every row cost memory, not time: the
+    float16 sigmoid box's separators are targeted per gap (761 distinct (w, b) among one chunk's 1,016
+    steps, each read only at its own gap), and their four arrays of 59,393 values held 1.4 GB."""
+
+    #: the rows kept (each four float64 arrays of the coordinate's values: 1.9 MB on a 16-bit box)
+    KEPT = 64
 
     def __init__(self, kit, vals):
-        self.kit, self.vals, self.rows = kit, vals, {}
+        self.kit, self.vals, self.rows = kit, vals, OrderedDict()
 
     def representatives(self, w, b, gap: int, up: bool):
         """([dead min, dead max, on min, on max] of the separator row at (gap, up), the on mask of those
@@ -153,6 +164,10 @@ class SeparatorRows:
                 ext = (np.minimum.accumulate(n), np.maximum.accumulate(n),
                        np.minimum.accumulate(n[::-1])[::-1], np.maximum.accumulate(n[::-1])[::-1])
             self.rows[key] = ext
+            if len(self.rows) > self.KEPT:
+                self.rows.popitem(last=False)
+        else:
+            self.rows.move_to_end(key)
         if ext is False:
             return None
         pmin, pmax, smin, smax = ext
