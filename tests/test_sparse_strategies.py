@@ -14,6 +14,19 @@ from condcheck.interpreters import get_interpreter
 pytestmark = pytest.mark.skipif(not kernels.HAVE_NUMBA, reason="the sparse interpreter needs numba")
 
 
+@pytest.fixture(autouse=True, scope="module")
+def every_compiled_thread():
+    """The kernels on every thread of numba's pool (tests/conftest.py runs them on one under xdist)."""
+    if not kernels.HAVE_NUMBA:
+        yield
+        return
+    numba = kernels.load_numba()
+    saved = numba.get_num_threads()
+    numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+    yield
+    numba.set_num_threads(saved)
+
+
 def _theorem5(act, fmt_name, X, seed):
     from condcheck.targets import random_targets
     from condcheck.theorem5 import construct_theorem5
@@ -96,3 +109,8 @@ def test_the_sigma_derivative_tables_of_a_box_networks_gradient_chains_are_kept_
     as_exceptions = int((tables & (bw.tptr < 0)).sum())
     assert (as_exceptions > 100) == (sparse_table > 0)
     assert (as_exceptions == int(tables.sum())) == (sparse_table == 1)
+
+
+def test_the_kernels_here_run_on_every_thread_of_the_pool():
+    numba = kernels.load_numba()
+    assert numba.get_num_threads() == numba.config.NUMBA_NUM_THREADS
