@@ -158,6 +158,16 @@ def test_local_workers_keep_glibcs_trim_threshold_not_dasks_64_kib(engine):
     assert set(engine.client.run(os.environ.get, "MALLOC_TRIM_THRESHOLD_").values()) == {_TRIM_BEFORE}
 
 
+def _numba_threads():
+    from condcheck import kernels
+    return kernels.load_numba().get_num_threads()
+
+
+def test_local_workers_run_the_compiled_kernels_on_one_thread_each(engine):
+    # (the workers fill the cores: a kernel's team of a thread per core in each would wait for the others)
+    assert set(engine.client.run(_numba_threads).values()) == {1}
+
+
 def relu16(x):
     return np.maximum(x, x.dtype.type(0))
 
