@@ -185,7 +185,8 @@ def environment(bin_dir: Path) -> dict:
     env["PYTHONPATH"] = os.pathsep.join([str(REPO)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     env["MPLBACKEND"] = "Agg"
     env["COLUMNS"] = "120"
-    env.pop("PYTEST_XDIST_WORKER", None)
+    if env.pop("PYTEST_XDIST_WORKER", None):
+        env["NUMBA_NUM_THREADS"] = "1"      # (a worker per core already: tests/conftest.py)
     return env
 
 
