@@ -65,3 +65,36 @@ def test_a_branch_that_no_relay_can_pad_is_refused_naming_its_point():
     br = _branch(-2.0 ** -9, -5.5, [(2.0, -2.75)], (0.5, 0.0, 1.0))
     with pytest.raises(t5.ConstructionError, match="point 1: no relay pads its gradient branch to 2 layers"):
         ctx.pad_gradient(br, 2, 0.25, 2.0 ** -9)
+
+
+def test_a_lazy_row_makes_its_items_as_they_are_read_and_gives_them_again():
+    from condcheck.theorem5.gradient_branches import LazyRow
+    made = []
+
+    def items():
+        for k in range(5):
+            made.append(k)
+            yield k * k
+    row = LazyRow(items())
+    first = iter(row)
+    assert [next(first), next(first)] == [0, 1] and made == [0, 1]
+    assert list(row) == [0, 1, 4, 9, 16] and made == [0, 1, 2, 3, 4]     # (the earlier ones not made again)
+    assert list(first) == [4, 9, 16] and list(row) == [0, 1, 4, 9, 16] and made == [0, 1, 2, 3, 4]
+
+
+def test_the_padding_relays_read_lazily_are_every_pass_state_s_relay_in_order():
+    from condcheck.theorem5.gradient_branches import PAD_SCALES
+    F, kit, ctx = _sigmoid_ctx()
+    v_on, v_off = 0.5625, 0.0
+    for m, row in ctx.cached(("pad_relays", v_on, v_off, 1.0, 1.0),
+                             lambda: [(m, t5.gradient_branches.LazyRow(ctx._pad_relays(m, v_on, v_off)))
+                                      for m in PAD_SCALES]):
+        want = []
+        for q, d in zip(ctx.pass_z, ctx.pass_d):                 # every pass state, by the kit's operations
+            a = 2.0 ** m / float(d)
+            c = t5.gates.solve_affine(kit, float(kit.mul(a, v_on)), float(q)) if F.contains(a) else None
+            if c is None:
+                continue
+            off = float(kit.add(kit.mul(a, v_off), c))
+            want.append((a, c, float(kit.T(q)), float(kit.T(off)), d, abs(float(kit.dT(off)))))
+        assert list(row) == want and want

@@ -28,6 +28,34 @@ def _scale_pairs():
 _SCALE_PAIRS = _scale_pairs()
 
 
+#: the scales 2^m of ``GradientBranches._pad_relays``, in the order the padding tries them
+PAD_SCALES = (0, 1, 2, 3, -1, -2)
+
+
+class LazyRow:
+    """A memo of a generator's items, made as they are first read: iterating yields the items made so far,
+    then makes more.  A padding relay is searched among every pass state (46,325 of them for gelu on
+    bfloat16) but the first few usually fit; the whole lists, kept per (on, off) value pair, made the
+    bfloat16 chunks at depth 13 spend minutes and 2.7 GB on relays never read."""
+
+    def __init__(self, items):
+        self._items, self._made = items, []
+
+    def __iter__(self):
+        i = 0
+        while True:
+            if i == len(self._made):
+                if self._items is None:
+                    return
+                try:
+                    self._made.append(next(self._items))
+                except StopIteration:
+                    self._items = None
+                    return
+            yield self._made[i]
+            i += 1
+
+
 class GradientBranches:
     """The gradient-branch searches of ``Context``: pass, gate, blockers, relays, padding."""
 
@@ -255,7 +283,7 @@ class GradientBranches:
             # the relays that fit the on and off values (a function of them only: kept for the branches
             # that end on the same values), in the order tried
             relays = self.cached(("pad_relays", v_on, v_off, math.copysign(1.0, v_on), math.copysign(1.0, v_off)),
-                                  lambda: self._pad_relays(v_on, v_off))
+                                  lambda: [(m, LazyRow(self._pad_relays(m, v_on, v_off))) for m in PAD_SCALES])
             for m, rel in relays:
                 ow2 = math.ldexp(ow, -m)
                 if not in_format(F, ow2):
@@ -294,29 +322,24 @@ class GradientBranches:
                 gain = max(gain, g2)
         return post, ow, True
 
-    def _pad_relays(self, v_on, v_off):
-        """[(m, [(a, c, T(on), T(off), T'(q), |T'(off)|), ...]) for m = 0, 1, 2, 3, -1, -2]: the relays
-        T(a v + c) with a = 2^m / T'(q) at each pass state q, c putting the on value v_on at q."""
+    def _pad_relays(self, m, v_on, v_off):
+        """The relays T(a v + c) with a = 2^m / T'(q) at each pass state q in turn, c putting the on value
+        v_on at q: (a, c, T(on), T(off), T'(q), |T'(off)|) each, made as they are read (``LazyRow``)."""
         kit, F = self.kit, self.F
-        out = []
-        for m in (0, 1, 2, 3, -1, -2):
-            rel = []
-            for q, d in zip(self.pass_z, self.pass_d):
-                a = math.ldexp(1.0, m) / float(d)
-                if not in_format(F, a):
+        for q, d in zip(self.pass_z, self.pass_d):
+            a = math.ldexp(1.0, m) / float(d)
+            if not in_format(F, a):
+                continue
+            try:
+                c = solve_affine(kit, float(kit.mul(a, v_on)), float(q))
+                if c is None:
                     continue
-                try:
-                    c = solve_affine(kit, float(kit.mul(a, v_on)), float(q))
-                    if c is None:
-                        continue
-                    off = float(kit.add(kit.mul(a, v_off), c))
-                    t_on, t_off = float(kit.T(q)), float(kit.T(off))
-                    d_off = abs(float(kit.dT(off)))
-                except ConstructionError:
-                    continue
-                rel.append((a, c, t_on, t_off, d, d_off))
-            out.append((m, rel))
-        return out
+                off = float(kit.add(kit.mul(a, v_off), c))
+                t_on, t_off = float(kit.T(q)), float(kit.T(off))
+                d_off = abs(float(kit.dT(off)))
+            except ConstructionError:
+                continue
+            yield a, c, t_on, t_off, d, d_off
 
     def _odd_relay(self, y, ow, t1, v_on, v_off, gain, h_max, quarter):
         """A relay whose weights are not powers of two: ((a, c), (on, off, gain), output weight) or None.
