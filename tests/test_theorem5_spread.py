@@ -181,3 +181,10 @@ def test_a_scheduler_that_is_not_an_address_is_refused_before_any_work(small_spr
     monkeypatch.setattr(t5.construct, "Build", None)         # (no setup may start)
     with pytest.raises(CondcheckError, match="scheduler must be an address"):
         t5.construct_theorem5("gelu", "float16", X, f, h, g, jobs=2, scheduler="  ")
+
+
+def test_the_construction_workers_are_limited_to_2_gib_as_the_checks_workers():
+    from dask.utils import parse_bytes
+
+    from condcheck import distributed
+    assert parse_bytes(spread.MEMORY_LIMIT) == parse_bytes(distributed.MEMORY_LIMIT) == 2 * 1024 ** 3

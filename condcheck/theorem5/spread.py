@@ -32,8 +32,10 @@ from . import tuning
 from .errors import ConstructionError
 
 #: the memory limit of each LocalCluster worker (its nanny restarts a worker above 95 % of it; the task
-#: it ran is then retried on another)
-MEMORY_LIMIT = "4GiB"
+#: it ran is then retried on another): the Engine's 2 GiB.  It was 4 GiB while two of the searches'
+#: memo tables grew with the domain (a bfloat16 chunk at depth 13 reached 3.0 GiB, the float16 sigmoid
+#: box's workers 2.4 GiB; docs/boxes.md)
+MEMORY_LIMIT = "2GiB"
 
 
 def view(chunk, agreed: dict) -> dict:
