@@ -31,6 +31,8 @@ MEMORY_LIMIT = "2GiB"
 
 #: the dask setting of the environment variables a LocalCluster's nannies set before they start a worker
 WORKER_ENV = "distributed.nanny.pre-spawn-environ"
+#: the dask setting of the environment variables a worker process sets itself, before it runs a task
+WORKER_ENV_AFTER_SPAWN = "distributed.nanny.environ"
 
 
 def usable_cores() -> int:
@@ -116,9 +118,13 @@ class Engine:
                 # config: a worker a nanny restarts does not keep a dask.config.set made here.
                 # One numba thread per worker, as one dask thread: the workers already fill the cores, and
                 # the compiled kernels' OpenMP teams (a thread per core in every worker) would wait and spin
-                # for cores the other workers hold (a test run on 2 workers: 174 -> 115 CPU s).
-                env = {**dask.config.get(WORKER_ENV), "MALLOC_TRIM_THRESHOLD_": None, "NUMBA_NUM_THREADS": 1}
-                with dask.config.set({WORKER_ENV: env}):
+                # for cores the other workers hold (a test run on 2 workers: 174 -> 115 CPU s).  Set in
+                # the worker process (WORKER_ENV_AFTER_SPAWN), not before the spawn: the nannies set those
+                # in this process's environment too, and numba refuses a thread count that changes after
+                # its threads started.
+                env = {**dask.config.get(WORKER_ENV), "MALLOC_TRIM_THRESHOLD_": None}
+                after = {**dask.config.get(WORKER_ENV_AFTER_SPAWN), "NUMBA_NUM_THREADS": 1}
+                with dask.config.set({WORKER_ENV: env, WORKER_ENV_AFTER_SPAWN: after}):
                     self.cluster = LocalCluster(n_workers=self.n_workers or usable_cores(), threads_per_worker=1,
                                                 processes=True, memory_limit=self.memory_limit,
                                                 config={"distributed.worker.memory.pause": False},

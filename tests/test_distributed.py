@@ -19,6 +19,7 @@ from conditions.chunks import Magnitudes
 
 #: the environment's trim threshold before any cluster started (a nanny writes its workers' into ours)
 _TRIM_BEFORE = os.environ.get("MALLOC_TRIM_THRESHOLD_")
+_NUMBA_THREADS_BEFORE = os.environ.get("NUMBA_NUM_THREADS")
 
 
 def slow_square(x):
@@ -166,6 +167,11 @@ def _numba_threads():
 def test_local_workers_run_the_compiled_kernels_on_one_thread_each(engine):
     # (the workers fill the cores: a kernel's team of a thread per core in each would wait for the others)
     assert set(engine.client.run(_numba_threads).values()) == {1}
+
+
+def test_starting_local_workers_leaves_this_process_s_numba_thread_count_alone(engine):
+    # (numba raises on a compile where NUMBA_NUM_THREADS differs from the count its threads started with)
+    assert os.environ.get("NUMBA_NUM_THREADS") == _NUMBA_THREADS_BEFORE
 
 
 def relu16(x):
