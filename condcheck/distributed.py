@@ -5,11 +5,12 @@ other search that splits into independent pieces (the constructions' per-point s
 :meth:`Engine.map` a module-level function (importable on the workers) and a list of picklable items.
 
 * Cluster: a ``LocalCluster`` of worker *processes* on all usable cores by default, one thread each
-  (numba's kernels too), ``memory_limit`` (2 GiB) per worker, enforced by each worker's nanny; or an existing cluster by its
-  scheduler address (``tcp://HOST:PORT``), whose workers must have condcheck installed.  Processes,
-  not threads: the work is numpy on arrays of millions of values interleaved with pure-Python loops
-  (the certain path's Arb and mpmath evaluations), which hold the GIL; a process per core also gives
-  every worker its own memory limit, and a worker that crashes or is killed takes no other down.
+  (numba's kernels too), ``memory_limit`` (2 GiB) per worker, enforced by each worker's nanny; or an
+  existing cluster by its scheduler address (``tcp://HOST:PORT``), whose workers must have condcheck
+  installed.  Processes, not threads: the work is numpy on arrays of millions of values interleaved
+  with pure-Python loops (the certain path's Arb and mpmath evaluations), which hold the GIL; a process
+  per core also gives every worker its own memory limit, and a worker that crashes or is killed takes
+  no other down.
 * Results come back in the order of the items.  A task that raises is retried (``retries``); a task
   lost with its worker is computed again elsewhere by the scheduler (dask's own bookkeeping).  When an
   item can not be computed, :meth:`Engine.map` raises a :class:`~condcheck.errors.CondcheckError`

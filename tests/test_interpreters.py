@@ -27,19 +27,9 @@ from condcheck.rounding import round_array
 needs_numba = pytest.mark.skipif(not kernels.HAVE_NUMBA, reason="numba is not installed")
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_compiled_thread():
-    """The compiled kernels on one thread: on these small networks their thread pool costs far more than
-    the work (30-80 times, on a loaded machine), and the numbers do not depend on it
-    (tests/test_sparse_strategies.py runs them on all threads, on constructed networks)."""
-    if not kernels.HAVE_NUMBA:
-        yield
-        return
-    numba = kernels.numba_module()
-    saved = numba.get_num_threads()
-    numba.set_num_threads(1)
-    yield
-    numba.set_num_threads(saved)
+# the compiled kernels on one thread (tests/conftest.py); the numbers do not depend on it
+# (tests/test_sparse_strategies.py runs them on all threads, on constructed networks)
+pytestmark = pytest.mark.usefixtures("one_compiled_thread")
 
 
 # ---- the interpreters ----------------------------------------------------------------------------------------

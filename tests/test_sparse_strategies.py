@@ -11,20 +11,9 @@ from condcheck import kernels
 from condcheck.formats import get_format
 from condcheck.interpreters import get_interpreter
 
-pytestmark = pytest.mark.skipif(not kernels.HAVE_NUMBA, reason="the sparse interpreter needs numba")
-
-
-@pytest.fixture(autouse=True, scope="module")
-def every_compiled_thread():
-    """The kernels on every thread of numba's pool (tests/conftest.py runs them on one under xdist)."""
-    if not kernels.HAVE_NUMBA:
-        yield
-        return
-    numba = kernels.load_numba()
-    saved = numba.get_num_threads()
-    numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
-    yield
-    numba.set_num_threads(saved)
+# the kernels on every thread of numba's pool (tests/conftest.py runs them on one under xdist)
+pytestmark = [pytest.mark.skipif(not kernels.HAVE_NUMBA, reason="the sparse interpreter needs numba"),
+              pytest.mark.usefixtures("every_compiled_thread")]
 
 
 def _theorem5(act, fmt_name, X, seed):

@@ -86,9 +86,9 @@ def test_the_padding_relays_read_lazily_are_every_pass_state_s_relay_in_order():
     from condcheck.theorem5.gradient_branches import PAD_SCALES
     F, kit, ctx = _sigmoid_ctx()
     v_on, v_off = 0.5625, 0.0
-    for m, row in ctx.cached(("pad_relays", v_on, v_off, 1.0, 1.0),
-                             lambda: [(m, t5.gradient_branches.LazyRow(ctx._pad_relays(m, v_on, v_off)))
-                                      for m in PAD_SCALES]):
+    rows = ctx._pad_relay_rows(v_on, v_off)
+    assert [m for m, _ in rows] == list(PAD_SCALES)
+    for m, row in rows:
         want = []
         for q, d in zip(ctx.pass_z, ctx.pass_d):                 # every pass state, by the kit's operations
             a = 2.0 ** m / float(d)

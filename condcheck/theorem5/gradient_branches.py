@@ -283,7 +283,7 @@ class GradientBranches:
             # the relays that fit the on and off values (a function of them only: kept for the branches
             # that end on the same values), in the order tried
             relays = self.cached(("pad_relays", v_on, v_off, math.copysign(1.0, v_on), math.copysign(1.0, v_off)),
-                                  lambda: [(m, LazyRow(self._pad_relays(m, v_on, v_off))) for m in PAD_SCALES])
+                                  lambda: self._pad_relay_rows(v_on, v_off))
             for m, rel in relays:
                 ow2 = math.ldexp(ow, -m)
                 if not in_format(F, ow2):
@@ -321,6 +321,10 @@ class GradientBranches:
                 post.append((a, c))
                 gain = max(gain, g2)
         return post, ow, True
+
+    def _pad_relay_rows(self, v_on, v_off):
+        """[(m, the relays of scale 2^m, ``_pad_relays``, as a LazyRow)] for m in ``PAD_SCALES``."""
+        return [(m, LazyRow(self._pad_relays(m, v_on, v_off))) for m in PAD_SCALES]
 
     def _pad_relays(self, m, v_on, v_off):
         """The relays T(a v + c) with a = 2^m / T'(q) at each pass state q in turn, c putting the on value
