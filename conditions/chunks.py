@@ -235,10 +235,13 @@ def _constant_runs(act: Activation, derivative: bool, fmt: Format, x: np.ndarray
 def exact_by_ranges(act: Activation, fmt: Format, P: np.ndarray):
     """The "exact" implementation on a chunk's points (ascending; the negatives, maybe 0, the positives):
     runs where sigma~ or sigma~' is provably constant (:func:`_constant_runs`, certified by interval
-    arithmetic over the run) are filled without evaluating their points; every other point by
+    arithmetic over the run) and tiny arguments decided by the tangent at zero
+    (:func:`conditions.near_zero.fill_tiny`) are filled without evaluating their points; every other point by
     :func:`condcheck.rounded_activation.evaluate_points` (numpy enclosures rounded at both ends, the
     certain path where they disagree).  The same values as evaluating every point (tests)."""
     from condcheck.rounded_activation import evaluate_array
+
+    from .near_zero import fill_tiny
     n_neg = int(np.searchsorted(P, 0.0))
     parts = (slice(0, n_neg), slice(n_neg + (1 if n_neg < P.size and P[n_neg] == 0 else 0), P.size))
     res = []
@@ -248,6 +251,7 @@ def exact_by_ranges(act: Activation, fmt: Format, P: np.ndarray):
         for sl in parts:
             if sl.stop > sl.start:
                 _constant_runs(act, deriv, fmt, P[sl], vals[sl], done[sl])      # views: filled in place
+                fill_tiny(act.derivative if deriv else act.expr, fmt, P[sl], vals[sl], done[sl])
         over = np.zeros(P.size, dtype=bool)
         if not done.any():
             vals, over, f = evaluate_array(act, fmt, "exact", deriv, P)
