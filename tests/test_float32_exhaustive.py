@@ -4,7 +4,7 @@ symbolic checker picks among its candidate points what the exhaustive checker pi
 both valid and the exhaustive one first in the documented preference order; and recheck re-derives every
 point of the exhaustive certificate.  ``-m slow``: 12-50 minutes per activation on 2 cores (docs/scale.md
 gives the times).  Run so far, all passing: relu, tanh, gelu, sigmoid, swish, leaky_relu, elu, selu,
-softplus, sin; not yet run: gelu_tanh, mish."""
+softplus, sin, mish; not yet run: gelu_tanh."""
 import json
 from fractions import Fraction
 
