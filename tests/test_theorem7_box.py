@@ -72,7 +72,8 @@ def _dense_sample(res, n=3, seed=0):
 # ---- default suite: small, exact ---------------------------------------------------------------------------
 def test_sparse_interpreter_equals_exact_on_a_theorem7_network():
     """A gated tanh network (4 points): the sparse interpreter's values and gradients equal the exact
-    rational interpreter's, bit for bit, on every point and a spread of y (dead chains skipped)."""
+    rational interpreter's, bit for bit, on every point and a spread of y: both ends, zero and two
+    between (the exact interpreter takes about 0.2 s a gradient here; dead chains skipped)."""
     F = get_format("float8_e4m3")
     X = np.array([[-5.0], [0.0], [0.125], [3.0]])
     Y = _upstream(F, "tanh")
@@ -82,7 +83,7 @@ def test_sparse_interpreter_equals_exact_on_a_theorem7_network():
     for n in range(len(X)):
         val, pre = res.network.forward_exact(X[n].tolist())
         assert float(val) == v[n] == f[n]
-        for k in range(0, len(Y), 9):
+        for k in np.linspace(0, len(Y) - 1, 5).astype(int):
             want = float(res.network.gradient_exact(X[n].tolist(), Y[k], pre)[0])
             assert want == g[n, k, 0] == G[n, k]
 
