@@ -277,7 +277,8 @@ def test_to_bits_of_wide_formats_agrees_with_the_numpy_bit_view(name):
 
 # ---- neighbours ---------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("name", SMALL_DISTINCT)
+@pytest.mark.parametrize("name", [n if n != "bfloat16" else pytest.param(n, marks=pytest.mark.slow)
+                                  for n in SMALL_DISTINCT])
 def test_next_up_and_next_down_step_along_the_sorted_decoded_values(name):
     fmt, vals = get_format(name), decoded(name).sorted_values()
     for lo, hi in zip(vals, vals[1:]):

@@ -184,7 +184,7 @@ def _probe_points(ref: NearestReference, name: str, fraction: float = 1.0) -> li
     return sorted(pts)
 
 
-@pytest.mark.parametrize("name", TINY + ["float16", "bfloat16"])
+@pytest.mark.parametrize("name", TINY + ["float16", pytest.param("bfloat16", marks=pytest.mark.slow)])
 def test_round_fraction_equals_the_brute_force_nearest_value_with_ties_to_even(name):
     fmt, ref = get_format(name), reference(name)
     # 16 bits: around a random tenth of the values (the next tests cover all of them via round_array)

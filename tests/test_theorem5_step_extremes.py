@@ -37,7 +37,8 @@ def _domain(act, fmt, n):
     return distinguishable_sample(fmt, n, 1) if act == "sigmoid" else box_sample(act, fmt, 1, n, 1)
 
 
-@pytest.mark.parametrize("act,fmt", [("gelu", "float16"), ("relu", "float16"), ("tanh", "float16"),
+@pytest.mark.parametrize("act,fmt", [("gelu", "float16"), pytest.param("relu", "float16", marks=pytest.mark.slow),
+                                     pytest.param("tanh", "float16", marks=pytest.mark.slow),
                                      ("sigmoid", "float16"), ("swish", "bfloat16"),
                                      pytest.param("elu", "bfloat16", marks=pytest.mark.slow)])
 def test_four_values_build_every_step_as_its_whole_row_does(act, fmt, monkeypatch):

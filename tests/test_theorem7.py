@@ -550,7 +550,8 @@ def _same_network(a, b):
         assert (la.weight != lb.weight).nnz == 0 and np.array_equal(la.bias, lb.bias)
 
 
-@pytest.mark.parametrize("act", ["gelu", "sigmoid", pytest.param("elu", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("act", ["gelu", pytest.param("sigmoid", marks=pytest.mark.slow),
+                                 pytest.param("elu", marks=pytest.mark.slow)])
 def test_value_candidates_are_the_loop_s(act, monkeypatch):
     """The value branches' candidates computed for every (P, z0) at once are the one-(P, z0)-at-a-time
     loop's, in its order; when the batched computation raises, the loop is replayed (same network)."""
