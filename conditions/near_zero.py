@@ -5,8 +5,8 @@ some xi between 0 and x.  One interval enclosure [L, U] of f'' over the real int
 farthest point (:func:`conditions._tail.enclose_interval`) bounds |r| and, when L > 0 or U < 0, gives its
 sign.  y0 = c*x is a float64 number (a power-of-two scaling), and when the bound on |r| is below the
 float64 spacing on both sides of y0, y0 + r lies strictly between y0's float64 neighbours.  The format's
-midpoints are float64 numbers (formats inside float64 with p <= 51), so no midpoint lies in that open
-interval except perhaps y0 itself:
+midpoints are float64 numbers (:func:`_format_fits`), so no midpoint lies in that open interval except
+perhaps y0 itself:
 
 * y0 is not a midpoint: RN_F(y0 + r) = RN_F(y0), whatever the sign of r;
 * y0 is the midpoint of u < v: RN_F(y0 + r) = v when r > 0 and u when r < 0; undecided when f'' is not
@@ -52,14 +52,16 @@ def tangent_at_zero(expr):
     if c0 != 0 or not c1.is_Rational or c1 == 0:
         return None
     q = abs(Fraction(int(c1.p), int(c1.q)))
-    if q.numerator & (q.numerator - 1) or q.denominator & (q.denominator - 1):
-        return None                                     # not a power of two: c*x would not be exact
+    if q.numerator & (q.numerator - 1) or q.denominator & (q.denominator - 1) or not 2 ** -64 <= q <= 2 ** 64:
+        return None                         # c*x would not be exact (not a power of two, or far from 1)
     return float(Fraction(int(c1.p), int(c1.q))), sympy.diff(d1, X_SYMBOL)
 
 
 def _format_fits(fmt: Format) -> bool:
-    """The format's values and midpoints are float64 numbers, far from float64's subnormals."""
-    return fmt.p <= 51 and fmt.e_min - fmt.M - 1 >= -960 and fmt.e_max <= 1000
+    """The format's values and midpoints are float64 numbers, and x*x of any value x is an exact float64
+    normal number (2p <= 53, smallest subnormal squared >= 2^-1022), so the bound on |r| is an upper
+    bound; c*x (|c| in [2^-64, 2^64]) stays a float64 normal number too."""
+    return 2 * fmt.p <= 53 and 2 * (fmt.e_min - fmt.M) >= -1022 + 64 and fmt.e_max + 64 <= 1000
 
 
 def fill_tiny(expr, fmt: Format, x: np.ndarray, out: np.ndarray, done: np.ndarray) -> int:

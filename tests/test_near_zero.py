@@ -96,3 +96,9 @@ def test_a_chunk_of_subnormals_needs_no_multiprecision_evaluation_and_keeps_its_
     assert ref[4] > 0 and fast[4] == 0
     for got, want in zip(fast[:4], ref[:4]):
         assert np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("fmt,fits", [("float32", True), ("bfloat16", True), ("float16", True), ("float64", False)])
+def test_the_rule_is_used_only_where_x_squared_and_the_midpoints_are_exact_float64_numbers(fmt, fits):
+    from conditions.near_zero import _format_fits
+    assert _format_fits(get_format(fmt)) == fits
