@@ -15,17 +15,18 @@ other search that splits into independent pieces (the constructions' per-point s
   lost with its worker is computed again elsewhere by the scheduler (dask's own bookkeeping).  When an
   item can not be computed, :meth:`Engine.map` raises a :class:`~condcheck.errors.CondcheckError`
   naming it and cancels the rest: never a partial list.
-* Progress: a tqdm bar over the items on stderr, on when stderr is a terminal (``progress``).
+* Progress over the items on stderr (``progress``): by default a tqdm bar when stderr is a terminal;
+  ``condcheck --progress lines`` makes it plain lines for logs (:mod:`condcheck.progress`).
 
 Dask is imported only here, and only when an Engine starts: ``import condcheck`` does not load it.
 """
 from __future__ import annotations
 
 import os
-import sys
 import uuid
 
 from .errors import CondcheckError
+from .progress import Bar, Counter, bar
 
 #: memory limit per worker (the nanny restarts a worker above 95 % of it)
 MEMORY_LIMIT = "2GiB"
@@ -44,10 +45,13 @@ def usable_cores() -> int:
 
 
 def progress_bar(total: int, label: str, progress):
-    """A tqdm bar on stderr (``progress`` None: on when stderr is a terminal)."""
-    from tqdm import tqdm
-    on = sys.stderr.isatty() if progress is None else bool(progress)
-    return tqdm(total=total, desc=label, unit="task", file=sys.stderr, disable=not on, leave=False)
+    """A :class:`~condcheck.progress.Counter` over ``total`` items on stderr: ``progress`` None follows
+    ``condcheck --progress`` (by default a bar when stderr is a terminal), True a bar, False nothing."""
+    if progress is None:
+        show = bar(label, unit="task")
+    else:
+        show = Bar(label, "task") if progress else None
+    return Counter(total, show)
 
 
 def _peak_mib():

@@ -92,3 +92,108 @@ def test_a_bar_follows_the_counts_it_is_given_and_closes_at_the_end(monkeypatch)
     assert show._bar.n == 3
     show(4, 4)
     assert show._bar is None
+
+
+@pytest.fixture
+def style(monkeypatch):
+    """Set the progress style for one test (restored afterwards); stderr a StringIO that is no terminal
+    (set in the test's body: pytest puts its own stderr back between a fixture's setup and the test)."""
+    out = io.StringIO()
+
+    def use(name):
+        monkeypatch.setattr(sys, "stderr", out)
+        monkeypatch.setattr(progress, "_style", "auto")
+        progress.set_style(name)
+        return out
+    return use
+
+
+def test_the_lines_style_draws_lines_even_when_stderr_is_not_a_terminal(style):
+    style("lines")
+    assert isinstance(progress.bar("work"), progress.Lines)
+
+
+def test_the_bar_style_draws_a_bar_even_when_stderr_is_not_a_terminal(style):
+    style("bar")
+    assert isinstance(progress.bar("work"), progress.Bar)
+
+
+def test_quiet_turns_progress_off_in_every_style(style):
+    for name in progress.STYLES:
+        style(name)
+        assert progress.bar("work", quiet=True) is None
+
+
+def test_the_off_style_draws_nothing_even_on_a_terminal(style, monkeypatch):
+    style("off")
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    assert progress.bar("work") is None
+
+
+def test_an_unknown_style_is_refused_with_the_allowed_ones():
+    with pytest.raises(ValueError, match="'sometimes' is not one of auto, bar, lines, off"):
+        progress.set_style("sometimes")
+
+
+def test_a_line_says_the_count_the_time_so_far_and_the_time_left(style, monkeypatch):
+    out = style("lines")
+    now = [100.0]
+    monkeypatch.setattr(progress.time, "monotonic", lambda: now[0])
+    show = progress.Lines("chunks", "chunk", every=60)
+    show(0, 10)
+    now[0] += 120
+    show(4, 10, "depth 13")
+    assert out.getvalue().splitlines() == ["chunks: 0/10 chunk (0 %), 0:00 elapsed",
+                                           "chunks: 4/10 chunk (40 %), 2:00 elapsed, about 3:00 left (depth 13)"]
+
+
+def test_lines_come_at_most_once_per_interval_and_always_at_the_end(style, monkeypatch):
+    out = style("lines")
+    now = [0.0]
+    monkeypatch.setattr(progress.time, "monotonic", lambda: now[0])
+    show = progress.Lines("work", every=60)
+    for done in range(1, 11):                     # ten steps of 25 s: lines at 0, 75, 150, 225 s and the end
+        now[0] += 25
+        show(done, 10)
+    lines = out.getvalue().splitlines()
+    assert [line.split(":")[1].split()[0] for line in lines] == ["1/10", "4/10", "7/10", "10/10"]
+    assert lines[-1] == "work: 10/10 it (100 %), 3:45 elapsed"
+
+
+def test_the_time_is_written_in_hours_minutes_and_seconds():
+    assert [progress.clock(s) for s in (0, 59.6, 61, 3600, 3 * 3600 + 62)] == ["0:00", "1:00", "1:01", "1:00:00",
+                                                                              "3:01:02"]
+
+
+def test_work_without_counts_says_when_it_started_and_ended_in_the_lines_style(style):
+    out = style("lines")
+    with progress.working("building"):
+        pass
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "building: started" and lines[-1].startswith("building: ended after 0:0")
+
+
+def test_a_counter_passes_the_running_count_and_starts_at_zero(style):
+    out = style("lines")
+    with progress.Counter(3, progress.Lines("items", every=0)) as counter:
+        counter.update(2)
+        counter.update(1)
+    assert [line.split()[1] for line in out.getvalue().splitlines()] == ["0/3", "2/3", "3/3"]
+
+
+def test_the_engine_follows_the_lines_style_without_a_terminal(style):
+    from condcheck.distributed import SerialRunner
+    out = style("lines")
+    assert SerialRunner(progress=None).map(abs, [-1, 2], label="chunks") == [1, 2]
+    assert out.getvalue().splitlines()[-1].startswith("chunks: 2/2 task (100 %)")
+
+
+def test_verify_writes_progress_lines_into_a_pipe_when_asked(network_file):
+    status, err = _run(["--progress", "lines", "verify", str(network_file)], False, network_file.parent)
+    last = err.splitlines()[-1]
+    assert status == 0 and last.startswith("verifying: 3/3 point (100 %), ") and "\r" not in err
+
+
+def test_an_unknown_progress_style_is_one_line_of_error(tmp_path):
+    status, err = _run(["--progress", "sometimes", "formats"], False, tmp_path)
+    assert status == 2 and len(err.strip().splitlines()) == 1 and "'sometimes' is not one of" in err

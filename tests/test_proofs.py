@@ -398,13 +398,3 @@ def test_the_primitive_integers_axioms_are_counted_and_the_others_named():
     assert text == ("ClassicalDedekindReals.sig_not_dec, Classical_Prop.classic; "
                     "of the primitive integers and floats: 1 PrimInt63, 2 Uint63")
     assert assumptions_text([]) == "none (closed under the global context)"
-
-
-def test_the_progress_bar_is_off_with_quiet_or_when_stderr_is_not_a_terminal(monkeypatch):
-    monkeypatch.setattr(sys.stderr, "isatty", lambda: False)
-    assert coqrun.progress_bar(10, quiet=False) is None
-    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
-    assert coqrun.progress_bar(10, quiet=True) is None
-    bar = coqrun.progress_bar(10, quiet=False)
-    assert bar is not None and bar.total == 10
-    bar.close()

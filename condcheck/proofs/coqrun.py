@@ -16,12 +16,12 @@ import re
 import resource
 import shutil
 import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
+from condcheck import progress
 from condcheck.errors import CondcheckError
 
 #: modules of the axioms that specify Coq's primitive integers and floats (Interval's default backends
@@ -105,13 +105,6 @@ def _children_usage():
     return r.ru_utime + r.ru_stime
 
 
-def progress_bar(total: int, quiet: bool):
-    if quiet or not sys.stderr.isatty():
-        return None
-    from tqdm import tqdm
-    return tqdm(total=total, desc="coq", unit="file", file=sys.stderr, leave=False, delay=2)   # shown after 2 s
-
-
 def _limit_memory(mb: int):
     def apply():
         limit = mb * 1024 * 1024
@@ -138,7 +131,7 @@ def check_development(directory, *, jobs: Optional[int] = None, quiet: bool = Fa
     if mk.returncode != 0:
         raise CondcheckError(f"coq_makefile failed in {str(d)!r}: {mk.stderr.strip().splitlines()[-1:]}")
     cpu0, t0 = _children_usage(), time.perf_counter()
-    bar = progress_bar(n_files, quiet)
+    show = progress.bar("coq", quiet, "file")
     proc = subprocess.Popen(["make", f"-j{jobs}", "TIMED=1"], cwd=d, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, preexec_fn=_limit_memory(memory_limit_mb))
     log, files = [], {}
@@ -148,15 +141,15 @@ def check_development(directory, *, jobs: Optional[int] = None, quiet: bool = Fa
         if m:
             files[m.group(1)] = {"real": float(m.group(2)), "user": float(m.group(3)),
                                  "mem_mb": round(int(m.group(5)) / 1024, 1)}
-            if bar is not None:
-                bar.update(1)
+            if show is not None:
+                show(len(files), n_files)
         if timeout is not None and time.perf_counter() - t0 > timeout:
             proc.kill()
             log.append(f"condcheck: stopped after {timeout} s\n")
             break
     rc = proc.wait()
-    if bar is not None:
-        bar.close()
+    if show is not None:
+        show.close()
     for name, f in files.items():                      # `time` reports a file whose compilation failed too
         f["built"] = (d / name).exists()
     seconds = time.perf_counter() - t0
