@@ -41,6 +41,10 @@ class _Group(click.Group):
             ctx.exit(2)
 
 
+#: the help of every command's --quiet
+QUIET_HELP = "No progress on stderr (by default a bar, drawn only when stderr is a terminal: see condcheck --progress)."
+
+
 def one_line(message: str) -> str:
     """A message as one line, with any numpy scalar repr (np.float64(0.3)) shown as its number."""
     message = re.sub(r"\bnp\.[a-z]+[0-9]*\(([^()]*)\)", r"\1", message)
@@ -157,7 +161,7 @@ def _cell(v) -> str:
                    "cluster of worker processes on all cores).")
 @click.option("--workers", type=click.IntRange(min=1), default=None,
               help="Worker processes of the local Dask cluster (default: all usable cores).")
-@click.option("--quiet", "-q", is_flag=True, help="No progress on stderr (by default a bar, drawn only when stderr is a terminal: see condcheck --progress).")
+@click.option("--quiet", "-q", is_flag=True, help=QUIET_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print the condition certificate (docs/file-formats.md) as JSON.")
 def check(activation, format, implementation, method, scheduler, workers, quiet, as_json):
     """Decide Conditions 1-3 for an activation on a format.
@@ -191,7 +195,7 @@ def check(activation, format, implementation, method, scheduler, workers, quiet,
               help="Override the file's semantics: finite (Inf/NaN anywhere fails) or ieee (IEEE 754 "
                    "through Inf; NaN or a non-finite output/gradient fails).  Default: the file's, "
                    "finite if it names none.")
-@click.option("--quiet", "-q", is_flag=True, help="No progress on stderr (by default a bar, drawn only when stderr is a terminal: see condcheck --progress).")
+@click.option("--quiet", "-q", is_flag=True, help=QUIET_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def verify(file, exact, dense, tables, semantics, quiet, as_json):
     """Re-check the claim of a network file (docs/file-formats.md) on every listed input, exactly.
@@ -230,7 +234,7 @@ def verify(file, exact, dense, tables, semantics, quiet, as_json):
 @click.option("--scheduler", default=None, metavar="tcp://HOST:PORT", help="With --enumerate: this Dask cluster.")
 @click.option("--workers", type=click.IntRange(min=1), default=None,
               help="With --enumerate: worker processes of the local Dask cluster (default: all usable cores).")
-@click.option("--quiet", "-q", is_flag=True, help="No progress on stderr (by default a bar, drawn only when stderr is a terminal: see condcheck --progress).")
+@click.option("--quiet", "-q", is_flag=True, help=QUIET_HELP)
 def recheck(certificate, as_json, enumerate_wide, scheduler, workers, quiet):
     """Re-derive every statement of a condition certificate without the search code.
 
@@ -276,7 +280,7 @@ def recheck(certificate, as_json, enumerate_wide, scheduler, workers, quiet):
 
 @main.command()
 @click.option("--markdown", is_flag=True, help="Print the table as Markdown (docs/matrix.md).")
-@click.option("--quiet", "-q", is_flag=True, help="No progress on stderr (by default a bar, drawn only when stderr is a terminal: see condcheck --progress).")
+@click.option("--quiet", "-q", is_flag=True, help=QUIET_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print every cell's verdicts as JSON.")
 def matrix(markdown, quiet, as_json):
     """Verdicts of Conditions 1-3 for every built-in activation x the 14 formats of the conditions issue.
@@ -358,7 +362,7 @@ def construct():
 @click.option("--scheduler", default=None, metavar="tcp://HOST:PORT",
               help="A Dask scheduler for the chunks of large-format domains (16-bit boxes); default: a local "
                    "cluster of --jobs worker processes. The network is the same either way.")
-@click.option("--quiet", "-q", is_flag=True, help="No progress on stderr (by default a bar, drawn only when stderr is a terminal: see condcheck --progress).")
+@click.option("--quiet", "-q", is_flag=True, help=QUIET_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.pass_context
 def construct_theorem5_cmd(ctx, activation, format, domain, dim, targets, upstream_max, implementation, out, jobs,
@@ -433,7 +437,7 @@ def construct_theorem5_cmd(ctx, activation, format, domain, dim, targets, upstre
                    "with lists values (N), upstream (K: the y covered) and gradients (N x K), odd in y.")
 @click.option("--implementation", "-i", default="exact", show_default=True)
 @click.option("--out", required=True, type=click.Path(dir_okay=False), help="Network file to write (docs/file-formats.md).")
-@click.option("--quiet", "-q", is_flag=True, help="No progress on stderr (by default a bar, drawn only when stderr is a terminal: see condcheck --progress).")
+@click.option("--quiet", "-q", is_flag=True, help=QUIET_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.pass_context
 def construct_theorem7_cmd(ctx, activation, format, domain, dim, targets, implementation, out, quiet, as_json):
@@ -573,7 +577,7 @@ def bench(cases, list_only, as_json, repeat):
 @click.option("--pdf", is_flag=True, help="Also run pdflatex on every .tex written.")
 @click.option("--no-figures", is_flag=True, help="Leave out the sigma~ / sigma~' figure (faster).")
 @click.option("--figure-format", type=click.Choice(["png", "pdf"]), default="png", show_default=True)
-@click.option("--quiet", "-q", is_flag=True, help="No progress on stderr (by default a bar, drawn only when stderr is a terminal: see condcheck --progress).")
+@click.option("--quiet", "-q", is_flag=True, help=QUIET_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print the written files (and the verdict) as JSON.")
 @click.option("--proof", type=click.Path(file_okay=False),
               help="A Coq development of the pair (condcheck prove --out DIR): the report says it is kernel-checked.")

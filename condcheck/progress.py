@@ -46,11 +46,6 @@ def style(quiet: bool = False) -> str:
     return _style
 
 
-def enabled(quiet: bool = False) -> bool:
-    """Whether anything is drawn: not with --quiet, and in the default style only on a terminal."""
-    return style(quiet) != "off"
-
-
 def clock(seconds: float) -> str:
     """Seconds as H:MM:SS (or M:SS under an hour)."""
     s = int(round(seconds))
@@ -95,7 +90,7 @@ class Lines:
 
     def __call__(self, done: int, total: int, what: str = "") -> None:
         now = time.monotonic()
-        if self._start is None:
+        if self._start is None:                      # a new run (the first call, or after one ended)
             self._start, self._last = now, None
         finished = total and done >= total
         if not finished and self._last is not None and now - self._last < self.every:
