@@ -362,11 +362,14 @@ def construct():
 @click.option("--scheduler", default=None, metavar="tcp://HOST:PORT",
               help="A Dask scheduler for the chunks of large-format domains (16-bit boxes); default: a local "
                    "cluster of --jobs worker processes. The network is the same either way.")
+@click.option("--checkpoint", default=None, type=click.Path(file_okay=False), metavar="DIR",
+              help="Large-format domains split in chunks (16-bit boxes): keep every chunk's result in DIR as it "
+                   "arrives; the same command again with the same DIR reads the chunks done and runs the rest.")
 @click.option("--quiet", "-q", is_flag=True, help=QUIET_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.pass_context
 def construct_theorem5_cmd(ctx, activation, format, domain, dim, targets, upstream_max, implementation, out, jobs,
-                           scheduler, quiet, as_json):
+                           scheduler, checkpoint, quiet, as_json):
     """Theorem 5: f(x) = f*(x) and D_(f,x)(h*(x)) = g*(x) on every point of the domain.
 
     \b
@@ -406,7 +409,7 @@ def construct_theorem5_cmd(ctx, activation, format, domain, dim, targets, upstre
         spread = {}
         net, claim = construct_theorem5(act, fmt, X, f, h, g, implementation=implementation,
                                         progress=bar("constructing (gradients, then values)", quiet), jobs=jobs,
-                                        scheduler=scheduler, stats=spread)
+                                        scheduler=scheduler, stats=spread, checkpoint=checkpoint)
     except ConstructionError as e:
         click.echo(f"construction failed: {e}", err=True)
         sys.exit(1)
@@ -415,7 +418,8 @@ def construct_theorem5_cmd(ctx, activation, format, domain, dim, targets, upstre
     bounds = depth_bounds(fmt)["theorem5"]
     summary = _network_summary(out, fmt, act, X, net, seconds, bounds,
                                {k: spread[k] for k in ("chunks", "chunk_runs", "sample", "passes", "workers", "engine",
-                                                       "verify_parts", "worker_peak_mib") if k in spread})
+                                                       "verify_parts", "worker_peak_mib", "checkpoint_read",
+                                                       "checkpoint_written") if k in spread})
     if as_json:
         click.echo(json.dumps(summary, indent=1))
     else:

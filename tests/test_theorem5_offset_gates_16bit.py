@@ -7,7 +7,7 @@ import pytest
 from condcheck.activations import get_activation
 from condcheck.formats import get_format
 from condcheck.targets import full_box, random_targets
-from condcheck.theorem5 import spread
+from condcheck.theorem5 import speculation
 from condcheck.theorem5.build import Build
 from condcheck.theorem5.chunks import Chunk
 
@@ -23,7 +23,7 @@ def _one_point_chunk(act, point):
     X = full_box(get_activation(act).name, F, 1)
     f, h, g = random_targets(F, X, 0, 0.25)          # construct's --targets random:0 (--upstream-max 0.25)
     build = Build(get_activation(act).name, F, X, f, h, g, "exact", True, None, "auto", False)
-    r = spread.speculate(build, Chunk(range(point, point + 1), (0,), range(point, point + 1)), [])
+    r = speculation.speculate(build, Chunk(range(point, point + 1), (0,), range(point, point + 1)), [])
     return build, r["reports"][-1]
 
 

@@ -1,11 +1,11 @@
-"""Spread chunks (condcheck/theorem5/spread.py): large-format domains in chunks of fresh contexts, agreed
+"""Spread chunks (condcheck/theorem5/spread.py, speculation.py): large-format domains in chunks of fresh contexts, agreed
 on by speculation, in this process or on Dask workers; the same network whatever runs them."""
 import pytest
 
 import condcheck.theorem5 as t5
 from condcheck.errors import CondcheckError
 from condcheck.targets import box_sample, random_targets
-from condcheck.theorem5 import chunks, spread
+from condcheck.theorem5 import chunks, speculation, spread
 from condcheck.theorem5.build import Build
 from condcheck.theorem5.errors import ConstructionError
 from theorem5_helpers import assert_same_network
@@ -58,75 +58,75 @@ def _toy_chunks(*sizes):
 
 
 def _run_here(toy):
-    return lambda items: [spread.speculate(toy, c, h, hints) for c, h, hints in items]
+    return lambda items: [speculation.speculate(toy, c, h, hints) for c, h, hints in items]
 
 
 def test_every_chunk_is_fed_the_agreement_of_all_chunks():
     toy = _Toy()
     parts = _toy_chunks(3, 5, 2)
-    out = spread.agree(toy, parts, _run_here(toy))
+    out = speculation.agree(toy, parts, _run_here(toy))
     assert out == [(list(c.points), 5) for c in parts]
 
 
 def test_only_the_chunks_whose_speculation_was_wrong_run_again():
     toy = _Toy()
-    spread.agree(toy, _toy_chunks(3, 5, 2), _run_here(toy))
+    speculation.agree(toy, _toy_chunks(3, 5, 2), _run_here(toy))
     assert toy.runs == [0, 3, 8, 0, 8]
 
 
 def test_a_chunk_that_agrees_with_itself_runs_once():
     toy = _Toy()
-    spread.agree(toy, _toy_chunks(4, 4), _run_here(toy))
+    speculation.agree(toy, _toy_chunks(4, 4), _run_here(toy))
     assert toy.runs == [0, 4]
 
 
 def test_an_error_under_true_agreements_is_raised_first_chunk_first():
     toy = _Toy(fail={3: 2, 8: 2})
     with pytest.raises(ConstructionError, match="chunk at 3 fails in round 2 \\(depth 5\\)"):
-        spread.agree(toy, _toy_chunks(3, 5, 2), _run_here(toy))
+        speculation.agree(toy, _toy_chunks(3, 5, 2), _run_here(toy))
 
 
 def test_an_error_under_a_wrong_speculation_is_not_raised_until_the_truth_raises_it():
     # chunk 8 alone would agree on depth 2 and raise with it; with the true depth 5 it raises with 5
     toy = _Toy(fail={8: 2})
     with pytest.raises(ConstructionError, match="depth 5"):
-        spread.agree(toy, _toy_chunks(3, 5, 2), _run_here(toy))
+        speculation.agree(toy, _toy_chunks(3, 5, 2), _run_here(toy))
 
 
 def test_an_error_in_an_earlier_round_wins_over_a_later_one():
     toy = _Toy(fail={3: 2, 8: 1})
     with pytest.raises(ConstructionError, match="chunk at 8 fails in round 1"):
-        spread.agree(toy, _toy_chunks(3, 5, 2), _run_here(toy))
+        speculation.agree(toy, _toy_chunks(3, 5, 2), _run_here(toy))
 
 
 def test_a_sample_spreads_over_the_chunks_with_both_ends():
-    assert spread.sample_of(127, 8) == [0, 18, 36, 54, 72, 90, 108, 126]
-    assert spread.sample_of(5, 2) == [0, 4]
+    assert speculation.sample_of(127, 8) == [0, 18, 36, 54, 72, 90, 108, 126]
+    assert speculation.sample_of(5, 2) == [0, 4]
 
 
 def test_a_sample_as_large_as_the_chunks_is_every_chunk_and_below_two_none():
-    assert spread.sample_of(3, 8) == [0, 1, 2]
-    assert spread.sample_of(9, 1) == []
+    assert speculation.sample_of(3, 8) == [0, 1, 2]
+    assert speculation.sample_of(9, 1) == []
 
 
 def test_chunks_after_the_sample_speculate_the_deepest_sampled_depth_and_run_once():
     toy = _Toy()
-    out = spread.agree(toy, _toy_chunks(5, 1, 1, 1, 1, 5), _run_here(toy), sample=2)
+    out = speculation.agree(toy, _toy_chunks(5, 1, 1, 1, 1, 5), _run_here(toy), sample=2)
     assert toy.runs == [0, 9, 5, 6, 7, 8]
     assert out == [(list(c.points), 5) for c in _toy_chunks(5, 1, 1, 1, 1, 5)]
 
 
 def test_without_a_sample_the_shallow_chunks_run_twice_for_the_same_branches():
     toy = _Toy()
-    out = spread.agree(toy, _toy_chunks(5, 1, 1, 1, 1, 5), _run_here(toy), sample=0)
+    out = speculation.agree(toy, _toy_chunks(5, 1, 1, 1, 1, 5), _run_here(toy), sample=0)
     assert toy.runs == [0, 5, 6, 7, 8, 9, 5, 6, 7, 8]
-    assert out == spread.agree(_Toy(), _toy_chunks(5, 1, 1, 1, 1, 5), _run_here(_Toy()), sample=2)
+    assert out == speculation.agree(_Toy(), _toy_chunks(5, 1, 1, 1, 1, 5), _run_here(_Toy()), sample=2)
 
 
 def test_a_sample_that_misses_the_deepest_chunk_still_ends_on_the_true_depth():
     toy = _Toy()
     stats = {}
-    out = spread.agree(toy, _toy_chunks(1, 1, 7, 1, 1), _run_here(toy), stats, sample=2)
+    out = speculation.agree(toy, _toy_chunks(1, 1, 7, 1, 1), _run_here(toy), stats, sample=2)
     assert out == [(list(c.points), 7) for c in _toy_chunks(1, 1, 7, 1, 1)]
     assert stats == {"chunk_runs": 9, "passes": 3, "sample": 2}
 
@@ -134,12 +134,12 @@ def test_a_sample_that_misses_the_deepest_chunk_still_ends_on_the_true_depth():
 def test_hints_are_the_sampled_reports_of_each_round_without_branches_or_errors():
     results = [{"reports": [{"depth": 2}, {"branches": "b"}]},
                {"reports": [{"depth": 3}, ConstructionError("x")]}]
-    assert spread.hints_of(results) == [[{"depth": 2}, {"depth": 3}]]
+    assert speculation.hints_of(results) == [[{"depth": 2}, {"depth": 3}]]
 
 
 def test_a_chunk_reads_only_its_own_points_gate_counts():
     (c,) = _toy_chunks(3)
-    assert spread.view(c, {"depth": 4, "gates": {1: 2, 5: 1}}) == {"depth": 4, "gates": {1: 2}}
+    assert speculation.view(c, {"depth": 4, "gates": {1: 2, 5: 1}}) == {"depth": 4, "gates": {1: 2}}
 
 
 # ---- real constructions --------------------------------------------------------------------------------------

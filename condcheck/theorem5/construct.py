@@ -11,7 +11,7 @@ from .errors import ConditionFailure, ConstructionError, ValueGainOverflow
 
 def construct_theorem5(activation, fmt, points, values, upstream, gradients, implementation="exact",
                        verify_result=True, max_post=None, progress=None, gating="auto", jobs=None, scheduler=None,
-                       stats=None):
+                       stats=None, checkpoint=None):
     """Build a network f with f(x) = values and D_(f,x)(upstream) = gradients on every point.
 
     ``progress(done, total)`` is called once per point and coordinate for the gradient branches, then once
@@ -30,7 +30,9 @@ def construct_theorem5(activation, fmt, points, values, upstream, gradients, imp
     (``spread``): a LocalCluster of ``jobs`` worker processes (jobs = 1: all in this process), or the
     cluster at ``scheduler`` (an address such as tcp://HOST:PORT); the network depends on neither.
     ``stats`` (a dict): filled there with the chunks, the chunk runs (runs again included), the workers
-    and their peak memory (``spread.run_spread``).
+    and their peak memory (``spread.run_spread``).  ``checkpoint`` (a directory, spread constructions
+    only): every chunk's result is kept there as it arrives, and a run again with the same directory
+    reads the chunks done instead of running them (``checkpoint``).
 
     >>> import numpy as np
     >>> from condcheck import construct_theorem5
@@ -43,7 +45,7 @@ def construct_theorem5(activation, fmt, points, values, upstream, gradients, imp
     from ..paper import theorem_branch
 
     args = (activation, fmt, points, values, upstream, gradients, implementation, verify_result, max_post,
-            progress, gating, jobs, scheduler, stats)
+            progress, gating, jobs, scheduler, stats, checkpoint)
     try:
         with gc_frozen():
             try:
@@ -65,7 +67,7 @@ def construct_theorem5(activation, fmt, points, values, upstream, gradients, imp
 
 
 def _construct_theorem5(activation, fmt, points, values, upstream, gradients, implementation, verify_result,
-                        max_post, progress, gating, jobs, scheduler, stats, wide_boosts=False):
+                        max_post, progress, gating, jobs, scheduler, stats, checkpoint, wide_boosts=False):
     from ..verify import VerifyResult
 
     if gating not in ("auto", "points", "slices"):
@@ -80,11 +82,19 @@ def _construct_theorem5(activation, fmt, points, values, upstream, gradients, im
     total = N * d + N
     report = (lambda done: progress(done, total)) if progress else None
     chunks = point_chunks(N, d, build.small_format, by_coordinate=build.sliced)
-    if build.spread_chunks(chunks):
+    spread = build.spread_chunks(chunks)
+    if checkpoint is not None:
+        if not spread:
+            raise CondcheckError("checkpoint: only constructions spread in chunks keep checkpoints (formats of more "
+                                 "than 4,096 values on more than tuning.SPREAD_FROM points in one coordinate); "
+                                 "this one runs without")
+        from .checkpoint import Checkpoint
+        checkpoint = Checkpoint(checkpoint, build)
+    if spread:
         # large formats on large domains: chunks of fresh contexts, in this process or on Dask workers
         # (``spread``); each verifies nothing itself (the network is verified below, by parts)
         from .spread import run_spread
-        net, checked = run_spread(build, chunks, jobs, scheduler, report)
+        net, checked = run_spread(build, chunks, jobs, scheduler, report, checkpoint)
         if stats is not None:
             stats.update(build.spread_stats)
     else:
