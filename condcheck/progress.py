@@ -81,16 +81,17 @@ class Bar:
 class Lines:
     """Plain progress lines on stderr driven by ``(done, total, what)`` calls: one at the first call, then
     at most one every ``every`` seconds, and one when done == total.  Each says the count, the time so
-    far and, once something is done, the time left at the average pace so far."""
+    far (from the Lines' making, or from the first call after a run ended) and, once something is done,
+    the time left at the average pace so far."""
 
     def __init__(self, label: str, unit: str = "it", every: float | None = None):
         self.label, self.unit = label, unit
         self.every = LINE_EVERY if every is None else every
-        self._start = self._last = None
+        self._start, self._last = time.monotonic(), None
 
     def __call__(self, done: int, total: int, what: str = "") -> None:
         now = time.monotonic()
-        if self._start is None:                      # a new run (the first call, or after one ended)
+        if self._start is None:                      # a new run after one ended
             self._start, self._last = now, None
         finished = total and done >= total
         if not finished and self._last is not None and now - self._last < self.every:

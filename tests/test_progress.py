@@ -152,12 +152,22 @@ def test_lines_come_at_most_once_per_interval_and_always_at_the_end(style, monke
     now = [0.0]
     monkeypatch.setattr(progress.time, "monotonic", lambda: now[0])
     show = progress.Lines("work", every=60)
-    for done in range(1, 11):                     # ten steps of 25 s: lines at 0, 75, 150, 225 s and the end
+    for done in range(1, 11):                     # ten steps of 25 s: lines at 25, 100, 175 s and the end
         now[0] += 25
         show(done, 10)
     lines = out.getvalue().splitlines()
     assert [line.split(":")[1].split()[0] for line in lines] == ["1/10", "4/10", "7/10", "10/10"]
-    assert lines[-1] == "work: 10/10 it (100 %), 3:45 elapsed"
+    assert lines[-1] == "work: 10/10 it (100 %), 4:10 elapsed"
+
+
+def test_the_time_so_far_counts_from_the_making_of_the_lines_not_the_first_call(style, monkeypatch):
+    out = style("lines")
+    now = [0.0]
+    monkeypatch.setattr(progress.time, "monotonic", lambda: now[0])
+    show = progress.Lines("chunks", "chunk")
+    now[0] += 90                                  # the first chunk took 90 s
+    show(1, 4)
+    assert out.getvalue() == "chunks: 1/4 chunk (25 %), 1:30 elapsed, about 4:30 left\n"
 
 
 def test_the_time_is_written_in_hours_minutes_and_seconds():

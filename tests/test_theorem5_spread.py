@@ -169,6 +169,15 @@ def test_speculation_builds_the_network_of_the_chunks_run_in_lockstep(small_spre
     assert_same_network(net, build.assembled[0])
 
 
+def test_the_progress_of_a_spread_construction_counts_up_to_every_point_and_coordinate(small_spread):
+    X, f, h, g = small_spread
+    seen = []
+    t5.construct_theorem5("gelu", "float16", X, f, h, g, jobs=1, progress=lambda done, total: seen.append((done, total)))
+    total = len(X) * 2                      # (d = 1: a gradient branch and a value branch per point)
+    assert seen[0] == (0, total) and seen[-1] == (total, total)
+    assert all(a[0] < b[0] for a, b in zip(seen, seen[1:]))
+
+
 def test_two_dask_workers_build_the_same_network_as_this_process(small_spread):
     X, f, h, g = small_spread
     here, _ = t5.construct_theorem5("gelu", "float16", X, f, h, g, jobs=1)

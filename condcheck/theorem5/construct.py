@@ -81,6 +81,8 @@ def _construct_theorem5(activation, fmt, points, values, upstream, gradients, im
     N, d = build.X.shape
     total = N * d + N
     report = (lambda done: progress(done, total)) if progress else None
+    if progress:
+        progress(0, total)
     chunks = point_chunks(N, d, build.small_format, by_coordinate=build.sliced)
     spread = build.spread_chunks(chunks)
     if checkpoint is not None:

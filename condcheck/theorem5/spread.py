@@ -33,19 +33,21 @@ def verify_parts(n_points: int) -> list:
 def run_spread(build, chunks, jobs: int, scheduler, report, checkpoint=None):
     """(network, verification results of its parts, or [None] without verification): ``build``'s chunks
     in this process (jobs = 1 and no scheduler) or on Dask workers (``jobs`` of them on a LocalCluster,
-    or the cluster at ``scheduler``); with ``checkpoint`` (a ``checkpoint.Checkpoint``) the chunk results
+    or the cluster at ``scheduler``); ``report(done)`` gets the points done so far; with ``checkpoint`` (a ``checkpoint.Checkpoint``) the chunk results
     kept there are read instead of run, and every result run is kept."""
     parts = verify_parts(len(build.X))
     stats = build.spread_stats = {"chunks": len(chunks), "verify_parts": len(parts) if build.verify_result else 0}
-    counted = set()
+    counted, points_done = set(), [0]
 
     def counting(items, on_result=None):
+        """A result's callback: ``on_result``, then the chunk's points added to the progress (once a chunk)."""
         def done(i, r):
             if on_result:
                 on_result(i, r)
             if report and id(items[i][0]) not in counted:
                 counted.add(id(items[i][0]))
-                report(r["count"])
+                points_done[0] += r["count"]
+                report(points_done[0])
         return done
 
     def kept(runner):
