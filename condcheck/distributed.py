@@ -23,6 +23,7 @@ Dask is imported only here, and only when an Engine starts: ``import condcheck``
 from __future__ import annotations
 
 import os
+import time
 import uuid
 
 from .errors import CondcheckError
@@ -69,11 +70,11 @@ class SerialRunner:
         self.progress = progress
         self.tasks = 0
 
-    def map(self, fn, items, label: str = "tasks", on_result=None):
+    def map(self, fn, items, label: str = "tasks", on_result=None, shared=None, progress=None):
         out = []
-        with progress_bar(len(items), label, self.progress) as bar:
+        with progress_bar(len(items), label, self.progress if progress is None else progress) as bar:
             for i, item in enumerate(items):
-                out.append(fn(item))
+                out.append(fn(item) if shared is None else fn(shared, item))
                 self.tasks += 1
                 bar.update(1)
                 if on_result:
@@ -161,43 +162,86 @@ class Engine:
             return f"dask LocalCluster ({self.workers} worker processes, 1 thread, {self.memory_limit} each)"
         return f"dask cluster at {self.scheduler} ({self.workers} workers)"
 
-    def map(self, fn, items, label: str = "tasks", on_result=None):
+    def share(self, obj):
+        """A future of ``obj``, held by every worker, to pass to many tasks (``map``'s ``shared``).  On a
+        LocalCluster it goes straight to the workers, not through the scheduler (which lives in this
+        process and would keep a copy of it).  A send that fails (a worker lost while receiving it) is
+        tried again, ``retries`` times, then ends in a CondcheckError."""
+        for attempt in range(self.retries + 1):
+            try:
+                return self.client.scatter([obj], broadcast=True, hash=False,
+                                           direct=True if self.cluster is not None else None)[0]
+            except (OSError, TimeoutError) as exc:          # (dask's CommClosedError is an OSError)
+                if attempt == self.retries:
+                    raise CondcheckError(f"could not send a shared input to the Dask workers "
+                                         f"({self.retries + 1} tries): {type(exc).__name__}: {exc}") from None
+                time.sleep(1.0)
+
+    def map(self, fn, items, label: str = "tasks", on_result=None, shared=None, progress=None):
         """fn(item) for every item, on the cluster; results in item order (see the module docstring).
-        ``on_result(i, result)`` is called as results arrive (tests use it to kill a worker)."""
-        from distributed import as_completed
+        ``on_result(i, result)`` is called as results arrive (tests use it to kill a worker).
+
+        ``shared``: an object every task reads (the network a verification checks), sent once to every
+        worker (``share``); fn is then called as fn(shared, item).  Dask can not compute a sent object
+        again: when the workers lose it (a worker restarted), it is sent again and the items not done run
+        again, ``retries`` times.  ``progress`` overrides the Engine's for this map."""
         if not items:
             return []
+        out, done = [None] * len(items), [False] * len(items)
+        show = self.progress if progress is None else progress
+        with progress_bar(len(items), label, show) as counter:
+            for attempt in range(self.retries + 1):
+                held = self.share(shared) if shared is not None else None
+                try:
+                    self._run(fn, items, label, on_result, held, out, done, counter)
+                    return out
+                except _SharedLost:
+                    if attempt == self.retries:
+                        raise CondcheckError(f"{label}: the workers lost the shared input {self.retries + 1} "
+                                             f"times ({done.count(False)} of {len(items)} items not done)") from None
+                finally:
+                    if held is not None:
+                        self.client.cancel([held])
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _run(self, fn, items, label, on_result, held, out, done, counter):
+        """Run the items not ``done`` (filling ``out`` and ``done``); raises _SharedLost when ``held`` was
+        lost with the workers that held it."""
+        from distributed import as_completed
+        todo = [i for i in range(len(items)) if not done[i]]
         tag = uuid.uuid4().hex[:8]
-        keys = [f"{label.replace(' ', '-')}-{tag}-{i}" for i in range(len(items))]
-        futures = self.client.map(fn, items, key=keys, pure=False, retries=self.retries)
-        index = {f.key: i for i, f in enumerate(futures)}
-        out = [None] * len(items)
-        done = [False] * len(items)
+        keys = [f"{label.replace(' ', '-')}-{tag}-{i}" for i in todo]
+        if held is None:
+            futures = self.client.map(fn, [items[i] for i in todo], key=keys, pure=False, retries=self.retries)
+        else:
+            futures = self.client.map(_with_shared, [fn] * len(todo), [held] * len(todo), [items[i] for i in todo],
+                                      key=keys, pure=False, retries=self.retries)
+        index = {f.key: i for f, i in zip(futures, todo)}
         try:
-            with progress_bar(len(items), label, self.progress) as bar:
-                for fut in as_completed(futures):
-                    i = index[fut.key]
-                    if done[i]:
-                        continue
-                    try:                                    # waits again for a result lost with its worker
-                        out[i] = fut.result()
-                    except CondcheckError:
-                        raise
-                    except Exception as exc:                # noqa: BLE001 -- a task's error, or KilledWorker
-                        raise CondcheckError(f"{label}: item {i} ({_short(items[i])}) could not be computed: "
-                                             f"{type(exc).__name__}: {exc}") from None
-                    done[i] = True
-                    self.tasks += 1
-                    bar.update(1)
-                    if on_result:
-                        on_result(i, out[i])
+            for fut in as_completed(futures):
+                i = index[fut.key]
+                if done[i]:
+                    continue
+                try:                                    # waits again for a result lost with its worker
+                    out[i] = fut.result()
+                except CondcheckError:
+                    raise
+                except Exception as exc:                # noqa: BLE001 -- a task's error, or KilledWorker
+                    if held is not None and held.status != "finished":
+                        raise _SharedLost() from None
+                    raise CondcheckError(f"{label}: item {i} ({_short(items[i])}) could not be computed: "
+                                         f"{type(exc).__name__}: {exc}") from None
+                done[i] = True
+                self.tasks += 1
+                counter.update(1)
+                if on_result:
+                    on_result(i, out[i])
         finally:
             pending = [f for f in futures if not f.done()]
             if pending:
                 self.client.cancel(pending)
-        if not all(done):
-            raise CondcheckError(f"{label}: {done.count(False)} of {len(items)} items did not come back")
-        return out
+        if not all(done[i] for i in todo):
+            raise CondcheckError(f"{label}: {sum(not done[i] for i in todo)} of {len(items)} items did not come back")
 
     def worker_pids(self) -> dict:
         return self.client.run(os.getpid)
@@ -205,6 +249,14 @@ class Engine:
     def worker_peaks(self) -> dict:
         """Peak resident memory (MiB) of each current worker process."""
         return {addr: round(v, 1) for addr, v in self.client.run(_peak_mib).items()}
+
+
+class _SharedLost(Exception):
+    """The workers lost the object ``Engine.map`` shared with its tasks."""
+
+
+def _with_shared(fn, shared, item):
+    return fn(shared, item)
 
 
 def _short(item) -> str:

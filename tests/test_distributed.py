@@ -27,6 +27,11 @@ def slow_square(x):
     return x * x
 
 
+def pick_slowly(shared, x):
+    time.sleep(0.2)
+    return shared[x]
+
+
 def fails_on_three(x):
     if x == 3:
         raise CondcheckError("three is not allowed")
@@ -63,6 +68,43 @@ def test_a_worker_killed_mid_run_costs_time_not_results(engine):
     on_result, killed = _kill_one_worker(engine)
     assert engine.map(slow_square, list(range(20)), on_result=on_result) == [x * x for x in range(20)]
     assert killed
+
+
+def test_a_shared_input_reaches_every_task_as_its_first_argument(engine):
+    table = [x * 7 for x in range(10)]
+    assert engine.map(pick_slowly, list(range(10)), shared=table) == table
+
+
+def test_a_shared_input_lost_with_its_only_worker_is_sent_again_and_the_map_completes():
+    table = [x * 7 for x in range(10)]
+    with Engine(workers=1, progress=False) as eng:
+        on_result, killed = _kill_one_worker(eng)
+        assert eng.map(pick_slowly, list(range(10)), on_result=on_result, shared=table) == table
+    assert killed
+
+
+def test_a_shared_input_lost_more_often_than_the_retries_is_a_one_line_error():
+    with Engine(workers=1, progress=False, retries=0) as eng:
+        on_result, killed = _kill_one_worker(eng)
+        with pytest.raises(CondcheckError, match="lost the shared input 1 times") as e:
+            eng.map(pick_slowly, list(range(10)), on_result=on_result, shared=list(range(10)))
+    assert killed and "\n" not in str(e.value)
+
+
+def test_a_shared_input_that_can_not_be_sent_is_a_one_line_error(engine, monkeypatch):
+    from distributed.comm.core import CommClosedError
+
+    def closed(*a, **k):
+        raise CommClosedError("in <TCP (closed) ConnectionPool.scatter>: Stream is closed")
+    monkeypatch.setattr(engine.client, "scatter", closed)
+    monkeypatch.setattr("condcheck.distributed.time.sleep", lambda s: None)
+    with pytest.raises(CondcheckError, match=r"could not send a shared input .*3 tries.*Stream is closed"):
+        engine.map(pick_slowly, [0], shared=[1])
+
+
+def test_the_serial_runner_passes_a_shared_input_as_the_engine_does():
+    from condcheck.distributed import SerialRunner
+    assert SerialRunner().map(pick_slowly, [2, 0], shared=[5, 6, 7]) == [7, 5]
 
 
 def test_a_chunked_check_survives_a_killed_worker_with_the_whole_table_verdicts(engine):

@@ -185,6 +185,33 @@ def test_two_dask_workers_build_the_same_network_as_this_process(small_spread):
     assert_same_network(here, there)
 
 
+def test_the_verification_survives_the_loss_of_every_worker_and_still_checks_every_part(small_spread, monkeypatch):
+    import os
+    import signal
+
+    from condcheck.distributed import Engine
+    monkeypatch.setattr(t5.tuning, "SPREAD_VERIFY_POINTS", 16)
+    real_map, killed, sent = Engine.map, [], []
+
+    def killing_map(self, fn, items, label="tasks", on_result=None, shared=None, progress=None):
+        def kill_all(i, r):
+            if not killed:
+                for pid in self.worker_pids().values():
+                    os.kill(pid, signal.SIGKILL)
+                killed.append(label)
+        if label == "theorem5 verification":
+            sent.append(len(items))
+            return real_map(self, fn, items, label, kill_all, shared, progress)
+        return real_map(self, fn, items, label, on_result, shared, progress)
+    monkeypatch.setattr(Engine, "map", killing_map)
+    X, f, h, g = small_spread
+    stats = {}
+    net, claim = t5.construct_theorem5("gelu", "float16", X, f, h, g, jobs=2, stats=stats)
+    assert killed == ["theorem5 verification"] and sent == [stats["verify_parts"]] == [6]
+    here, _ = t5.construct_theorem5("gelu", "float16", X, f, h, g, jobs=1)
+    assert_same_network(net, here)
+
+
 def test_a_scheduler_that_is_not_an_address_is_refused_before_any_work(small_spread, monkeypatch):
     X, f, h, g = small_spread
     monkeypatch.setattr(t5.construct, "Build", None)         # (no setup may start)

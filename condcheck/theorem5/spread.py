@@ -77,21 +77,26 @@ def run_spread(build, chunks, jobs: int, scheduler, report, checkpoint=None):
         checked = [verify_part(net, build.claim, p) for p in parts] if build.verify_result else [None]
         return net, checked
     from ..distributed import Engine
-    with Engine(scheduler, jobs if scheduler is None else None, memory_limit=MEMORY_LIMIT, progress=False) as eng:
+    # (the chunks' progress is the construction's own; the verification's follows ``condcheck --progress``)
+    with Engine(scheduler, jobs if scheduler is None else None, memory_limit=MEMORY_LIMIT, progress=None) as eng:
         stats.update(workers=eng.workers, engine=eng.kind)
-        spec = eng.client.scatter(_spec(build), broadcast=True)
+        spec = _spec(build)
 
         def there(items, on_result):
             if items:
-                eng.map(_chunk_task, [(spec, *item) for item in items], "theorem5 chunks",
-                        counting(items, on_result))
+                eng.map(_chunk_task, items, "theorem5 chunks", counting(items, on_result), shared=spec, progress=False)
         net = build.assemble(agree(build, chunks, kept(there), stats))
         _kept_stats(stats, checkpoint)
+        stats["chunk_worker_peak_mib"] = eng.worker_peaks()
         checked = [None]
         if build.verify_result:
-            held = eng.client.scatter((net, build.claim), broadcast=True)
-            checked = eng.map(_verify_task, [(held, p.start, p.stop) for p in parts], "theorem5 verification")
+            # the workers' last chunk contexts go first: a depth-13 bfloat16 chunk left a worker at
+            # 1.2 GiB, and the network it then received took it over its limit (docs/boxes.md)
+            eng.client.run(_release_builds)
+            checked = eng.map(_verify_task, [(p.start, p.stop) for p in parts], "theorem5 verification",
+                              shared=(net, build.claim))
         stats["worker_peak_mib"] = eng.worker_peaks()
+        stats["caller_peak_mib"] = _peak_mib()
         return net, checked
 
 
@@ -120,9 +125,26 @@ def _worker_build(spec):
     return b
 
 
-def _chunk_task(item):
+def _release_builds():
+    """Drop a worker's ``Build`` and hand its freed memory back to the system (after its last chunk)."""
+    import ctypes
+    import gc
+    _BUILDS.clear()
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):               # not glibc
+        pass
+
+
+def _peak_mib() -> float:
+    import resource
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
+def _chunk_task(spec, item):
     """A worker's task: ``speculate`` on a chunk."""
-    spec, chunk, history, hints = item
+    chunk, history, hints = item
     build = _worker_build(spec)
     with tuning.overridden(spec["tuning"]):
         return speculate(build, chunk, history, hints)
@@ -140,7 +162,7 @@ def verify_part(net, claim, points):
     return verify_points(pruned_for(net, claim.points[points])[0], claim, points)
 
 
-def _verify_task(item):
+def _verify_task(shared, item):
     """A worker's task: the exact verification of the network on points start .. stop - 1."""
-    (net, claim), start, stop = item
+    (net, claim), (start, stop) = shared, item
     return verify_part(net, claim, range(start, stop))
