@@ -106,19 +106,36 @@ def test_a_construction_that_does_not_spread_refuses_a_checkpoint(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_the_search_code_hash_leaves_out_the_modules_that_only_run_or_check_the_chunks(tmp_path, monkeypatch):
-    root = tmp_path / "condcheck"
+@pytest.fixture
+def fake_sources(tmp_path, monkeypatch):
+    """A condcheck and a conditions package of a few lines each, in place of the real ones."""
+    import conditions
+    root, cond = tmp_path / "condcheck", tmp_path / "conditions"
     (root / "theorem5").mkdir(parents=True)
-    (root / "ops.py").write_text("x = 1\n")
-    (root / "cli.py").write_text("y = 1\n")
-    (root / "theorem5" / "spread.py").write_text("z = 1\n")
+    cond.mkdir()
+    for path in (root / "ops.py", root / "cli.py", root / "theorem5" / "spread.py", cond / "condition2.py"):
+        path.write_text("x = 1\n")
     (root / "theorem5" / "checkpoint.py").write_text("")
+    (cond / "__init__.py").write_text("")
     monkeypatch.setattr(checkpoint, "__file__", str(root / "theorem5" / "checkpoint.py"))
+    monkeypatch.setattr(conditions, "__file__", str(cond / "__init__.py"))
+    return root, cond
+
+
+def test_the_search_code_hash_leaves_out_the_modules_that_only_run_or_check_the_chunks(fake_sources):
+    root, _ = fake_sources
     before = checkpoint.search_code_hash()
-    (root / "cli.py").write_text("y = 2\n")
-    (root / "theorem5" / "spread.py").write_text("z = 2\n")
+    (root / "cli.py").write_text("x = 2\n")
+    (root / "theorem5" / "spread.py").write_text("x = 2\n")
     assert checkpoint.search_code_hash() == before
     (root / "ops.py").write_text("x = 2\n")
+    assert checkpoint.search_code_hash() != before
+
+
+def test_the_search_code_hash_follows_the_condition_checkers_that_give_the_witnesses(fake_sources):
+    _, cond = fake_sources
+    before = checkpoint.search_code_hash()
+    (cond / "condition2.py").write_text("x = 2\n")
     assert checkpoint.search_code_hash() != before
 
 

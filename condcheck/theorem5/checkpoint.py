@@ -6,8 +6,8 @@ A chunk's result (``speculation.speculate``) is a function of the construction, 
 agreements it was fed, so it is kept under a hash of those (the hints it read change only which chunks
 run again, never whether a result is right), in a folder named by a hash of the construction (its
 arguments and the tunables a search reads).  The directory's ``checkpoint.json`` records a hash of the
-search code (condcheck's modules but those that only run, show or check the chunks: ``NOT_SEARCH``); a
-directory written by other search code is refused in one line.  Whatever a checkpoint holds,
+search code (condcheck's modules but those that only run, show or check the chunks, ``NOT_SEARCH``, and
+the condition checkers'); a directory written by other search code is refused in one line.  Whatever a checkpoint holds,
 the network is verified exactly on every point afterwards.
 
 The results are pickle files: read a checkpoint only from a directory you trust.
@@ -41,14 +41,17 @@ def _digest(obj) -> str:
 
 
 def search_code_hash() -> str:
-    """A hash of the source of every condcheck module a chunk's search may run."""
+    """A hash of the source of every module a chunk's search may run: condcheck's but ``NOT_SEARCH``, and
+    the condition checkers' (``conditions``: the witnesses a construction starts from)."""
+    import conditions
     root = Path(__file__).resolve().parent.parent
     h = hashlib.sha256()
-    for path in sorted(root.rglob("*.py")):
-        rel = path.relative_to(root).as_posix()
-        if rel.startswith(NOT_SEARCH) or rel in NOT_SEARCH:
-            continue
-        h.update(rel.encode() + b"\0" + path.read_bytes() + b"\0")
+    for base, skip in ((root, NOT_SEARCH), (Path(conditions.__file__).resolve().parent, ())):
+        for path in sorted(base.rglob("*.py")):
+            rel = path.relative_to(base).as_posix()
+            if rel.startswith(skip):
+                continue
+            h.update(base.name.encode() + b"/" + rel.encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()
 
 
