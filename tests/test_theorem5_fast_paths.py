@@ -666,6 +666,39 @@ def test_one_term_layer_equals_the_cols_rows_it_replaces():
         assert_same_layer(t5.layers.one_term_layer(blocks, n_in, F), ref.layer(n_in, F))
 
 
+def test_cols_rows_as_arrays_or_dicts_build_the_layer_of_their_entries():
+    """``Cols.layer`` (flat arrays, CSR built directly) against the entries listed one by one and built
+    through COO (``_layer_of``, the way it built them before), for rows given as dicts, as (columns,
+    weights) arrays, or constants, mixed in one layer, with zero weights left out."""
+    F = get_format("float8_e5m2")
+    V = F.values()
+    V = V[np.isfinite(V)]
+    rng = np.random.default_rng(11)
+    for trial in range(30):
+        n_in = int(rng.integers(1, 60))
+        cols, r, c, d = t5.layers.Cols(), [], [], []
+        for i in range(int(rng.integers(1, 25))):
+            k = int(rng.integers(0, min(n_in, 12) + 1))
+            js = rng.permutation(n_in)[:k]
+            ws = rng.choice(np.append(V, [0.0, -0.0]), k)
+            if rng.random() < 0.5:
+                cols.add((js.astype(np.int64), ws.astype(np.float64)), float(rng.choice(V)))
+            else:
+                cols.add({int(j): float(w) for j, w in zip(js, ws)}, float(rng.choice(V)))
+            for j, w in zip(js, ws):
+                if w != 0:
+                    r.append(i), c.append(int(j)), d.append(float(w))
+        bias = np.array([b for _, b in cols.rows])
+        assert_same_layer(cols.layer(n_in, F), t5.layers._layer_of(d, r, c, bias, n_in, F))
+
+
+def test_cols_refuses_a_weight_of_an_array_row_outside_the_format():
+    cols = t5.layers.Cols()
+    cols.add((np.array([0]), np.array([0.3])), 0.0)
+    with pytest.raises(t5.ConstructionError, match="not a value"):
+        cols.layer(1, get_format("float8_e5m2"))
+
+
 def test_one_term_layer_refuses_a_weight_outside_the_format():
     with pytest.raises(t5.ConstructionError, match="not a value"):
         t5.layers.one_term_layer([([0], [0.3], [0.0])], 1, get_format("float8_e5m2"))

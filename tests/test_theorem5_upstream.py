@@ -19,7 +19,7 @@ from condcheck.constructors.witnesses import require_conditions
 def _constants(act, F):
     kit = t5.Kit(act, F, "exact")
     st = t5.find_states(kit, require_conditions(kit.act, F, "exact", 5))
-    return t5.assemble.Constants(F, *st.constants), kit
+    return t5.constants.Constants(F, *st.constants), kit
 
 
 def test_absorber_finds_a_constant_state_that_keeps_the_largest_upstream_finite():

@@ -1,4 +1,5 @@
-"""Assembling the network: constants (the absorber C) and the layers from the branches.
+"""Assembling the network: its layers from every chunk's branches and steps (in the calling process,
+after the searches).
 """
 from __future__ import annotations
 
@@ -6,48 +7,8 @@ import math
 
 import numpy as np
 
-from ..constructors.kit import in_format
-from ..formats import Format
 from ..network import Network
-from .errors import ConstructionError
 from .layers import Cols, one_term_layer
-
-
-class Constants:
-    """Constant neurons T(b) = K (K a positive power of two, Condition 1 (c)) and the exact weights w
-    with K * w = c for each constant c the network needs (kappa and chain constants of the steps, +-C).
-
-    Each constant picks the state K nearest to 1 (in binades) that makes c / K a value of F, so a
-    weight outside the format is never emitted; a constant no state makes exact is an error naming it.
-    """
-
-    def __init__(self, F: Format, cz, ct):
-        order = np.argsort(np.abs(np.log2(ct)), kind="stable")
-        self.F, self.states = F, [(float(cz[i]), float(ct[i])) for i in order]
-
-    def pick(self, c: float):
-        for b, K in self.states:
-            if in_format(self.F, c / K):
-                return b, K
-        raise ConstructionError(f"no constant state K = sigma~(b) of {self.F.name} makes the constant {c!r} an exact "
-                                f"multiple K * w with w in the format")
-
-    def absorber(self, h_max: float, slope) -> float:
-        """C of the output row: the largest power of two C <= Omega with C = K w exact and the backward
-        values at the constant neuron T(b) = K finite: |w| h_max and |w| h_max |T'(b)| at most Omega
-        (slope(b) = T'(b): gelu~'(b) > 1 where gelu~(b) = 1).  Every constant state K is tried, nearest to 1 first
-        (``pick``'s order): with upstream values up to Omega only K >= C leaves them finite, and a
-        larger C absorbs larger gradient terms (a quarter ulp of C)."""
-        F = self.F
-        for e in range(F.e_max, F.e_min - 1, -1):
-            C = math.ldexp(1.0, e)
-            if C > F.max_float:
-                continue
-            for b, K in self.states:
-                if in_format(F, C / K) and (C / K) * h_max * max(1.0, abs(float(slope(b)))) <= F.max_float:
-                    self.absorbing = (b, K)
-                    return C
-        raise ConstructionError(f"no absorbing constant C fits upstream values up to {h_max!r} in {F.name}")
 
 
 def _branch_keys(br, sliced):
@@ -82,15 +43,18 @@ def assemble_network(kit, st, F, d, steps, values_part, grad_part, const, C, act
 
     def step_row(s, col, consts):
         """The step row: separator (or its last sharpening layer), kappa, then the chain in increasing
-        k (the row's summation order), bias z_d."""
+        k (the row's summation order), bias z_d; as (columns, weights) arrays, every column a different
+        neuron: the step rows hold most of a network's weights (on bfloat16 a chain has up to ~250 k)."""
         kap_col, chain_col = consts
         b, K = const.pick(s.kappa)
-        terms = {col: s.s, kap_col[b]: s.kappa / K}
-        for k in range(s.k0, s.K + 1):
+        n = 2 + 2 * (s.K + 1 - s.k0)
+        cols, ws = np.empty(n, np.int64), np.empty(n, np.float64)
+        cols[0], ws[0], cols[1], ws[1] = col, s.s, kap_col[b], s.kappa / K
+        for j, k in enumerate(range(s.k0, s.K + 1), start=1):
             c = math.ldexp(1 + 2.0 ** -M, k)
-            terms[chain_col[k][0]] = c / chain_col[k][2]
-            terms[chain_col[k][1]] = -c / chain_col[k][2]
-        return terms, st.z_dead
+            plus, minus, Kc = chain_col[k]
+            cols[2 * j], ws[2 * j], cols[2 * j + 1], ws[2 * j + 1] = plus, c / Kc, minus, -c / Kc
+        return (cols, ws), st.z_dead
 
     # layer 1: separators, sources, the constants of the step rows in layer 2
     l1 = Cols()

@@ -13,8 +13,9 @@ from ..constructors.kit import Kit, enumerated
 from ..constructors.witnesses import require_conditions
 from ..formats import get_format
 from . import tuning
-from .assemble import assemble_network, Constants
+from .assemble import assemble_network
 from .chunks import gc_paused, run_rounds
+from .constants import Constants
 from .context import Context
 from .errors import ConditionFailure, ConstructionError
 from .gates import gate_push_need

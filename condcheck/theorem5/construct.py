@@ -67,7 +67,7 @@ def construct_theorem5(activation, fmt, points, values, upstream, gradients, imp
 
 
 def _construct_theorem5(activation, fmt, points, values, upstream, gradients, implementation, verify_result,
-                        max_post, progress, gating, jobs, scheduler, stats, checkpoint, wide_boosts=False):
+                        max_post, progress, gating, jobs, scheduler, stats, checkpoint=None, wide_boosts=False):
     from ..verify import VerifyResult
 
     if gating not in ("auto", "points", "slices"):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import chain
 
 import numpy as np
 import scipy.sparse as sp
@@ -15,12 +16,13 @@ from .errors import ConstructionError
 
 @dataclass
 class Cols:
-    """Columns of one layer under construction: each neuron is a dict of terms plus a bias."""
+    """Columns of one layer under construction: each neuron its terms -- a dict {column: weight}, or
+    (columns, weights) arrays of distinct columns for a long row -- plus a bias."""
 
     rows: list = field(default_factory=list)
     keys: dict = field(default_factory=dict)
 
-    def add(self, terms: dict, bias: float, key=None) -> int:
+    def add(self, terms, bias: float, key=None) -> int:
         """A new column, or the column already added under ``key`` (a neuron several branches share)."""
         n = len(self.rows)
         if key is not None:
@@ -31,24 +33,70 @@ class Cols:
         return n
 
     def layer(self, n_in: int, fmt: Format | None = None) -> Layer:
-        r, c, d = [], [], []
-        for i, (terms, _) in enumerate(self.rows):
-            for j, w in terms.items():
-                if w != 0:
-                    r.append(i), c.append(j), d.append(w)
-        return _layer_of(d, r, c, np.array([b for _, b in self.rows], dtype=np.float64), n_in, fmt)
+        """The Layer of these rows (zero weights left out), built from flat arrays: a Python number per
+        weight cost about 100 bytes, and the bfloat16 boxes' step rows hold tens of millions."""
+        cols, weights, counts, batch = [], [], [], []
+
+        def flush():                           # (consecutive dict rows, flattened at once)
+            if batch:
+                cols.append(np.fromiter(chain.from_iterable(t.keys() for t in batch), np.int64))
+                weights.append(np.fromiter(chain.from_iterable(t.values() for t in batch), np.float64))
+                counts.extend(len(t) for t in batch)
+                batch.clear()
+        for terms, _ in self.rows:
+            if isinstance(terms, dict):
+                batch.append(terms)
+            else:
+                flush()
+                cols.append(np.asarray(terms[0], np.int64))
+                weights.append(np.asarray(terms[1], np.float64))
+                counts.append(len(cols[-1]))
+        flush()
+        c = np.concatenate(cols) if cols else np.zeros(0, np.int64)
+        del cols
+        w = np.concatenate(weights) if weights else np.zeros(0, np.float64)
+        del weights
+        counts = np.asarray(counts, np.int64)
+        zero = w == 0
+        if zero.any():
+            rows = np.repeat(np.arange(len(counts)), counts)
+            counts = np.bincount(rows[~zero], minlength=len(counts))
+            c, w = c[~zero], w[~zero]
+        del zero
+        indptr = np.concatenate([[0], np.cumsum(counts)])
+        bias = np.array([b for _, b in self.rows], dtype=np.float64)
+        return _csr_layer(w, c, indptr, bias, n_in, fmt)
 
 
 def _layer_of(d, r, c, bias, n_in, fmt):
     """The Layer with entries d at (r, c) and these biases, every number checked to be a value of fmt."""
     m = sp.csr_matrix((d, (r, c)), shape=(len(bias), n_in), dtype=np.float64)
-    if fmt is not None:
-        for what, arr in (("weight", m.data), ("bias", bias)):
-            rr, over = round_array(arr, fmt)
-            bad = np.nonzero(over | (rr != arr))[0]
-            if len(bad):
-                raise ConstructionError(f"internal: a {what} {arr[bad[0]]!r} is not a value of {fmt.name}")
+    _check_values(m.data, bias, fmt)
     return Layer(m, bias)
+
+
+def _csr_layer(data, cols, indptr, bias, n_in, fmt):
+    """The Layer of rows given in CSR form (each row's columns distinct, no zero weights): what
+    ``_layer_of`` makes of the same entries, without its COO copies (tens of millions on bfloat16)."""
+    index = np.int32 if max(n_in, len(data)) < 2 ** 31 - 1 else np.int64
+    m = sp.csr_matrix((data, cols.astype(index), indptr.astype(index)), shape=(len(bias), n_in))
+    m.sort_indices()
+    _check_values(m.data, bias, fmt)
+    return Layer(m, bias)
+
+
+def _check_values(weights, bias, fmt, block: int = 1 << 20):
+    """Every weight and bias a value of fmt (checked a block at a time: a copy of tens of millions of
+    weights would be the largest allocation of an assembly)."""
+    if fmt is None:
+        return
+    for what, arr in (("weight", weights), ("bias", bias)):
+        for a in range(0, len(arr), block):
+            part = arr[a:a + block]
+            rr, over = round_array(part, fmt)
+            bad = np.nonzero(over | (rr != part))[0]
+            if len(bad):
+                raise ConstructionError(f"internal: a {what} {part[bad[0]]!r} is not a value of {fmt.name}")
 
 
 def one_term_layer(blocks, n_in, fmt):

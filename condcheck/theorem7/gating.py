@@ -15,7 +15,7 @@ from ..constructors.kit import Kit
 from ..formats import get_format
 from ..separators import separator_chooser
 from ..theorem5 import Step, find_states
-from ..theorem5.assemble import Constants
+from ..theorem5.constants import Constants
 from ..theorem5.boosts import boost
 from ..theorem5.context import Context
 from ..theorem5.steps import quantizer_chains
