@@ -84,3 +84,23 @@ def test_a_format_beyond_16_bits_is_refused_in_one_line():
     net = Network(F, "gelu", [Layer(sp.csr_matrix(np.array([[1.0]])), np.zeros(1))])
     with pytest.raises(CondcheckError, match="formats of at most 16 bits, not float32"):
         pruned_for(net, np.array([[1.0]]))
+
+
+def test_the_bounds_read_a_layers_own_sorted_weight_without_a_copy():
+    import scipy.sparse as sp
+
+    from condcheck import interval_pruning
+    from condcheck.network import Layer
+    layer = Layer(sp.csr_matrix(np.array([[0.0, 2.0, 1.0], [3.0, 0.0, 0.0]])), np.zeros(2))
+    assert interval_pruning._sorted_csr(layer) is layer.weight
+
+
+def test_the_bounds_sort_a_weight_changed_after_its_layer_was_made():
+    import scipy.sparse as sp
+
+    from condcheck import interval_pruning
+    from condcheck.network import Layer
+    layer = Layer(sp.csr_matrix(np.array([[1.0, 2.0]])), np.zeros(1))
+    layer.weight = sp.csr_matrix((np.array([2.0, 0.0, 1.0]), np.array([1, 0, 0]), np.array([0, 3])), shape=(1, 2))
+    w = interval_pruning._sorted_csr(layer)
+    assert w is not layer.weight and w.indices.tolist() == [0, 1] and w.data.tolist() == [1.0, 2.0]

@@ -178,3 +178,19 @@ def test_the_writer_and_the_strict_reader_agree_on_a_constructed_network():
 def test_load_network_names_a_missing_file(tmp_path):
     with pytest.raises(CondcheckError, match="does not exist"):
         load_network(tmp_path / "nope.json")
+
+
+@pytest.mark.parametrize("block", [1, 3, 1 << 20])
+def test_a_network_file_is_written_as_the_json_text_of_its_dict_block_by_block(tmp_path, monkeypatch, block):
+    """``save_network`` streams the layers (their sparse entries a block at a time); the text is
+    json.dumps of ``network_to_dict``, for constructed networks with sparse and dense layers."""
+    import condcheck.netfile as nf
+    from condcheck import construct_theorem5
+    monkeypatch.setattr(nf, "BLOCK", block)
+    net, claim = construct_theorem5("gelu", "float8_e4m3", [[-1.0], [0.5], [2.0]], [0.25, 2.0, -1.0],
+                                    [1.0, 0.5, 0.25], [[3.0], [-0.5], [1.0]])
+    kinds = {next(iter(e)) for e in network_to_dict(net)["layers"]}
+    assert kinds == {"weight", "weight_sparse"}
+    for c in (claim, None):
+        nf.save_network(tmp_path / "net.json", net, c)
+        assert (tmp_path / "net.json").read_text() == json.dumps(network_to_dict(net, c))

@@ -13,7 +13,7 @@ Where each block lives (one module per block):
 - ``sets``: the searches' set helpers (samples, preimages, first indices without sorting)
 - ``states``: the activation's states (dead tail, live states, constants) from Condition 1's witness
 - ``steps``: layer 2: steps from ``condcheck.separators``' separators, quantizer chains
-- ``layers``: sparse layer assembly helpers
+- ``layers``: sparse layer assembly helpers (rows as dicts or arrays, the CSR built from flat arrays)
 - ``boosts``: layer 3: boosts, sharpened and padded steps
 - ``step_extremes``: a step built on its separator row's four extreme values where they decide it
   (16-bit domains whose gates read the steps at their own points only)
@@ -31,8 +31,11 @@ Where each block lives (one module per block):
 - ``search``: the per-point gradient-branch search: depths, retries, budget
 - ``chunks``: the per-point searches in chunks of the domain, side by side in worker processes
 - ``build``: ``Build``: one construction's setup and its rounds per chunk (a worker makes its own)
-- ``spread``: 16-bit domains in chunks of fresh contexts, agreed on by speculation, on Dask workers
-- ``assemble``: the absorber constants and the network's layers from the branches
+- ``speculation``: how chunks of fresh contexts agree without being alive at once (``speculate``, ``agree``)
+- ``spread``: 16-bit domains in such chunks, in this process or on Dask workers, then verified in parts
+- ``checkpoint``: a spread construction's chunk results kept on disk, read back by a run again
+- ``constants``: the constant neurons and the absorber C
+- ``assemble``: the network's layers from every chunk's branches and steps
 - ``construct``: ``construct_theorem5``: the construction end to end, then verification
 """
 from ..constructors.kit import Kit

@@ -26,11 +26,13 @@ from . import tuning
 
 #: condcheck's modules (relative to the package) that no chunk's search runs, or that only hand it what
 #: the checkpoint's keys hold (``theorem5/construct.py``: the arguments and the chunks): changing them
-#: leaves a checkpoint valid (the assembly after the chunks, the verification, the Dask engine, the CLI,
-#: the proofs, Theorem 7)
+#: leaves a checkpoint valid.  They assemble the network after the chunks, verify it (the interpreters),
+#: write it (``netfile.py``: the search reads none of it), run the chunks (the Dask engine), or are the
+#: CLI, the proofs and Theorem 7.
 NOT_SEARCH = ("__main__.py", "cli.py", "cli_checks.py", "bench.py", "distributed.py", "progress.py",
-              "interval_pruning.py", "proofs/", "recheck/", "theorem7/", "theorem5/assemble.py",
-              "theorem5/layers.py", "theorem5/construct.py", "theorem5/spread.py", "theorem5/checkpoint.py")
+              "interval_pruning.py", "verify.py", "interpreters/", "netfile.py", "proofs/", "recheck/",
+              "theorem7/", "theorem5/assemble.py", "theorem5/layers.py", "theorem5/construct.py",
+              "theorem5/spread.py", "theorem5/checkpoint.py")
 #: tunables that change how chunks are run or verified, not what a chunk computes
 NOT_SEARCH_TUNING = ("JOBS", "SPREAD_SAMPLE_CHUNKS", "SPREAD_VERIFY_POINTS")
 
