@@ -252,6 +252,26 @@ for _jobs in (1, 2):
         lambda j=_jobs: _construct_spread("gelu", "float16", "sample16384", jobs=j))
 
 
+@case("assemble-step-rows-26m", "one Theorem 5 layer of 129,000 step rows of 200 weights each (26 M, about "
+      "half the step rows of the bfloat16 gelu box): peak memory, as the caller assembles it (issue 31)")
+def _assemble_step_rows(rows=129_000, terms=200):
+    """The layer ``assemble`` makes of step rows given as (columns, weights) arrays: a separator
+    weight, then the chain's +- pairs; its peak is the assembly's largest (docs/boxes.md)."""
+    import numpy as np
+
+    from .theorem5.layers import Cols
+    cols = Cols()
+    half = np.arange(terms // 2)
+    for i in range(rows):
+        c, w = np.empty(terms + 1, np.int64), np.empty(terms + 1)
+        c[0], w[0] = 200_000 + i, 0.5
+        c[1::2], w[1::2] = 2 * half + (i % 50) * 2, 2.0 ** -half
+        c[2::2], w[2::2] = 2 * half + (i % 50) * 2 + 1, -(2.0 ** -half)
+        cols.add((c, w), 0.0)
+    layer = cols.layer(200_000 + rows, None)
+    return f"{layer.weight.nnz:,} weights in {rows:,} rows"
+
+
 def _construct_sigmoid_domain(fmt_name, n, seed=0, h_max=0.25):
     """sigmoid on n points with |x| in [2^-12, 2^6] (``targets.distinguishable_sample``): its float32 and
     float64 boxes are not distinguishable (tiny neighbouring inputs share sigma~ and sigma~' under every
