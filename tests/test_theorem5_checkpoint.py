@@ -145,3 +145,18 @@ def test_the_cli_refuses_a_checkpoint_that_is_a_file(tmp_path):
     res = CliRunner().invoke(main, ["construct", "theorem5", "gelu", "float16", "--checkpoint", str(path),
                                     "--out", str(tmp_path / "net.json")])
     assert res.exit_code == 2 and "--checkpoint" in res.output and "Traceback" not in res.output
+
+
+def test_the_cli_resumes_from_its_checkpoint_and_says_how_many_chunks_it_read(tmp_path, monkeypatch):
+    monkeypatch.setattr(t5.tuning, "SPREAD_FROM", 64)
+    monkeypatch.setattr(t5.tuning, "SPREAD_CHUNK_POINTS", 24)
+    args = ["construct", "theorem5", "gelu", "float16", "--domain", "sample:96:3", "--jobs", "1", "--json",
+            "--checkpoint", str(tmp_path / "ck")]
+    first = CliRunner().invoke(main, args + ["--out", str(tmp_path / "a.json")])
+    assert first.exit_code == 0, first.output
+    again = CliRunner().invoke(main, args + ["--out", str(tmp_path / "b.json")])
+    assert again.exit_code == 0, again.output
+    one, two = json.loads(first.output), json.loads(again.output)
+    assert one["checkpoint_written"] == one["chunk_runs"] == two["checkpoint_read"] > 1
+    assert two["checkpoint_written"] == 0
+    assert (tmp_path / "a.json").read_text() == (tmp_path / "b.json").read_text()
