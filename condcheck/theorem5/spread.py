@@ -33,8 +33,10 @@ def verify_parts(n_points: int) -> list:
 def run_spread(build, chunks, jobs: int, scheduler, report, checkpoint=None):
     """(network, verification results of its parts, or [None] without verification): ``build``'s chunks
     in this process (jobs = 1 and no scheduler) or on Dask workers (``jobs`` of them on a LocalCluster,
-    or the cluster at ``scheduler``); ``report(done)`` gets the points done so far; with ``checkpoint`` (a ``checkpoint.Checkpoint``) the chunk results
-    kept there are read instead of run, and every result run is kept."""
+    or the cluster at ``scheduler``); ``report(done)`` gets the points done so far.  With ``checkpoint``
+    (a ``checkpoint.Checkpoint``) the chunk results kept there are read instead of run, and every result
+    run is kept.  ``build.spread_stats`` gets the counts and the peaks (MiB) of this process and the
+    workers."""
     parts = verify_parts(len(build.X))
     stats = build.spread_stats = {"chunks": len(chunks), "verify_parts": len(parts) if build.verify_result else 0}
     counted, points_done = set(), [0]
@@ -75,6 +77,7 @@ def run_spread(build, chunks, jobs: int, scheduler, report, checkpoint=None):
         net = build.assemble(agree(build, chunks, kept(here), stats))
         _kept_stats(stats, checkpoint)
         checked = [verify_part(net, build.claim, p) for p in parts] if build.verify_result else [None]
+        stats["caller_peak_mib"] = _peak_mib()
         return net, checked
     from ..distributed import Engine
     # (the chunks' progress is the construction's own; the verification's follows ``condcheck --progress``)
@@ -90,8 +93,8 @@ def run_spread(build, chunks, jobs: int, scheduler, report, checkpoint=None):
         stats["chunk_worker_peak_mib"] = eng.worker_peaks()
         checked = [None]
         if build.verify_result:
-            # the workers' last chunk contexts go first: a depth-13 bfloat16 chunk left a worker at
-            # 1.2 GiB, and the network it then received took it over its limit (docs/boxes.md)
+            # the workers' last chunk contexts go first (a depth-13 bfloat16 chunk leaves a worker at
+            # 1.2 GiB; with the network on top, the likeliest reading of a lost worker, docs/boxes.md)
             eng.client.run(_release_builds)
             checked = eng.map(_verify_task, [(p.start, p.stop) for p in parts], "theorem5 verification",
                               shared=(net, build.claim))
