@@ -8,7 +8,7 @@ import sys
 import click
 
 from .errors import CondcheckError
-from .progress import STYLES, bar, set_style
+from .progress import STYLES, bar, set_style, working
 
 
 class _Group(click.Group):
@@ -405,6 +405,8 @@ def construct_theorem5_cmd(ctx, activation, format, domain, dim, targets, upstre
     else:
         f, h, g = load_targets(arg, X.shape[0], X.shape[1])
     t0 = time.perf_counter()
+    if quiet:
+        set_style("off")                # (the verification's bar on Dask workers, the assembly's lines too)
     try:
         spread = {}
         net, claim = construct_theorem5(act, fmt, X, f, h, g, implementation=implementation,
@@ -414,7 +416,8 @@ def construct_theorem5_cmd(ctx, activation, format, domain, dim, targets, upstre
         click.echo(f"construction failed: {e}", err=True)
         sys.exit(1)
     seconds = time.perf_counter() - t0
-    save_network(out, net, claim)
+    with working(f"writing {out}", quiet):
+        save_network(out, net, claim)
     bounds = depth_bounds(fmt)["theorem5"]
     summary = _network_summary(out, fmt, act, X, net, seconds, bounds,
                                {k: spread[k] for k in ("chunks", "chunk_runs", "sample", "passes", "workers", "engine",
@@ -472,7 +475,6 @@ def construct_theorem7_cmd(ctx, activation, format, domain, dim, targets, implem
     from .netfile import save_network
     from .check import depth_bounds
     from .targets import load_odd_tables, parse_targets, random_odd_tables
-    from .progress import working
     from .theorem7 import ConstructionError, construct_theorem7
 
     from .cli_checks import output_file

@@ -156,7 +156,19 @@ def test_the_cli_resumes_from_its_checkpoint_and_says_how_many_chunks_it_read(tm
     assert first.exit_code == 0, first.output
     again = CliRunner().invoke(main, args + ["--out", str(tmp_path / "b.json")])
     assert again.exit_code == 0, again.output
-    one, two = json.loads(first.output), json.loads(again.output)
+    one, two = json.loads(first.stdout), json.loads(again.stdout)
     assert one["checkpoint_written"] == one["chunk_runs"] == two["checkpoint_read"] > 1
     assert two["checkpoint_written"] == 0
     assert (tmp_path / "a.json").read_text() == (tmp_path / "b.json").read_text()
+
+
+def test_the_cli_in_the_lines_style_says_when_the_assembly_and_the_writing_start_and_end(tmp_path, monkeypatch):
+    monkeypatch.setattr(t5.tuning, "SPREAD_FROM", 32)
+    monkeypatch.setattr(t5.tuning, "SPREAD_CHUNK_POINTS", 10)
+    res = CliRunner().invoke(main, ["--progress", "lines", "construct", "theorem5", "gelu", "float16", "--domain",
+                                    "sample:40:3", "--jobs", "1", "--out", str(tmp_path / "net.json")])
+    assert res.exit_code == 0, res.output
+    lines = res.stderr.splitlines()
+    for phase in ("assembling the network", f"writing {tmp_path / 'net.json'}"):
+        assert f"{phase}: started" in lines and any(x.startswith(f"{phase}: ended after") for x in lines)
+    assert lines[0].startswith("constructing (gradients, then values): 0/80 ")

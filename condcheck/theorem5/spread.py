@@ -74,7 +74,7 @@ def run_spread(build, chunks, jobs: int, scheduler, report, checkpoint=None):
             for i, (chunk, history, hints) in enumerate(items):
                 done(i, speculate(build, chunk, history, hints))
         stats.update(workers=0, engine="this process")
-        net = build.assemble(agree(build, chunks, kept(here), stats))
+        net = _assembled(build, agree(build, chunks, kept(here), stats))
         _kept_stats(stats, checkpoint)
         checked = [verify_part(net, build.claim, p) for p in parts] if build.verify_result else [None]
         stats["caller_peak_mib"] = _peak_mib()
@@ -88,7 +88,7 @@ def run_spread(build, chunks, jobs: int, scheduler, report, checkpoint=None):
         def there(items, on_result):
             if items:
                 eng.map(_chunk_task, items, "theorem5 chunks", counting(items, on_result), shared=spec, progress=False)
-        net = build.assemble(agree(build, chunks, kept(there), stats))
+        net = _assembled(build, agree(build, chunks, kept(there), stats))
         _kept_stats(stats, checkpoint)
         stats["chunk_worker_peak_mib"] = eng.worker_peaks()
         checked = [None]
@@ -101,6 +101,13 @@ def run_spread(build, chunks, jobs: int, scheduler, report, checkpoint=None):
         stats["worker_peak_mib"] = eng.worker_peaks()
         stats["caller_peak_mib"] = _peak_mib()
         return net, checked
+
+
+def _assembled(build, parts):
+    """``build.assemble(parts)``, its time shown in the current progress style (minutes on a bfloat16 box)."""
+    from ..progress import working
+    with working("assembling the network"):
+        return build.assemble(parts)
 
 
 def _kept_stats(stats, checkpoint):
