@@ -16,12 +16,18 @@ layer's inputs equal to the previous layer's outputs (and to ``input_dim``), one
 number a value of the format, and a claim of the theorem's shape: N points of d numbers, N values, and
 for Theorem 5 N upstream values and N x d gradients, for Theorem 7 K >= 1 upstream values and N x K x d
 gradients.  A claim may be absent (or null); an error is one line naming the field.
+
+:func:`load_network` streams the file (:func:`read_streamed`, ijson): a sparse weight's entries go
+straight into arrays, some tens of bytes an entry rather than a Python list of three objects each
+(a bfloat16 box has about 50 million), with the checks and messages of :func:`network_from_dict`.
 """
 from __future__ import annotations
 
 import json
 import os
+from array import array
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 
 import numpy as np
@@ -235,6 +241,8 @@ def _weight_sparse(ws, where: str, fmt):
         raise _bad(where, 'must be {"shape": [outputs, inputs], "entries": [[row, column, hex], ...]}')
     shape = _list(ws["shape"], f"{where}.shape", 2)
     rows, cols = _count(shape[0], f"{where}.shape[0]", 1), _count(shape[1], f"{where}.shape[1]", 1)
+    if isinstance(ws["entries"], StreamedEntries):
+        return ws["entries"].matrix(where, rows, cols, fmt)
     r, c, v, last = [], [], [], None
     for k, e in enumerate(_list(ws["entries"], f"{where}.entries")):
         at = f"{where}.entries[{k}]"
@@ -412,9 +420,222 @@ def load_network(path) -> tuple[Network, Claim | None]:
     if not p.is_file():
         raise CondcheckError(f"network file {str(path)!r} does not exist or is not a file")
     try:
-        d = json.loads(p.read_text())
+        d = read_streamed(p)
+    except OSError as e:
+        raise CondcheckError(f"cannot read network file {str(path)!r}: {e}") from None
+    except _NotJSON as e:                      # json.loads' own message where the file is small enough
+        if p.stat().st_size > EXACT_JSON_ERRORS:
+            raise CondcheckError(f"network file {str(path)!r} is not valid JSON: {e}") from None
+        d = _read_whole(p, path)
+    return network_from_dict(d)
+
+
+def _read_whole(p: Path, path):
+    """The file as ``json.loads`` reads it (the whole text and a Python object per value)."""
+    try:
+        return json.loads(p.read_text())
     except (OSError, UnicodeDecodeError, RecursionError) as e:
         raise CondcheckError(f"cannot read network file {str(path)!r}: {e}") from None
     except json.JSONDecodeError as e:
         raise CondcheckError(f"network file {str(path)!r} is not valid JSON: {e}") from None
-    return network_from_dict(d)
+
+
+# ---- the streamed reader ----------------------------------------------------------------------------
+#: a file whose text is not JSON (as ``json.loads`` takes it) and is at most this long is read again by
+#: ``json.loads`` for its exact message; a longer one gets the streaming parser's message
+EXACT_JSON_ERRORS = 64 << 20
+#: entries checked a block at a time (the checks' temporary arrays are some tens of bytes an entry)
+CHECK_BLOCK = 1 << 16
+
+
+class _NotJSON(Exception):
+    """The streamed text is not JSON as ``json.loads`` takes it."""
+
+
+class StreamedEntries:
+    """The ``entries`` of a ``weight_sparse`` read by :func:`read_streamed`: rows, columns and values as
+    arrays (16 bytes an entry) in place of a list of lists (about 200 bytes an entry).
+
+    The checks of ``_weight_sparse`` that need no shape or format run while streaming; the first entry
+    that fails them is kept as ``error`` and its successors are only parsed.  :meth:`matrix` runs the
+    rest in ``_weight_sparse``'s order, so the first failing entry and its message are the same."""
+
+    __slots__ = ("rows", "cols", "values", "error")
+
+    def __init__(self, rows, cols, values, error):
+        self.rows = np.frombuffer(rows, dtype=np.int32) if len(rows) else np.zeros(0, np.int32)
+        self.cols = np.frombuffer(cols, dtype=np.int32) if len(cols) else np.zeros(0, np.int32)
+        self.values = np.frombuffer(values, dtype=np.float64) if len(values) else np.zeros(0)
+        self.error = error
+
+    def matrix(self, where: str, rows: int, cols: int, fmt) -> sp.csr_matrix:
+        """The weight, or the error ``_weight_sparse`` gives for these entries and this shape."""
+        n, step = len(self.rows), CHECK_BLOCK   # the rows and columns end at the first failing entry
+        for a in range(0, n, step):
+            outside = np.flatnonzero((self.rows[a:a + step] >= rows) | (self.cols[a:a + step] >= cols))
+            if outside.size:
+                k = a + int(outside[0])
+                raise _bad(f"{where}.entries[{k}]", f"position ({int(self.rows[k])}, {int(self.cols[k])}) is "
+                                                    f"outside the shape ({rows}, {cols})")
+        if self.error is not None:
+            raise CondcheckError(self.error)
+        from .rounding import round_array
+        for a in range(0, len(self.values), step):    # _in_format's check, a block at a time
+            block = self.values[a:a + step]
+            r, over = round_array(block, fmt)
+            bad = np.flatnonzero(over | (r != block))
+            if bad.size:
+                raise _bad(f"{where}.entries[{a + int(bad[0])}][2]",
+                           f"{float(block[bad[0]]).hex()} is not a value of {fmt.name}")
+        # sorted by row, then column, without repeats: the CSR arrays are the columns and the values
+        indptr = np.zeros(rows + 1, dtype=np.int64)
+        np.cumsum(np.bincount(self.rows, minlength=rows), out=indptr[1:])
+        return sp.csr_matrix((self.values, self.cols, indptr), shape=(rows, cols))
+
+
+def _check_entry(e, at: str, last):
+    """``_weight_sparse``'s checks of one entry but the shape's: ((row, column) or None, value, error)."""
+    try:
+        _list(e, at, 3)
+        i, j = _count(e[0], f"{at}[0]"), _count(e[1], f"{at}[1]")
+    except CondcheckError as err:
+        return None, None, str(err)
+    if last is not None and (i, j) <= last:
+        return (i, j), None, str(_bad(at, "entries must be sorted by row, then column, without repeats"))
+    try:
+        return (i, j), _number(e[2], f"{at}[2]"), None
+    except CondcheckError as err:
+        return (i, j), None, str(err)
+
+
+def _skip(events) -> None:
+    """Parse past the rest of the open array."""
+    depth = 1
+    for ev, _ in events:
+        if ev in ("start_array", "start_map"):
+            depth += 1
+        elif ev in ("end_array", "end_map"):
+            depth -= 1
+            if not depth:
+                return
+
+
+def _entries(events, where: str) -> StreamedEntries:
+    """A ``weight_sparse`` entries array, its ``start_array`` read; an entry ``[row, column, "hex"]``
+    that passes the checks quickly (integers from 0, ascending, ``float.hex()``'s own text) takes no
+    Python object beyond its events, any other is built and checked as ``_weight_sparse`` does."""
+    rows, cols, vals = array("i"), array("i"), array("d")
+    add_r, add_c, add_v = rows.append, cols.append, vals.append
+    fromhex, top, nxt = float.fromhex, MAX_WIDTH, events.__next__
+    k, li, lj = 0, -1, -1
+    for ev, v in events:
+        if ev == "end_array":
+            return StreamedEntries(rows, cols, vals, None)
+        if ev == "start_array":
+            e1 = nxt()
+            e2 = e3 = e4 = None
+            if e1[0] == "number":
+                e2 = nxt()
+                if e2[0] == "number":
+                    e3 = nxt()
+                    if e3[0] == "string":
+                        e4 = nxt()
+            if e4 is not None and e4[0] == "end_array":
+                i, j, s = e1[1], e2[1], e3[1]
+                if type(i) is int and type(j) is int and 0 <= i <= top and 0 <= j <= top \
+                        and (i > li or (i == li and j > lj)):
+                    try:
+                        x = fromhex(s)
+                        fast = x.hex() == s
+                    except (ValueError, OverflowError):
+                        fast = False
+                    if fast:
+                        add_r(i), add_c(j), add_v(x)
+                        li, lj, k = i, j, k + 1
+                        continue
+                e = [i, j, s]
+            else:
+                e = _value("start_array", None, chain([x for x in (e1, e2, e3, e4) if x is not None], events))
+        else:
+            e = _value(ev, v, events)
+        ij, x, error = _check_entry(e, f"{where}[{k}]", None if li < 0 else (li, lj))
+        if ij is not None:
+            add_r(ij[0]), add_c(ij[1])
+        if error is not None:
+            _skip(events)
+            return StreamedEntries(rows, cols, vals, error)
+        add_v(x)
+        (li, lj), k = ij, k + 1
+    raise _NotJSON("the text ends inside an array")
+
+
+def _value(ev, v, events, role=None, where=""):
+    """The value that starts with the event (ev, v), as ``json.loads`` builds it (a repeated key keeps
+    its first place and its last value), but a layer's ``weight_sparse.entries`` array is a
+    :class:`StreamedEntries`.  role: where in the file the value is ("top", "layers", "layer", "ws")."""
+    if ev == "start_map":
+        d = {}
+        for ev, key in events:
+            if ev == "end_map":
+                return d
+            ev, v = next(events)
+            if role == "top" and key == "layers":
+                d[key] = _value(ev, v, events, "layers")
+            elif role == "layer" and key == "weight_sparse":
+                d[key] = _value(ev, v, events, "ws", f"{where}.weight_sparse")
+            elif role == "ws" and key == "entries" and ev == "start_array":
+                d[key] = _entries(events, f"{where}.entries")
+            else:
+                d[key] = _value(ev, v, events)
+        raise _NotJSON("the text ends inside an object")
+    if ev == "start_array":
+        out = []
+        for ev, v in events:
+            if ev == "end_array":
+                return out
+            out.append(_value(ev, v, events, "layer", f"layers[{len(out)}]") if role == "layers"
+                       else _value(ev, v, events))
+        raise _NotJSON("the text ends inside an array")
+    return v
+
+
+class _Chunks:
+    """The file's bytes for the parser, refusing the form feed and vertical tab: the parser takes them as
+    white space, ``json.loads`` nowhere (not inside a string either)."""
+
+    def __init__(self, fh):
+        self.fh, self.seen = fh, 0
+
+    def read(self, n=-1):
+        b = self.fh.read(n)
+        if b"\x0b" in b or b"\x0c" in b:
+            at = self.seen + min(i for i in (b.find(b"\x0b"), b.find(b"\x0c")) if i >= 0)
+            raise _NotJSON(f"a form feed or vertical tab at byte {at}")
+        self.seen += len(b)
+        return b
+
+
+def read_streamed(path, backend=None) -> dict:
+    """The network file as ``json.loads`` reads it, but each layer's ``weight_sparse.entries`` a
+    :class:`StreamedEntries`: the text is parsed a block at a time (ijson), so the memory is the arrays,
+    not the text and a Python list per entry.  Raises _NotJSON if the text is not JSON.
+
+    backend: an ijson backend name; by default ijson's fastest available (its C parser ``yajl2_c``,
+    else its pure-Python one); without ijson the file is read whole by ``json.loads``."""
+    try:
+        import ijson
+        parse = (ijson.get_backend(backend) if backend else ijson).basic_parse
+    except ImportError:
+        return _read_whole(Path(path), path)
+    with open(path, "rb") as fh:
+        chunks = _Chunks(fh)
+        events = parse(chunks, use_float=True, buf_size=1 << 20)
+        try:
+            ev, v = next(events)
+            d = _value(ev, v, events, "top")
+            for _ in events:                   # trailing text
+                raise _NotJSON("more than one value")
+        except (ijson.JSONError, UnicodeDecodeError, RecursionError, StopIteration) as e:
+            text = str(e).strip().split("\n")[0].strip() or type(e).__name__   # yajl's first line
+            raise _NotJSON(f"{text} (within the first {chunks.seen} bytes)") from None
+    return d
