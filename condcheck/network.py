@@ -223,19 +223,13 @@ class Network:
 
 
 def first_not_in_format(arr: np.ndarray, fmt: Format):
-    """Index of the first entry of arr (flattened) that is not a finite value of fmt, or None.
-
-    A block at a time: the rounding's temporary arrays are some tens of bytes an entry."""
+    """Index of the first entry of arr (flattened) that is not a finite value of fmt, or None."""
     arr = np.asarray(arr, dtype=np.float64).ravel()
-    for a in range(0, arr.size, FORMAT_CHECK_BLOCK):
-        block = arr[a:a + FORMAT_CHECK_BLOCK]
-        with np.errstate(invalid="ignore"):
-            r, over = round_array(block, fmt)
-        bad = over | (r != block)
-        if bad.any():
-            return a + int(np.flatnonzero(bad)[0])
+    if arr.size == 0:
+        return None
+    with np.errstate(invalid="ignore"):
+        r, over = round_array(arr, fmt)
+    bad = over | (r != arr)
+    if bad.any():
+        return int(np.flatnonzero(bad)[0])
     return None
-
-
-#: entries of first_not_in_format's blocks
-FORMAT_CHECK_BLOCK = 1 << 16
