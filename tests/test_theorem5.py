@@ -289,12 +289,12 @@ def test_an_activation_failing_a_condition_is_refused_naming_condition_and_claus
         construct_theorem5("sigmoid", "float4_e2m1fn", [[0.5]], [1.0], [0.5], [[0.0]])
 
 
-def test_progress_is_reported_once_per_point_for_gradients_then_values_in_one_process():
+def test_progress_starts_at_zero_then_counts_each_point_for_gradients_then_values_in_one_process():
     F, X = _box("float6_e3m2fn", "relu")
     seen = []
     construct_theorem5("relu", F, X, np.ones(len(X)), np.full(len(X), 0.25), np.zeros((len(X), 1)),
                        progress=lambda done, total: seen.append((done, total)), jobs=1)
-    assert seen == [(k, 2 * len(X)) for k in range(1, 2 * len(X) + 1)]
+    assert seen == [(k, 2 * len(X)) for k in range(0, 2 * len(X) + 1)]
 
 
 def test_progress_with_workers_counts_up_to_every_point_twice():
