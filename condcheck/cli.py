@@ -422,7 +422,8 @@ def construct_theorem5_cmd(ctx, activation, format, domain, dim, targets, upstre
     summary = _network_summary(out, fmt, act, X, net, seconds, bounds,
                                {k: spread[k] for k in ("chunks", "chunk_runs", "sample", "passes", "workers", "engine",
                                                        "verify_parts", "chunk_worker_peak_mib", "worker_peak_mib",
-                                                       "caller_peak_mib", "checkpoint_read", "checkpoint_written")
+                                                       "caller_peak_mib", "checkpoint_read", "checkpoint_written",
+                                                       "checkpoint_unreadable")
                                 if k in spread})
     if as_json:
         click.echo(json.dumps(summary, indent=1))

@@ -68,6 +68,16 @@ def test_a_run_stopped_midway_resumes_with_the_chunks_it_kept(small_spread, tmp_
     assert_same_network(whole, resumed)
 
 
+def test_a_damaged_chunk_file_is_run_again_and_written_anew(small_spread, tmp_path):
+    first, stats = _build(small_spread, tmp_path)
+    damaged = sorted(tmp_path.rglob("chunk-*.pkl"))[0]
+    damaged.write_bytes(damaged.read_bytes()[:100])
+    again, stats2 = _build(small_spread, tmp_path)
+    assert stats2["checkpoint_unreadable"] == 1 and stats2["checkpoint_written"] == 1
+    assert stats2["checkpoint_read"] == stats["chunk_runs"] - 1
+    assert_same_network(first, again)
+
+
 def test_another_construction_in_the_same_directory_reads_nothing_of_the_first(small_spread, tmp_path):
     _build(small_spread, tmp_path)
     X, f, h, g = small_spread

@@ -109,18 +109,23 @@ class Checkpoint:
                               f"{len(build.args[2])} points\n").encode())
         except OSError as e:
             raise CondcheckError(f"checkpoint: can not use {directory}: {e}") from None
-        self.read = self.written = 0
+        self.read = self.written = self.unreadable = 0
 
     def _path(self, chunk, history) -> Path:
         return self.folder / f"chunk-{chunk.points.start}-{_digest((chunk, history))[:24]}.pkl"
 
     def load(self, chunk, history):
-        """The result kept for the chunk fed ``history``, or None."""
+        """The result kept for the chunk fed ``history``, or None (also for a file that no longer reads:
+        the chunk is then run again and its file written anew)."""
         path = self._path(chunk, history)
         if not path.exists():
             return None
-        with open(path, "rb") as fh:
-            result = pickle.load(fh)
+        try:
+            with open(path, "rb") as fh:
+                result = pickle.load(fh)
+        except Exception:                               # noqa: BLE001 -- any damage: run the chunk again
+            self.unreadable += 1
+            return None
         self.read += 1
         return result
 

@@ -112,7 +112,8 @@ def _assembled(build, parts):
 
 def _kept_stats(stats, checkpoint):
     if checkpoint:
-        stats.update(checkpoint_read=checkpoint.read, checkpoint_written=checkpoint.written)
+        stats.update(checkpoint_read=checkpoint.read, checkpoint_written=checkpoint.written,
+                     checkpoint_unreadable=checkpoint.unreadable)
 
 
 def _spec(build) -> dict:
