@@ -421,7 +421,8 @@ def construct_theorem5_cmd(ctx, activation, format, domain, dim, targets, upstre
     bounds = depth_bounds(fmt)["theorem5"]
     summary = _network_summary(out, fmt, act, X, net, seconds, bounds,
                                {k: spread[k] for k in ("chunks", "chunk_runs", "sample", "passes", "workers", "engine",
-                                                       "verify_parts", "chunk_worker_peak_mib", "worker_peak_mib",
+                                                       "verify_parts", "chunk_worker_peak_mib", "verify_worker_peak_mib",
+                                                       "worker_peak_mib",
                                                        "caller_peak_mib", "checkpoint_read", "checkpoint_written",
                                                        "checkpoint_unreadable")
                                 if k in spread})

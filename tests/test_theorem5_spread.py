@@ -181,8 +181,22 @@ def test_the_progress_of_a_spread_construction_counts_up_to_every_point_and_coor
 def test_two_dask_workers_build_the_same_network_as_this_process(small_spread):
     X, f, h, g = small_spread
     here, _ = t5.construct_theorem5("gelu", "float16", X, f, h, g, jobs=1)
-    there, _ = t5.construct_theorem5("gelu", "float16", X, f, h, g, jobs=2)
+    stats = {}
+    there, _ = t5.construct_theorem5("gelu", "float16", X, f, h, g, jobs=2, stats=stats)
     assert_same_network(here, there)
+    # the peaks of each phase (the verification's measured from the release of the chunk contexts), and
+    # each worker's overall peak the larger of the two
+    chunk, verify, both = (stats[k] for k in ("chunk_worker_peak_mib", "verify_worker_peak_mib", "worker_peak_mib"))
+    assert len(both) == 2 and all(both[w] == max(chunk[w], verify[w]) > 0 for w in both)
+
+
+def test_releasing_a_workers_chunk_contexts_resets_its_peak_memory():
+    import numpy as np
+    a = np.ones(40_000_000)                  # 305 MiB
+    del a
+    before = spread._peak_mib()
+    spread._release_builds()
+    assert spread._peak_mib() < before - 200
 
 
 def test_the_verification_survives_the_loss_of_every_worker_and_still_checks_every_part(small_spread, monkeypatch):

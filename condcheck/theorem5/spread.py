@@ -35,8 +35,8 @@ def run_spread(build, chunks, jobs: int, scheduler, report, checkpoint=None):
     in this process (jobs = 1 and no scheduler) or on Dask workers (``jobs`` of them on a LocalCluster,
     or the cluster at ``scheduler``); ``report(done)`` gets the points done so far.  With ``checkpoint``
     (a ``checkpoint.Checkpoint``) the chunk results kept there are read instead of run, and every result
-    run is kept.  ``build.spread_stats`` gets the counts and the peaks (MiB) of this process and the
-    workers."""
+    run is kept.  ``build.spread_stats`` gets the counts and the peaks (MiB) of this process and of the
+    workers: in the chunks, in the verification, and both (``worker_peak_mib``)."""
     parts = verify_parts(len(build.X))
     stats = build.spread_stats = {"chunks": len(chunks), "verify_parts": len(parts) if build.verify_result else 0}
     counted, points_done = set(), [0]
@@ -98,7 +98,9 @@ def run_spread(build, chunks, jobs: int, scheduler, report, checkpoint=None):
             eng.client.run(_release_builds)
             checked = eng.map(_verify_task, [(p.start, p.stop) for p in parts], "theorem5 verification",
                               shared=(net, build.claim))
-        stats["worker_peak_mib"] = eng.worker_peaks()
+            stats["verify_worker_peak_mib"] = eng.worker_peaks()
+        chunk_peaks, now = stats["chunk_worker_peak_mib"], eng.worker_peaks()
+        stats["worker_peak_mib"] = {w: max(v, chunk_peaks.get(w, 0.0)) for w, v in now.items()}
         stats["caller_peak_mib"] = _peak_mib()
         return net, checked
 
@@ -137,7 +139,9 @@ def _worker_build(spec):
 
 
 def _release_builds():
-    """Drop a worker's ``Build`` and hand its freed memory back to the system (after its last chunk)."""
+    """Drop a worker's ``Build``, hand its freed memory back to the system (after its last chunk), and
+    reset the process's peak resident memory (Linux), so that the peak read after the verification is
+    the verification's."""
     import ctypes
     import gc
     _BUILDS.clear()
@@ -145,6 +149,11 @@ def _release_builds():
     try:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
     except (OSError, AttributeError):               # not glibc
+        pass
+    try:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+    except OSError:                                 # not Linux
         pass
 
 
