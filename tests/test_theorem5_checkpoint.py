@@ -8,19 +8,15 @@ from click.testing import CliRunner
 import condcheck.theorem5 as t5
 from condcheck.cli import main
 from condcheck.errors import CondcheckError
-from condcheck.targets import box_sample, random_targets
+from condcheck.targets import random_targets
 from condcheck.theorem5 import checkpoint, spread
-from theorem5_helpers import assert_same_network
+from theorem5_helpers import assert_same_network, spread_sample
 
 
 @pytest.fixture
 def small_spread(monkeypatch):
     """A float16 sample of 40 points spread over 4 chunks."""
-    monkeypatch.setattr(t5.tuning, "SPREAD_FROM", 32)
-    monkeypatch.setattr(t5.tuning, "SPREAD_CHUNK_POINTS", 10)
-    X = box_sample("gelu", "float16", 1, 40, 3)
-    f, h, g = random_targets("float16", X, 3, 0.25)
-    return X, f, h, g
+    return spread_sample(monkeypatch, 40, 32, 10)
 
 
 def _build(args, directory, jobs=1):

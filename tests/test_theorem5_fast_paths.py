@@ -643,12 +643,16 @@ def test_skipping_unreachable_gradients_builds_the_same_network(monkeypatch, act
     assert_same_network(fast, slow)
 
 
+def _finite_values(F):
+    V = F.values()
+    return V[np.isfinite(V)]
+
+
 def test_one_term_layer_equals_the_cols_rows_it_replaces():
     """``one_term_layer`` against ``Cols``: the same matrix (indices, entries, -0 biases) for blocks with
     constant rows, zero weights and repeated columns."""
     F = get_format("float8_e5m2")
-    V = F.values()
-    V = V[np.isfinite(V)]
+    V = _finite_values(F)
     rng = np.random.default_rng(7)
     for trial in range(20):
         n_in = int(rng.integers(1, 40))
@@ -671,8 +675,7 @@ def test_cols_rows_as_arrays_or_dicts_build_the_layer_of_their_entries():
     through COO (``_layer_of``, the way it built them before), for rows given as dicts, as (columns,
     weights) arrays, or constants, mixed in one layer, with zero weights left out."""
     F = get_format("float8_e5m2")
-    V = F.values()
-    V = V[np.isfinite(V)]
+    V = _finite_values(F)
     rng = np.random.default_rng(11)
     for trial in range(30):
         n_in = int(rng.integers(1, 60))

@@ -4,11 +4,10 @@ import pytest
 
 import condcheck.theorem5 as t5
 from condcheck.errors import CondcheckError
-from condcheck.targets import box_sample, random_targets
 from condcheck.theorem5 import chunks, speculation, spread
 from condcheck.theorem5.build import Build
 from condcheck.theorem5.errors import ConstructionError
-from theorem5_helpers import assert_same_network
+from theorem5_helpers import assert_same_network, spread_sample
 
 
 # ---- the chunks ----------------------------------------------------------------------------------------------
@@ -146,11 +145,7 @@ def test_a_chunk_reads_only_its_own_points_gate_counts():
 @pytest.fixture
 def small_spread(monkeypatch):
     """A float16 sample of 96 points spread over 4 chunks."""
-    monkeypatch.setattr(t5.tuning, "SPREAD_FROM", 64)
-    monkeypatch.setattr(t5.tuning, "SPREAD_CHUNK_POINTS", 24)
-    X = box_sample("gelu", "float16", 1, 96, 3)
-    f, h, g = random_targets("float16", X, 3, 0.25)
-    return X, f, h, g
+    return spread_sample(monkeypatch, 96, 64, 24)
 
 
 @pytest.mark.parametrize("sample", [8, 2])

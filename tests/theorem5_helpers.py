@@ -3,7 +3,17 @@ for weight (for the tests that build one network two ways and claim the same res
 import numpy as np
 
 from condcheck.formats import get_format
-from condcheck.targets import full_box, separable_part
+from condcheck.targets import box_sample, full_box, random_targets, separable_part
+
+
+def spread_sample(monkeypatch, n_points, spread_from, chunk_points):
+    """(X, f, h, g): a float16 gelu sample of n_points, spread (beyond spread_from points) over chunks of
+    chunk_points for the test."""
+    import condcheck.theorem5 as t5
+    monkeypatch.setattr(t5.tuning, "SPREAD_FROM", spread_from)
+    monkeypatch.setattr(t5.tuning, "SPREAD_CHUNK_POINTS", chunk_points)
+    X = box_sample("gelu", "float16", 1, n_points, 3)
+    return (X, *random_targets("float16", X, 3, 0.25))
 
 
 def separable_grid(act, fmt, k):
