@@ -76,3 +76,20 @@ def test_an_interpreter_derives_a_layers_structures_once():
     made = []
     first = layer.derived("test.plan", lambda: made.append(1) or [3])
     assert layer.derived("test.plan", lambda: made.append(1) or [4]) is first and made == [1]
+
+
+@pytest.mark.parametrize("bad_at", [None, 0, 6, 7, 20, 99])
+def test_the_format_check_block_by_block_names_the_first_entry_that_is_not_a_value(monkeypatch, bad_at):
+    """first_not_in_format reads FORMAT_CHECK_BLOCK entries at a time (7 here, so that the first bad
+    entry may sit in any block); the index is the one a membership test in the enumerated values gives."""
+    import condcheck.network as network
+    from condcheck.formats import get_format
+    fmt = get_format("float8_e4m3")
+    values = np.asarray(fmt.values(), dtype=np.float64)
+    rng = np.random.default_rng(bad_at or 0)
+    arr = rng.choice(values, size=100)
+    if bad_at is not None:
+        arr[bad_at:] = rng.choice([0.3, np.nan, np.inf, 1e6], size=100 - bad_at)
+    expected = None if np.isin(arr, values).all() else int(np.flatnonzero(~np.isin(arr, values))[0])
+    monkeypatch.setattr(network, "FORMAT_CHECK_BLOCK", 7)
+    assert network.first_not_in_format(arr, fmt) == expected == bad_at
