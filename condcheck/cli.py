@@ -424,7 +424,7 @@ def construct_theorem5_cmd(ctx, activation, format, domain, dim, targets, upstre
                                                        "verify_parts", "chunk_worker_peak_mib", "verify_worker_peak_mib",
                                                        "worker_peak_mib",
                                                        "caller_peak_mib", "checkpoint_read", "checkpoint_written",
-                                                       "checkpoint_unreadable")
+                                                       "checkpoint_unreadable", "shared_resends")
                                 if k in spread})
     if as_json:
         click.echo(json.dumps(summary, indent=1))

@@ -23,6 +23,7 @@ Dask is imported only here, and only when an Engine starts: ``import condcheck``
 from __future__ import annotations
 
 import os
+import sys
 import time
 import uuid
 
@@ -55,9 +56,24 @@ def progress_bar(total: int, label: str, progress):
     return Counter(total, show)
 
 
-def _peak_mib():
+def peak_rss_mib() -> float:
+    """This process's peak resident memory (MiB), rounded to 0.1.
+
+    Linux: VmHWM of /proc/self/status, the peak of this process's own memory (``/proc/self/clear_refs``
+    resets it).  Not ``getrusage``: its ru_maxrss starts, in a process spawned by fork and exec, at
+    the parent's peak at the fork (a worker a nanny restarted late in a box run reported the calling
+    process's 3,635 MiB as its own).  Elsewhere ru_maxrss (KiB on Linux and BSD; bytes on macOS)."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        pass
     import resource
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    import sys
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return round(peak / (1024 * 1024 if sys.platform == "darwin" else 1024), 1)
 
 
 class SerialRunner:
@@ -82,7 +98,7 @@ class SerialRunner:
         return out
 
     def worker_peaks(self) -> dict:
-        return {"this process": round(_peak_mib(), 1)}
+        return {"this process": peak_rss_mib()}
 
     def __enter__(self):
         return self
@@ -107,6 +123,8 @@ class Engine:
         self.progress, self.retries, self.connect_timeout = progress, retries, connect_timeout
         self.client = self.cluster = None
         self.tasks = 0
+        #: times a shared input was sent again, after the workers lost it (``map``'s ``shared``)
+        self.resends = 0
 
     def __enter__(self):
         import logging
@@ -134,7 +152,7 @@ class Engine:
                     self.cluster = LocalCluster(n_workers=self.n_workers or usable_cores(), threads_per_worker=1,
                                                 processes=True, memory_limit=self.memory_limit,
                                                 config={"distributed.worker.memory.pause": False},
-                                                dashboard_address=":0", silence_logs=logging.ERROR)
+                                                dashboard_address=":0", silence_logs=logging.CRITICAL)
                 self.client = Client(self.cluster)
             else:
                 self.client = Client(self.scheduler.strip(), timeout=f"{self.connect_timeout}s")
@@ -199,6 +217,10 @@ class Engine:
                     if attempt == self.retries:
                         raise CondcheckError(f"{label}: the workers lost the shared input {self.retries + 1} "
                                              f"times ({done.count(False)} of {len(items)} items not done)") from None
+                    self.resends += 1
+                    if show is not False:
+                        print(f"{label}: a worker was lost with the shared input; sending it again "
+                              f"({attempt + 1} of {self.retries})", file=sys.stderr, flush=True)
                 finally:
                     if held is not None:
                         self.client.cancel([held])
@@ -248,7 +270,7 @@ class Engine:
 
     def worker_peaks(self) -> dict:
         """Peak resident memory (MiB) of each current worker process."""
-        return {addr: round(v, 1) for addr, v in self.client.run(_peak_mib).items()}
+        return dict(self.client.run(peak_rss_mib))
 
 
 class _SharedLost(Exception):

@@ -4,6 +4,7 @@ import pytest
 
 import condcheck.theorem5 as t5
 from condcheck.errors import CondcheckError
+from condcheck.distributed import peak_rss_mib
 from condcheck.theorem5 import chunks, speculation, spread
 from condcheck.theorem5.build import Build
 from condcheck.theorem5.errors import ConstructionError
@@ -189,9 +190,9 @@ def test_releasing_a_workers_chunk_contexts_resets_its_peak_memory():
     import numpy as np
     a = np.ones(40_000_000)                  # 305 MiB
     del a
-    before = spread._peak_mib()
+    before = peak_rss_mib()
     spread._release_builds()
-    assert spread._peak_mib() < before - 200
+    assert peak_rss_mib() < before - 200
 
 
 def test_the_verification_survives_the_loss_of_every_worker_and_still_checks_every_part(small_spread, monkeypatch):

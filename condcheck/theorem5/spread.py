@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import uuid
 
+from ..distributed import peak_rss_mib
 from . import tuning
 from .speculation import agree, speculate
 
@@ -77,7 +78,7 @@ def run_spread(build, chunks, jobs: int, scheduler, report, checkpoint=None):
         net = _assembled(build, agree(build, chunks, kept(here), stats))
         _kept_stats(stats, checkpoint)
         checked = [verify_part(net, build.claim, p) for p in parts] if build.verify_result else [None]
-        stats["caller_peak_mib"] = _peak_mib()
+        stats["caller_peak_mib"] = peak_rss_mib()
         return net, checked
     from ..distributed import Engine
     # (the chunks' progress is the construction's own; the verification's follows ``condcheck --progress``)
@@ -99,9 +100,10 @@ def run_spread(build, chunks, jobs: int, scheduler, report, checkpoint=None):
             checked = eng.map(_verify_task, [(p.start, p.stop) for p in parts], "theorem5 verification",
                               shared=(net, build.claim))
             stats["verify_worker_peak_mib"] = eng.worker_peaks()
+            stats["shared_resends"] = eng.resends
         chunk_peaks, now = stats["chunk_worker_peak_mib"], eng.worker_peaks()
         stats["worker_peak_mib"] = {w: max(v, chunk_peaks.get(w, 0.0)) for w, v in now.items()}
-        stats["caller_peak_mib"] = _peak_mib()
+        stats["caller_peak_mib"] = peak_rss_mib()
         return net, checked
 
 
@@ -157,9 +159,6 @@ def _release_builds():
         pass
 
 
-def _peak_mib() -> float:
-    import resource
-    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
 def _chunk_task(spec, item):
