@@ -71,7 +71,6 @@ def peak_rss_mib() -> float:
     except OSError:
         pass
     import resource
-    import sys
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return round(peak / (1024 * 1024 if sys.platform == "darwin" else 1024), 1)
 

@@ -159,8 +159,6 @@ def _release_builds():
         pass
 
 
-
-
 def _chunk_task(spec, item):
     """A worker's task: ``speculate`` on a chunk."""
     chunk, history, hints = item
