@@ -23,11 +23,15 @@ Dask is imported only here, and only when an Engine starts: ``import condcheck``
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+import tempfile
 import time
 import uuid
+from contextlib import contextmanager
 
 from .errors import CondcheckError
+from .mapped_object import MappedObject, forget_loaded, write_mapped
 from .progress import Bar, Counter, bar
 
 #: memory limit per worker (the nanny restarts a worker above 95 % of it)
@@ -199,16 +203,17 @@ class Engine:
         ``on_result(i, result)`` is called as results arrive (tests use it to kill a worker).
 
         ``shared``: an object every task reads (the network a verification checks), sent once to every
-        worker (``share``); fn is then called as fn(shared, item).  Dask can not compute a sent object
-        again: when the workers lose it (a worker restarted), it is sent again and the items not done run
-        again, ``retries`` times.  ``progress`` overrides the Engine's for this map."""
+        worker (``share``); fn is then called as fn(shared, item).  On a LocalCluster what is sent is a
+        handle to a memory-mapped copy (``_mapped``).  Dask can not compute a sent object again: when the
+        workers lose it (a worker restarted), it is sent again and the items not done run again,
+        ``retries`` times.  ``progress`` overrides the Engine's for this map."""
         if not items:
             return []
         out, done = [None] * len(items), [False] * len(items)
         show = self.progress if progress is None else progress
-        with progress_bar(len(items), label, show) as counter:
+        with progress_bar(len(items), label, show) as counter, self._mapped(shared, label, show) as sending:
             for attempt in range(self.retries + 1):
-                held = self.share(shared) if shared is not None else None
+                held = self.share(sending) if shared is not None else None
                 try:
                     self._run(fn, items, label, on_result, held, out, done, counter)
                     return out
@@ -224,6 +229,32 @@ class Engine:
                     if held is not None:
                         self.client.cancel([held])
         raise AssertionError("unreachable")  # pragma: no cover
+
+    @contextmanager
+    def _mapped(self, shared, label, show):
+        """What ``map`` sends for ``shared``: on a LocalCluster a :class:`MappedObject` handle to it,
+        written to a temporary file that the workers memory-map (no copy on arrival, one copy of the
+        pages for all of them) and removed after the map; elsewhere (the workers may be on other
+        machines), or where the file can not be written, ``shared`` itself."""
+        if shared is None or self.cluster is None:
+            yield shared
+            return
+        directory = tempfile.mkdtemp(prefix="condcheck-shared-")
+        try:
+            try:
+                sending = write_mapped(shared, directory)
+            except OSError as exc:
+                sending = shared
+                if show is not False:
+                    print(f"{label}: could not write the shared input to {directory} ({exc.strerror or exc}); "
+                          f"sending it to each worker instead", file=sys.stderr, flush=True)
+            yield sending
+        finally:
+            try:
+                self.client.run(forget_loaded)
+            except Exception:                       # noqa: BLE001 -- a worker gone: its mapping went with it
+                pass
+            shutil.rmtree(directory, ignore_errors=True)
 
     def _run(self, fn, items, label, on_result, held, out, done, counter):
         """Run the items not ``done`` (filling ``out`` and ``done``); raises _SharedLost when ``held`` was
@@ -277,7 +308,7 @@ class _SharedLost(Exception):
 
 
 def _with_shared(fn, shared, item):
-    return fn(shared, item)
+    return fn(shared.load() if isinstance(shared, MappedObject) else shared, item)
 
 
 def _short(item) -> str:

@@ -97,6 +97,8 @@ def run_spread(build, chunks, jobs: int, scheduler, report, checkpoint=None):
             # the workers' last chunk contexts go first (a depth-13 bfloat16 chunk leaves a worker at
             # 1.2 GiB; with the network on top, the likeliest reading of a lost worker, docs/boxes.md)
             eng.client.run(_release_builds)
+            # (on a LocalCluster the workers memory-map one copy of the network, ``Engine.map``: sent to
+            # each, a bfloat16 box's 0.62 GB took a worker to 1.3 GB while it arrived)
             checked = eng.map(_verify_task, [(p.start, p.stop) for p in parts], "theorem5 verification",
                               shared=(net, build.claim))
             stats["verify_worker_peak_mib"] = eng.worker_peaks()
