@@ -66,6 +66,32 @@ def test_a_theorem5_box_network_verifies_by_its_tables_without_falling_back(act)
     assert res.ok and res.method == "sparse"
 
 
+def test_the_per_point_pass_holds_one_block_of_default_backward_values_at_a_time(monkeypatch):
+    """``default_bytes`` bounds the default backward values held at once: a block's D goes before the
+    next is made (two were alive together, 127 MiB on a bfloat16 box part instead of 63)."""
+    import gc
+    import weakref
+
+    from condcheck.interpreters.sparse import explicit
+    from condcheck.interpreters.sparse.options import SparseOptions
+    from condcheck.targets import full_box
+    X = full_box("tanh", "float8_e4m3", 1)
+    net, claim = _theorem5("tanh", "float8_e4m3", X, 0)
+    made, most = [], [0]
+    values = explicit._DefaultPlan.values
+
+    def counted(plan, y, dt, rp):
+        gc.collect()
+        most[0] = max(most[0], sum(r() is not None for r in made))
+        D = values(plan, y, dt, rp)
+        made.append(weakref.ref(D))
+        return D
+    monkeypatch.setattr(explicit._DefaultPlan, "values", counted)
+    got = explicit.evaluate_per_point(net, X, claim.upstream.reshape(-1, 1), None, SparseOptions(default_bytes=1))
+    assert got is not None and len(made) == len(np.unique(claim.upstream)) > 1 and most[0] == 0
+    assert np.array_equal(got[1].reshape(-1), claim.gradients.reshape(-1))
+
+
 def test_a_theorem5_network_on_a_two_dimensional_grid_gives_its_claim_with_the_sparse_interpreter():
     from condcheck.targets import full_box
     rng = np.random.default_rng(3)

@@ -359,6 +359,7 @@ def evaluate_per_point(net, X, Y2, progress, opts):
                 return None
             grads[pts, k] = g
             done += len(pts)
+        del D                   # (before the next chunk's D is made: one at a time)
         if progress:
             progress(done // K, N)
     return values, grads

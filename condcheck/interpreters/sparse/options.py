@@ -35,7 +35,7 @@ class SparseOptions:
     class_bytes: int = 1 << 27
     block_entries: int = 1 << 22
     table_block_entries: int = 1 << 22
-    default_bytes: int = 1 << 28
+    default_bytes: int = 1 << 26
 
     def __post_init__(self):
         for name, allowed in (("forward", ("defaults", "dense")), ("groups", ("exceptions", "classes")),
