@@ -6,7 +6,7 @@ about 0.62 GB) holds it twice while it arrives -- dask sends buffers over 64 MiB
 them together on arrival -- and every worker keeps its own copy after.  Memory-mapped, the arrival costs
 no copy and the workers on one machine share one copy of the pages (each worker's resident set still
 counts the pages it reads).  ``Engine.map`` shares its ``shared`` input so on a LocalCluster
-(docs/boxes.md has the measurements).
+(measurements: docs/scale.md).
 
 The file: the buffers of ``pickle.dumps(obj, protocol=5)`` taken out of band, each at an offset
 aligned to 64 bytes; the pickle stream itself and the offsets travel in the small :class:`MappedObject`
