@@ -26,6 +26,7 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from contextlib import contextmanager
@@ -36,6 +37,13 @@ from .progress import Bar, Counter, bar
 
 #: memory limit per worker (the nanny restarts a worker above 95 % of it)
 MEMORY_LIMIT = "2GiB"
+#: seconds a send of a shared input may take before it is tried again: a worker lost in the middle of
+#: the send left dask's scatter waiting for ever (a bfloat16 relu box hung so, docs/boxes.md); sent whole,
+#: the 0.62 GB network of the bfloat16 gelu box took 6 s here
+SHARE_TIMEOUT = 300.0
+#: seconds the workers get to drop a memory-mapped shared input after a map (a courtesy: it goes anyway
+#: when they load the next one, or end)
+FORGET_TIMEOUT = 10.0
 
 #: the dask setting of the environment variables a LocalCluster's nannies set before they start a worker
 WORKER_ENV = "distributed.nanny.pre-spawn-environ"
@@ -117,13 +125,15 @@ class Engine:
     ``workers``: LocalCluster worker processes (default: all usable cores)."""
 
     def __init__(self, scheduler: str | None = None, workers: int | None = None, memory_limit: str = MEMORY_LIMIT,
-                 progress=None, retries: int = 2, connect_timeout: float = 20.0):
+                 progress=None, retries: int = 2, connect_timeout: float = 20.0,
+                 share_timeout: float = SHARE_TIMEOUT):
         if scheduler is not None and not (isinstance(scheduler, str) and scheduler.strip()):
             raise CondcheckError(f"scheduler must be an address such as tcp://HOST:PORT, not {scheduler!r}")
         if workers is not None and (not isinstance(workers, int) or workers < 1):
             raise CondcheckError(f"workers must be a positive number of processes, not {workers!r}")
         self.scheduler, self.n_workers, self.memory_limit = scheduler, workers, memory_limit
         self.progress, self.retries, self.connect_timeout = progress, retries, connect_timeout
+        self.share_timeout = share_timeout
         self.client = self.cluster = None
         self.tasks = 0
         #: times a shared input was sent again, after the workers lost it (``map``'s ``shared``)
@@ -186,12 +196,14 @@ class Engine:
     def share(self, obj):
         """A future of ``obj``, held by every worker, to pass to many tasks (``map``'s ``shared``).  On a
         LocalCluster it goes straight to the workers, not through the scheduler (which lives in this
-        process and would keep a copy of it).  A send that fails (a worker lost while receiving it) is
-        tried again, ``retries`` times, then ends in a CondcheckError."""
+        process and would keep a copy of it).  A send that fails or takes over ``share_timeout`` seconds
+        (a worker lost while receiving it) is tried again, ``retries`` times, then ends in a
+        CondcheckError.  (dask's own scatter ``timeout`` bounds only the wait for workers, not the send.)"""
+        direct = True if self.cluster is not None else None
         for attempt in range(self.retries + 1):
             try:
-                return self.client.scatter([obj], broadcast=True, hash=False,
-                                           direct=True if self.cluster is not None else None)[0]
+                return _within(self.share_timeout,
+                               lambda: self.client.scatter([obj], broadcast=True, hash=False, direct=direct)[0])
             except (OSError, TimeoutError) as exc:          # (dask's CommClosedError is an OSError)
                 if attempt == self.retries:
                     raise CondcheckError(f"could not send a shared input to the Dask workers "
@@ -250,10 +262,10 @@ class Engine:
                           f"sending it to each worker instead", file=sys.stderr, flush=True)
             yield sending
         finally:
-            try:
-                self.client.run(forget_loaded)
-            except Exception:                       # noqa: BLE001 -- a worker gone: its mapping went with it
-                pass
+            try:                                    # (a worker that does not answer would hang client.run)
+                _within(FORGET_TIMEOUT, lambda: self.client.run(forget_loaded))
+            except Exception:                       # noqa: BLE001 -- a worker gone or silent: its mapping
+                pass                                # goes when it loads the next shared input, or ends
             shutil.rmtree(directory, ignore_errors=True)
 
     def _run(self, fn, items, label, on_result, held, out, done, counter):
@@ -301,6 +313,27 @@ class Engine:
     def worker_peaks(self) -> dict:
         """Peak resident memory (MiB) of each current worker process."""
         return dict(self.client.run(peak_rss_mib))
+
+
+def _within(timeout: float, call):
+    """``call()``, given up after ``timeout`` seconds (TimeoutError).  It runs in a daemon thread, left
+    behind if it never returns (dask's calls wait for ever on a worker that does not answer; the
+    client's close ends them)."""
+    box = {}
+
+    def run():
+        try:
+            box["result"] = call()
+        except BaseException as exc:                    # noqa: BLE001 -- raised again below, in the caller
+            box["error"] = exc
+    thread = threading.Thread(target=run, name="condcheck-within", daemon=True)
+    thread.start()
+    thread.join(timeout)
+    if thread.is_alive():
+        raise TimeoutError(f"no answer from the workers after {timeout:g} s")
+    if "error" in box:
+        raise box["error"]
+    return box["result"]
 
 
 class _SharedLost(Exception):

@@ -163,6 +163,20 @@ def test_a_worker_holds_one_copy_of_a_large_shared_input_even_while_it_arrives(e
     assert total == n + int(m.indices.sum()) and grew < 1.3 * size, (grew, size)
 
 
+def test_a_send_to_a_worker_that_does_not_answer_times_out_into_a_one_line_error():
+    # (a worker lost in the middle of a send left dask's scatter waiting for ever: a bfloat16 box hung so)
+    with Engine(workers=1, progress=False, retries=1, share_timeout=2) as eng:
+        pid, = eng.worker_pids().values()
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            started = time.monotonic()
+            with pytest.raises(CondcheckError, match=r"could not send a shared input .*2 tries.*TimeoutError") as e:
+                eng.map(pick_slowly, [0], shared=[1])
+            assert time.monotonic() - started < 30 and "\n" not in str(e.value)
+        finally:
+            os.kill(pid, signal.SIGCONT)
+
+
 def test_the_serial_runner_passes_a_shared_input_as_the_engine_does():
     from condcheck.distributed import SerialRunner
     assert SerialRunner().map(pick_slowly, [2, 0], shared=[5, 6, 7]) == [7, 5]

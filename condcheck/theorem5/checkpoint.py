@@ -29,8 +29,8 @@ from . import tuning
 #: leaves a checkpoint valid.  They assemble the network after the chunks, verify it (the interpreters),
 #: write it (``netfile.py``: the search reads none of it), run the chunks (the Dask engine), or are the
 #: CLI, the proofs and Theorem 7.
-NOT_SEARCH = ("__main__.py", "cli.py", "cli_checks.py", "bench.py", "distributed.py", "progress.py",
-              "interval_pruning.py", "verify.py", "interpreters/", "netfile.py", "proofs/", "recheck/",
+NOT_SEARCH = ("__main__.py", "cli.py", "cli_checks.py", "bench.py", "distributed.py", "mapped_object.py",
+              "progress.py", "interval_pruning.py", "verify.py", "interpreters/", "netfile.py", "proofs/", "recheck/",
               "theorem7/", "theorem5/assemble.py", "theorem5/layers.py", "theorem5/construct.py",
               "theorem5/spread.py", "theorem5/checkpoint.py")
 #: tunables that change how chunks are run or verified, not what a chunk computes
