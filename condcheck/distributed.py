@@ -310,6 +310,18 @@ class Engine:
     def worker_pids(self) -> dict:
         return self.client.run(os.getpid)
 
+    def restart_workers(self) -> bool:
+        """Restart a LocalCluster's workers, each as a new process (its memory back to a new process's,
+        its peak reset).  Whether it was done: not on an existing cluster (its workers are not ours to
+        restart), nor where the restart fails or takes over ``share_timeout`` seconds."""
+        if self.cluster is None:
+            return False
+        try:
+            _within(self.share_timeout, lambda: self.client.restart(timeout=self.share_timeout))
+            return True
+        except Exception:                               # noqa: BLE001 -- the caller goes on with the workers it has
+            return False
+
     def worker_peaks(self) -> dict:
         """Peak resident memory (MiB) of each current worker process."""
         return dict(self.client.run(peak_rss_mib))

@@ -180,10 +180,31 @@ def test_two_dask_workers_build_the_same_network_as_this_process(small_spread):
     stats = {}
     there, _ = t5.construct_theorem5("gelu", "float16", X, f, h, g, jobs=2, stats=stats)
     assert_same_network(here, there)
-    # the peaks of each phase (the verification's measured from the release of the chunk contexts), and
-    # each worker's overall peak the larger of the two
+    # the peaks of each phase, and of every worker process: the verification's are new processes (the
+    # LocalCluster's workers restarted after the chunks), so every process's peak is its own
     chunk, verify, both = (stats[k] for k in ("chunk_worker_peak_mib", "verify_worker_peak_mib", "worker_peak_mib"))
-    assert len(both) == 2 and all(both[w] == max(chunk[w], verify[w]) > 0 for w in both)
+    assert len(chunk) == len(verify) == 2 and not set(chunk) & set(verify)
+    assert both == {**chunk, **verify} and all(v > 0 for v in both.values())
+
+
+def test_restarted_workers_are_new_processes_with_the_engine_s_settings():
+    from condcheck.distributed import Engine
+    with Engine(workers=2, progress=False) as eng:
+        before = set(eng.worker_pids().values())
+        assert eng.restart_workers()
+        after = eng.worker_pids()
+        assert len(after) == 2 and not before & set(after.values())
+        assert set(eng.client.run(lambda dask_worker: dask_worker.memory_manager.memory_pause_fraction).values()) \
+            == {False}
+        assert eng.map(abs, [-1, -2]) == [1, 2]
+
+
+def test_an_existing_cluster_s_workers_are_not_restarted():
+    from condcheck.distributed import Engine
+    with Engine(workers=1, progress=False) as local:
+        with Engine(scheduler=local.client.scheduler.address, progress=False) as remote:
+            before = remote.worker_pids()
+            assert remote.restart_workers() is False and remote.worker_pids() == before
 
 
 def test_releasing_a_workers_chunk_contexts_resets_its_peak_memory():

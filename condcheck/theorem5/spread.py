@@ -94,9 +94,12 @@ def run_spread(build, chunks, jobs: int, scheduler, report, checkpoint=None):
         stats["chunk_worker_peak_mib"] = eng.worker_peaks()
         checked = [None]
         if build.verify_result:
-            # the workers' last chunk contexts go first (a depth-13 bfloat16 chunk leaves a worker at
-            # 1.2 GiB; with the network on top, the likeliest reading of a lost worker, docs/boxes.md)
-            eng.client.run(_release_builds)
+            # the workers start the verification with nothing of the chunks: on a LocalCluster as new
+            # processes (a bfloat16 relu box's workers held about 0.7 GiB after dropping their chunk
+            # contexts, and one was lost receiving the network on top, docs/boxes.md); elsewhere they
+            # drop their chunk contexts
+            if not eng.restart_workers():
+                eng.client.run(_release_builds)
             # (on a LocalCluster the workers memory-map one copy of the network, ``Engine.map``: sent to
             # each, a bfloat16 box's 0.62 GB took a worker to 1.3 GB while it arrived)
             checked = eng.map(_verify_task, [(p.start, p.stop) for p in parts], "theorem5 verification",
@@ -104,7 +107,8 @@ def run_spread(build, chunks, jobs: int, scheduler, report, checkpoint=None):
             stats["verify_worker_peak_mib"] = eng.worker_peaks()
             stats["shared_resends"] = eng.resends
         chunk_peaks, now = stats["chunk_worker_peak_mib"], eng.worker_peaks()
-        stats["worker_peak_mib"] = {w: max(v, chunk_peaks.get(w, 0.0)) for w, v in now.items()}
+        # (every worker process's peak: a restarted worker has a new address)
+        stats["worker_peak_mib"] = {**chunk_peaks, **{w: max(v, chunk_peaks.get(w, 0.0)) for w, v in now.items()}}
         stats["caller_peak_mib"] = peak_rss_mib()
         return net, checked
 
