@@ -106,9 +106,11 @@ def run_spread(build, chunks, jobs: int, scheduler, report, checkpoint=None):
                               shared=(net, build.claim))
             stats["verify_worker_peak_mib"] = eng.worker_peaks()
             stats["shared_resends"] = eng.resends
-        chunk_peaks, now = stats["chunk_worker_peak_mib"], eng.worker_peaks()
-        # (every worker process's peak: a restarted worker has a new address)
-        stats["worker_peak_mib"] = {**chunk_peaks, **{w: max(v, chunk_peaks.get(w, 0.0)) for w, v in now.items()}}
+        # every worker process's peak (a restarted worker has a new address, so an entry of its own)
+        both = dict(stats["chunk_worker_peak_mib"])
+        for w, v in (stats.get("verify_worker_peak_mib") or eng.worker_peaks()).items():
+            both[w] = max(v, both.get(w, 0.0))
+        stats["worker_peak_mib"] = both
         stats["caller_peak_mib"] = peak_rss_mib()
         return net, checked
 
