@@ -7,7 +7,7 @@ import scipy.sparse as sp
 from condcheck.errors import CondcheckError
 from condcheck.formats import get_format
 from condcheck.interpreters import get_interpreter
-from condcheck.interval_pruning import intervals, pruned_for, verify_in_parts
+from condcheck.interval_pruning import intervals, pruned_for, verify_in_parts, verify_pruned
 from condcheck.netfile import Claim
 from condcheck.network import Layer, Network
 from condcheck.targets import box_sample, random_targets
@@ -104,3 +104,50 @@ def test_the_bounds_sort_a_weight_changed_after_its_layer_was_made():
     layer.weight = sp.csr_matrix((np.array([2.0, 0.0, 1.0]), np.array([1, 0, 0]), np.array([0, 3])), shape=(1, 2))
     w = interval_pruning._sorted_csr(layer)
     assert w is not layer.weight and w.indices.tolist() == [0, 1] and w.data.tolist() == [1.0, 2.0]
+
+
+@pytest.mark.parametrize("start,size", [(0, 32), (50, 17), (159, 1)])
+def test_a_compacted_network_gives_a_part_the_same_values_and_gradients_bit_for_bit(built, start, size):
+    net, claim = built
+    X, Y = claim.points[start:start + size], claim.upstream[start:start + size]
+    sparse = get_interpreter("sparse")
+    want_v, want_g = sparse.evaluate(net, X, Y)
+    got_v, got_g = sparse.evaluate(pruned_for(net, X, compact=True)[0], X, Y)
+    assert np.array_equal(got_v, want_v) and np.array_equal(got_g, want_g)
+    # (a zero's sign is not compared, docs/semantics.md; every other bit is)
+    assert np.array_equal(np.abs(got_v).view(np.int64), np.abs(want_v).view(np.int64))
+    assert np.array_equal(np.abs(got_g).view(np.int64), np.abs(want_g).view(np.int64))
+
+
+def test_a_compacted_network_is_as_wide_as_what_the_part_keeps_and_reads(built):
+    net, claim = built
+    X = claim.points[40:72]
+    pruned, kept = pruned_for(net, X)
+    compacted, kept_too = pruned_for(net, X, compact=True)
+    assert kept_too == kept
+    assert [l.weight.nnz for l in compacted.layers] == [l.weight.nnz for l in pruned.layers]
+    layers = compacted.layers
+    for l in range(len(layers) - 1):
+        # every neuron left reads something, or is read by the next layer
+        reads = np.diff(layers[l].weight.indptr) > 0
+        read = np.bincount(layers[l + 1].weight.indices, minlength=layers[l].shape[0]) > 0
+        assert (reads | read).all() and kept[l] <= layers[l].shape[0] <= net.layers[l].shape[0]
+    # the first layers vary elsewhere only
+    assert all(w < full // 2 for w, full in zip(compacted.widths[1:4], net.widths[1:4]))
+
+
+def test_a_part_verified_compacted_reports_the_whole_networks_failure():
+    F = get_format("float16")
+    big = float(F.max_float)
+    # neuron 0 is the constant T(-100) that nobody reads (left out when compacted), neuron 1 = T(x) is
+    # read by the output, neuron 2 = T(Omega x) overflows for |x| > 1 and is read by nobody
+    l1 = Layer(sp.csr_matrix(np.array([[0.0], [1.0], [big]])), np.array([-100.0, 0.0, 0.0]))
+    l2 = Layer(sp.csr_matrix(np.array([[0.0, 1.0, 0.0]])), np.zeros(1))
+    net = Network(F, "gelu", [l1, l2])
+    X = np.array([[2.0], [3.0]])
+    claim = Claim(5, X, np.zeros(2), np.ones(2), np.zeros((2, 1)))
+    assert pruned_for(net, X, compact=True)[0].widths == [1, 2, 1]
+    want = verify(net, claim, method="sparse")
+    assert not want.ok and "neuron 2" in str(want.first_failure)
+    got = verify_pruned(net, X, lambda n: verify(n, claim, method="sparse"))
+    assert got.to_dict() == want.to_dict()

@@ -92,6 +92,28 @@ def test_the_per_point_pass_holds_one_block_of_default_backward_values_at_a_time
     assert np.array_equal(got[1].reshape(-1), claim.gradients.reshape(-1))
 
 
+def test_the_table_forward_pass_holds_a_rows_inputs_at_a_block_of_values_at_a_time(monkeypatch):
+    """``table_block_entries`` bounds the inputs held at once, over a block of the coordinate's values
+    (the output row of a bfloat16 box's part held its 125,770 inputs at all 256 values: 257 MB)."""
+    from condcheck.interpreters.sparse import explicit, table_forward
+    from condcheck.interpreters.sparse.options import SparseOptions
+    from condcheck.targets import full_box
+    X = full_box("tanh", "float8_e4m3", 1)
+    net, claim = _theorem5("tanh", "float8_e4m3", X, 0)
+    shapes, sums = [], table_forward.rounded_row_sums
+
+    def counted(V, *args):
+        shapes.append(V.shape)
+        return sums(V, *args)
+    monkeypatch.setattr(table_forward, "rounded_row_sums", counted)
+    got = explicit.evaluate_per_point(net, X, claim.upstream.reshape(-1, 1), None,
+                                      SparseOptions(table_block_entries=64))
+    assert got is not None and np.array_equal(got[0], claim.values)
+    assert np.array_equal(got[1].reshape(-1), claim.gradients.reshape(-1))
+    assert all(b * c <= max(64, c) for b, c in shapes)
+    assert any(b < len(X) and b * c <= 64 for b, c in shapes) and max(c for b, c in shapes) > 64
+
+
 def test_a_theorem5_network_on_a_two_dimensional_grid_gives_its_claim_with_the_sparse_interpreter():
     from condcheck.targets import full_box
     rng = np.random.default_rng(3)

@@ -178,13 +178,14 @@ def _chunk_task(spec, item):
 def verify_part(net, claim, points):
     """The exact verification of the claim on the points (a range): on the network pruned for them
     (``interval_pruning``: the same values and gradients there, the neurons their box can not tell from
-    constants made constant) on the formats of at most 16 bits, else as ``build.verify_points``."""
+    constants made constant, and compacted: ``interval_pruning.verify_pruned``) on the formats of at most
+    16 bits, else as ``build.verify_points``."""
     from ..constructors.kit import enumerated
-    from ..interval_pruning import pruned_for
+    from ..interval_pruning import verify_pruned
     from .build import verify_points
     if not enumerated(net.format) or net.ieee:
         return verify_points(net, claim, points)
-    return verify_points(pruned_for(net, claim.points[points])[0], claim, points)
+    return verify_pruned(net, claim.points[points], lambda pruned: verify_points(pruned, claim, points))
 
 
 def _verify_task(shared, item):

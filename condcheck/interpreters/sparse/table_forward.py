@@ -543,16 +543,23 @@ def forward_tables(net, X, zero_index, dtab, opts):
                 rows = rows_c[b0:b0 + step]
                 sub = w[rows]
                 cols, loc = np.unique(sub.indices, return_inverse=True)
-                V = np.empty((m, len(cols)))
-                ck = kind[cols]
-                isc = ck == -1
-                V[:, isc] = cval[cols[isc]][None, :]
-                if c >= 0 and (~isc).any():
-                    V[:, ~isc] = tabs[c][trow[cols[~isc]]].T
-                z = rounded_row_sums(V, loc.reshape(-1).astype(np.int64), sub.data,
-                                             sub.indptr[:-1].astype(np.int64), np.diff(sub.indptr).astype(np.int64),
-                                             layer.bias[rows], fmt)
-                del V
+                loc = loc.reshape(-1).astype(np.int64)
+                starts, lens = sub.indptr[:-1].astype(np.int64), np.diff(sub.indptr).astype(np.int64)
+                isc = kind[cols] == -1
+                tab_rows = trow[cols[~isc]] if c >= 0 else None
+                # the rows' inputs at a block of the coordinate's values at a time (each value's sums are
+                # its own): the output row of a bfloat16 box's part reads 125,770 neurons, most of them
+                # constants, and held them at all 256 values at once (257 MB)
+                z = np.empty((m, len(rows)))
+                v_step = max(1, opts.table_block_entries // max(1, len(cols)))
+                for v0 in range(0, m, v_step):
+                    v1 = min(m, v0 + v_step)
+                    V = np.empty((v1 - v0, len(cols)))
+                    V[:, isc] = cval[cols[isc]][None, :]
+                    if c >= 0 and (~isc).any():
+                        V[:, ~isc] = tabs[c][tab_rows, v0:v1].T
+                    z[v0:v1] = rounded_row_sums(V, loc, sub.data, starts, lens, layer.bias[rows], fmt)
+                    del V
                 if not np.isfinite(z).all():
                     return None
                 if last:
