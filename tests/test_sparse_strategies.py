@@ -16,6 +16,14 @@ pytestmark = [pytest.mark.skipif(not kernels.HAVE_NUMBA, reason="the sparse inte
               pytest.mark.usefixtures("every_compiled_thread")]
 
 
+@pytest.fixture(scope="module")
+def tanh_box():
+    """The d = 1 float8_e4m3 tanh box and its Theorem 5 network (one upstream value per point)."""
+    from condcheck.targets import full_box
+    X = full_box("tanh", "float8_e4m3", 1)
+    return (X, *_theorem5("tanh", "float8_e4m3", X, 0))
+
+
 def _theorem5(act, fmt_name, X, seed):
     from condcheck.targets import random_targets
     from condcheck.theorem5 import construct_theorem5
@@ -66,7 +74,7 @@ def test_a_theorem5_box_network_verifies_by_its_tables_without_falling_back(act)
     assert res.ok and res.method == "sparse"
 
 
-def test_the_per_point_pass_holds_one_block_of_default_backward_values_at_a_time(monkeypatch):
+def test_the_per_point_pass_holds_one_block_of_default_backward_values_at_a_time(monkeypatch, tanh_box):
     """``default_bytes`` bounds the default backward values held at once: a block's D goes before the
     next is made (two were alive together, 127 MiB on a bfloat16 box part instead of 63)."""
     import gc
@@ -74,9 +82,7 @@ def test_the_per_point_pass_holds_one_block_of_default_backward_values_at_a_time
 
     from condcheck.interpreters.sparse import explicit
     from condcheck.interpreters.sparse.options import SparseOptions
-    from condcheck.targets import full_box
-    X = full_box("tanh", "float8_e4m3", 1)
-    net, claim = _theorem5("tanh", "float8_e4m3", X, 0)
+    X, net, claim = tanh_box
     made, most = [], [0]
     values = explicit._DefaultPlan.values
 
@@ -92,26 +98,26 @@ def test_the_per_point_pass_holds_one_block_of_default_backward_values_at_a_time
     assert np.array_equal(got[1].reshape(-1), claim.gradients.reshape(-1))
 
 
-def test_the_table_forward_pass_holds_a_rows_inputs_at_a_block_of_values_at_a_time(monkeypatch):
+def test_the_table_forward_pass_holds_a_rows_inputs_at_a_block_of_values_at_a_time(monkeypatch, tanh_box):
     """``table_block_entries`` bounds the inputs held at once, over a block of the coordinate's values
     (the output row of a bfloat16 box's part held its 125,770 inputs at all 256 values: 257 MB)."""
     from condcheck.interpreters.sparse import explicit, table_forward
     from condcheck.interpreters.sparse.options import SparseOptions
-    from condcheck.targets import full_box
-    X = full_box("tanh", "float8_e4m3", 1)
-    net, claim = _theorem5("tanh", "float8_e4m3", X, 0)
+    X, net, claim = tanh_box
     shapes, sums = [], table_forward.rounded_row_sums
 
     def counted(V, *args):
         shapes.append(V.shape)
         return sums(V, *args)
     monkeypatch.setattr(table_forward, "rounded_row_sums", counted)
+    entries = 4096
     got = explicit.evaluate_per_point(net, X, claim.upstream.reshape(-1, 1), None,
-                                      SparseOptions(table_block_entries=64))
+                                      SparseOptions(table_block_entries=entries))
     assert got is not None and np.array_equal(got[0], claim.values)
     assert np.array_equal(got[1].reshape(-1), claim.gradients.reshape(-1))
-    assert all(b * c <= max(64, c) for b, c in shapes)
-    assert any(b < len(X) and b * c <= 64 for b, c in shapes) and max(c for b, c in shapes) > 64
+    # (rows that read hundreds of neurons: at all 209 values of the box, over 4,096 entries)
+    assert all(b * c <= max(entries, c) for b, c in shapes)
+    assert any(b < len(X) for b, c in shapes) and max(c for b, c in shapes) * len(X) > entries
 
 
 def test_a_theorem5_network_on_a_two_dimensional_grid_gives_its_claim_with_the_sparse_interpreter():
