@@ -18,7 +18,7 @@ import numpy as np
 # import costs 0.1-0.4 s, which runs that use no kernel (the d = 1 float8 boxes: numpy paths) save
 HAVE_NUMBA = importlib.util.find_spec("numba") is not None   # else the numpy path in network.py is used
 numba = None
-_COMPILED = ("rn", "_rn", "_best_separators", "_preimage_runs", "_gate_pick")
+_COMPILED = ("rn", "_rn", "_best_separators", "_preimage_runs", "_gate_pick", "_first_reached")
 
 
 def load_numba():
@@ -45,7 +45,8 @@ def _compile():
     _rn = rn = numba.njit(cache=True, inline="always")(_rn_py)     # before the kernels that call it
     globals().update(_best_separators=numba.njit(cache=True)(_best_separators_py),
                      _preimage_runs=numba.njit(cache=True)(_preimage_runs_py),
-                     _gate_pick=numba.njit(cache=True)(gate_pick_py))
+                     _gate_pick=numba.njit(cache=True)(gate_pick_py),
+                     _first_reached=numba.njit(cache=True)(_first_reached_py))
 
 
 def __getattr__(name):
@@ -148,6 +149,32 @@ def best_separators(I: np.ndarray, t: np.ndarray):
     best_sp = np.zeros((n, 4), dtype=t.dtype)
     _best_separators(np.ascontiguousarray(I), np.ascontiguousarray(t), best_i, best_sp)
     return best_i, best_sp
+
+
+def _first_reached_py(a, thresholds, k, idx_out, count_out):
+    """For each threshold f (i): the first k indices j, ascending, with a[j] >= f, in idx_out[i,
+    :count_out[i]] (a NaN never reaches, nor is reached)."""
+    n = a.shape[0]
+    for i in range(thresholds.shape[0]):
+        f = thresholds[i]
+        c = 0
+        j = 0
+        while j < n and c < k:
+            if a[j] >= f:
+                idx_out[i, c] = j
+                c += 1
+            j += 1
+        count_out[i] = c
+
+
+def first_reached(a: np.ndarray, thresholds: np.ndarray, k: int):
+    """(indices (n_thresholds, k), counts): ``_first_reached_py`` compiled (numba)."""
+    _compile()
+    idx = np.zeros((len(thresholds), k), dtype=np.int64)
+    count = np.zeros(len(thresholds), dtype=np.int64)
+    _first_reached(np.ascontiguousarray(a, dtype=np.float64), np.ascontiguousarray(thresholds, dtype=np.float64),
+                   int(k), idx, count)
+    return idx, count
 
 
 def _preimage_runs_py(V, fs, S, sign, lo_out, hi_out, shift, half, mask, small_bits, K, omega):

@@ -70,9 +70,11 @@ def test_first_reached_picks_what_a_stable_argsort_of_the_unreached_picks(rows, 
     k = min(64, cols)
     pick = np.argsort(~reach, axis=1, kind="stable")[:, :k]
     expected = np.where(np.take_along_axis(reach, pick, axis=1), tv[pick], np.nan)
-    got = t5.sets.first_reached(tv, fine, k, chunk=int(rng.integers(1, 2000)))
+    got = t5.sets.first_reached(tv, fine, k, chunk=int(rng.integers(1, 2000)), compiled=False)
     assert got.shape == expected.shape
     assert np.array_equal(got, expected, equal_nan=True)
+    if kernels.HAVE_NUMBA:
+        assert np.array_equal(t5.sets.first_reached(tv, fine, k, compiled=True), expected, equal_nan=True)
 
 
 @given(st.sampled_from(["bfloat16", "float16"]), st.integers(0, 2**32 - 1), st.integers(1, 3))
