@@ -151,29 +151,36 @@ def best_separators(I: np.ndarray, t: np.ndarray):
     return best_i, best_sp
 
 
-def _first_reached_py(a, thresholds, k, idx_out, count_out):
-    """For each threshold f (i): the first k indices j, ascending, with a[j] >= f, in idx_out[i,
-    :count_out[i]] (a NaN never reaches, nor is reached)."""
-    n = a.shape[0]
-    for i in range(thresholds.shape[0]):
-        f = thresholds[i]
-        c = 0
-        j = 0
-        while j < n and c < k:
-            if a[j] >= f:
-                idx_out[i, c] = j
-                c += 1
-            j += 1
-        count_out[i] = c
+def _first_reached_py(reached, k, idx_out, count_out):
+    """Thresholds 0 .. m-1 ascending, and column j reaches the first reached[j] of them: for each
+    threshold i, the first k columns (ascending) that reach it, in idx_out[i, :count_out[i]].
+
+    One pass over the columns: a column that reaches threshold i reaches every lower one, so the
+    thresholds that have their k columns are always the lowest ones (``full`` of them), and a column is
+    written only to thresholds that still need it: the work is the columns plus the entries written."""
+    n = reached.shape[0]
+    m = count_out.shape[0]
+    full = 0
+    for j in range(n):
+        for i in range(full, reached[j]):
+            idx_out[i, count_out[i]] = j
+            count_out[i] += 1
+        while full < m and count_out[full] >= k:
+            full += 1
+        if full >= m:
+            break
 
 
 def first_reached(a: np.ndarray, thresholds: np.ndarray, k: int):
-    """(indices (n_thresholds, k), counts): ``_first_reached_py`` compiled (numba)."""
+    """(indices (m, k), counts (m,)): for each of the m ascending thresholds f (no NaN), the first k
+    indices j, ascending, with a[j] >= f (``_first_reached_py``, compiled; a NaN of a reaches none)."""
     _compile()
+    a = np.asarray(a, dtype=np.float64)
+    reached = np.searchsorted(np.asarray(thresholds, dtype=np.float64), a, side="right").astype(np.int64)
+    reached[np.isnan(a)] = 0
     idx = np.zeros((len(thresholds), k), dtype=np.int64)
     count = np.zeros(len(thresholds), dtype=np.int64)
-    _first_reached(np.ascontiguousarray(a, dtype=np.float64), np.ascontiguousarray(thresholds, dtype=np.float64),
-                   int(k), idx, count)
+    _first_reached(reached, int(k), idx, count)
     return idx, count
 
 

@@ -63,8 +63,11 @@ def test_scales_search_equals_the_loop_over_pairs(fmt):
 def test_first_reached_picks_what_a_stable_argsort_of_the_unreached_picks(rows, cols, seed):
     rng = np.random.default_rng(seed)
     tv = rng.standard_normal(cols) * np.exp2(rng.integers(-20, 20, cols))
+    tv[rng.random(cols) < 0.02] = np.nan                 # (no target is NaN in a gate; none is reached)
+    tv[rng.random(cols) < 0.02] = np.inf
     fine = np.exp2(rng.integers(-22, 22, rows).astype(float))
     fine[rng.random(rows) < 0.2] = -np.inf               # a gate row whose sum is 0 reaches every target
+    fine[rng.random(rows) < 0.1] = np.nan                # reaches none
     fine[rng.random(rows) < 0.3] = fine[0]               # rows share thresholds
     reach = np.abs(tv)[None, :] >= fine[:, None]
     k = min(64, cols)

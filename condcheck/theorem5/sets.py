@@ -23,14 +23,17 @@ def first_reached(tv: np.ndarray, fine: np.ndarray, k: int, chunk: int = 1024, c
     """Row r: tv at the first k columns j with |tv_j| >= fine[r], in column order, NaN-padded to k.
 
     What a stable argsort of the unreached columns picks (tests/test_theorem5_fast_paths.py compares
-    the two), found by scanning |tv| once per distinct threshold, up to its k-th column: the first k
-    columns are usually near the front, and a gate's rows share a few thresholds.  ``compiled`` (default:
-    with numba) scans in ``kernels.first_reached``, else in numpy ``chunk`` columns at a time (the numpy
-    scan was 47 % of a worker's samples in the bfloat16 tanh box's chunks, docs/boxes.md)."""
+    the two).  ``compiled`` (default: with numba): one pass over the columns for every distinct
+    threshold at once (``kernels.first_reached``); else numpy scans |tv| ``chunk`` columns at a time,
+    once per distinct threshold, up to its k-th column (that scan was 47 % of a worker's samples in the
+    bfloat16 tanh box's chunks, docs/boxes.md)."""
     a = np.abs(tv)
     if kernels.HAVE_NUMBA if compiled is None else compiled:
-        u, inv = np.unique(fine, return_inverse=True)
-        idx, count = kernels.first_reached(a, u, k)
+        u, inv = np.unique(fine, return_inverse=True)          # ascending, a NaN last (reached by none)
+        m = int(np.count_nonzero(~np.isnan(u)))
+        idx = np.zeros((len(u), k), dtype=np.int64)
+        count = np.zeros(len(u), dtype=np.int64)
+        idx[:m], count[:m] = kernels.first_reached(a, u[:m], k)
         vals = np.where(np.arange(k)[None, :] < count[:, None], np.asarray(tv, float)[idx], np.nan)
         return vals[inv.reshape(-1)]
     out = np.full((len(fine), k), np.nan)
