@@ -268,5 +268,5 @@ def verify_in_parts(net, claim, parts, method: str = "sparse"):
     for p in parts:
         part = Claim(claim.theorem, claim.points[p], claim.values[p], claim.upstream[p] if claim.theorem == 5
                      else claim.upstream, claim.gradients[p])
-        out.append(verify_pruned(net, part.points, lambda n, part=part: verify(n, part, method=method)))
+        out.append(verify_pruned(net, part.points, lambda n: verify(n, part, method=method)))
     return VerifyResult.merged(out)
