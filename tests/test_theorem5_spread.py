@@ -131,6 +131,38 @@ def test_a_sample_that_misses_the_deepest_chunk_still_ends_on_the_true_depth():
     assert stats == {"chunk_runs": 9, "passes": 3, "sample": 2}
 
 
+class _GatedToy(_Toy):
+    """A toy with a second round as the gradient gates': a chunk reports one gate per point, and the
+    agreement sums each point's gates over the chunks' reports (as ``build._agree`` does)."""
+
+    def rounds(self, chunk, report):
+        self.runs.append(chunk.points.start)
+        agreed = yield {"depth": len(chunk.points)}
+        gated = yield {"depth": agreed["depth"], "gates": {p: 1 for p in chunk.points}}
+        yield {"branches": (list(chunk.points), agreed["depth"], sorted(gated["gates"].items()))}
+
+    def combine(self, reports):
+        if "gates" not in reports[0]:
+            return super().combine(reports)
+        gates = {}
+        for r in reports:
+            for p, k in r["gates"].items():
+                gates[p] = gates.get(p, 0) + k
+        return {"depth": max(r["depth"] for r in reports), "gates": gates}
+
+
+def test_a_sampled_chunk_run_again_does_not_count_its_own_earlier_gates_and_runs_only_twice():
+    # the sample (chunks at 0 and 10) speculates depth 1; the chunk at 2 is 7 deep, so both run again,
+    # and then their own first reports (one gate a point) must not be added to their new ones
+    toy = _GatedToy()
+    stats = {}
+    parts = _toy_chunks(1, 1, 7, 1, 1)
+    out = speculation.agree(toy, parts, _run_here(toy), stats, sample=2)
+    assert out == [(list(c.points), 7, [(p, 1) for p in c.points]) for c in parts]
+    assert sorted(toy.runs) == [0, 0, 1, 1, 2, 9, 9, 10, 10]
+    assert stats == {"chunk_runs": 9, "passes": 3, "sample": 2}
+
+
 def test_hints_are_the_sampled_reports_of_each_round_without_branches_or_errors():
     results = [{"reports": [{"depth": 2}, {"branches": "b"}]},
                {"reports": [{"depth": 3}, ConstructionError("x")]}]

@@ -16,8 +16,10 @@ would compute the same numbers.  The cost: chunks whose branches come out shallo
 chunk's (or whose steps need fewer layers) are searched twice.  To search fewer twice, a first pass runs
 ``tuning.SPREAD_SAMPLE_CHUNKS`` chunks spread over the domain (its ends included: on the bfloat16 gelu
 box the end chunks' branches are 13 layers deep, the middle ones' 1), and every later run speculates
-what it would agree on with the sample's reports of the same round (``hints``).  The hints change only
-what a chunk is fed before the truth is known, so which chunks run again, never the network.
+what it would agree on with the sample's reports of the same round (``hints``; a sample chunk run again
+reads the other sampled chunks', not its own earlier report, whose gate counts would count its points
+twice).  The hints change only what a chunk is fed before the truth is known, so which chunks run
+again, never the network.
 """
 from __future__ import annotations
 
@@ -96,7 +98,8 @@ def agree(build, chunks, run, stats=None, sample=None):
 
     ``run(items)`` runs ``speculate`` on (chunk, history, hints) items and returns their results in
     order.  With more chunks than ``sample`` (default ``tuning.SPREAD_SAMPLE_CHUNKS``), that many
-    (``sample_of``) run first, and every later run reads their reports as hints.  A ConstructionError of
+    (``sample_of``) run first, and every later run reads their reports as hints (a sampled chunk the
+    others').  A ConstructionError of
     a chunk is raised at the round where it happened with true agreements before it, the first chunk's
     first, as the chunks run in one process would raise it.  ``stats`` (a dict) gets "chunk_runs"
     (chunks run, again ones included), "passes" and "sample" (the chunks of the first pass, or 0)."""
@@ -104,19 +107,21 @@ def agree(build, chunks, run, stats=None, sample=None):
     results = [None] * len(chunks)
     size = tuning.SPREAD_SAMPLE_CHUNKS if sample is None else sample
     first = sample_of(len(chunks), size) if size < len(chunks) else []
-    hints = []
+    sampled = {}
     stats = {} if stats is None else stats
     stats.update(chunk_runs=0, passes=0, sample=len(first))
 
     def run_pass(todo):
         stats["chunk_runs"] += len(todo)
         stats["passes"] += 1
-        items = [(chunks[i], [view(chunks[i], h) for h in history], hints) for i in todo]
+        others = {i: hints_of([r for j, r in sampled.items() if j != i]) for i in todo if i in sampled}
+        shared = hints_of(list(sampled.values()))
+        items = [(chunks[i], [view(chunks[i], h) for h in history], others.get(i, shared)) for i in todo]
         for i, r in zip(todo, run(items)):
             results[i] = r
     if first:
         run_pass(first)
-        hints = hints_of([results[i] for i in first])
+        sampled = {i: results[i] for i in first}
     todo = [i for i in range(len(chunks)) if results[i] is None]
     while True:
         run_pass(todo)
