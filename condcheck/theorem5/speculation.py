@@ -99,9 +99,8 @@ def agree(build, chunks, run, stats=None, sample=None):
     ``run(items)`` runs ``speculate`` on (chunk, history, hints) items and returns their results in
     order.  With more chunks than ``sample`` (default ``tuning.SPREAD_SAMPLE_CHUNKS``), that many
     (``sample_of``) run first, and every later run reads their reports as hints (a sampled chunk the
-    others').  A ConstructionError of
-    a chunk is raised at the round where it happened with true agreements before it, the first chunk's
-    first, as the chunks run in one process would raise it.  ``stats`` (a dict) gets "chunk_runs"
+    others').  A ConstructionError of a chunk is raised at the round where it happened with true
+    agreements before it, the first chunk's first, as the chunks run in one process would raise it.  ``stats`` (a dict) gets "chunk_runs"
     (chunks run, again ones included), "passes" and "sample" (the chunks of the first pass, or 0)."""
     history = []
     results = [None] * len(chunks)
