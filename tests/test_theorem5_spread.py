@@ -163,6 +163,22 @@ def test_a_sampled_chunk_run_again_does_not_count_its_own_earlier_gates_and_runs
     assert stats == {"chunk_runs": 9, "passes": 3, "sample": 2}
 
 
+def test_a_sampled_chunk_that_fails_before_any_agreement_stops_the_construction_after_the_sample():
+    # (the chunk at 6, not sampled, fails too: run in one process it would be named first)
+    toy = _Toy(fail={6: 1, 9: 1})
+    with pytest.raises(ConstructionError, match="chunk at 9 fails in round 1"):
+        speculation.agree(toy, _toy_chunks(5, 1, 1, 1, 1, 5), _run_here(toy), sample=2)
+    assert toy.runs == [0, 9]
+
+
+def test_a_sampled_chunk_that_fails_after_a_speculated_agreement_waits_for_the_truth():
+    # the sampled chunk at 13 raises with the sample's depth 5; the chunk at 5, not sampled, is 7 deep
+    toy = _Toy(fail={13: 2})
+    with pytest.raises(ConstructionError, match="chunk at 13 fails in round 2 \\(depth 7\\)"):
+        speculation.agree(toy, _toy_chunks(5, 7, 1, 5), _run_here(toy), sample=2)
+    assert toy.runs == [0, 13, 5, 12, 0, 12, 13]
+
+
 def test_hints_are_the_sampled_reports_of_each_round_without_branches_or_errors():
     results = [{"reports": [{"depth": 2}, {"branches": "b"}]},
                {"reports": [{"depth": 3}, ConstructionError("x")]}]

@@ -100,8 +100,11 @@ def agree(build, chunks, run, stats=None, sample=None):
     order.  With more chunks than ``sample`` (default ``tuning.SPREAD_SAMPLE_CHUNKS``), that many
     (``sample_of``) run first, and every later run reads their reports as hints (a sampled chunk the
     others').  A ConstructionError of a chunk is raised at the round where it happened with true
-    agreements before it, the first chunk's first, as the chunks run in one process would raise it.  ``stats`` (a dict) gets "chunk_runs"
-    (chunks run, again ones included), "passes" and "sample" (the chunks of the first pass, or 0)."""
+    agreements before it, the first chunk's first, as the chunks run in one process would raise it;
+    but a sampled chunk that raises before its first report (no agreement fed: a gap no separator
+    splits) stops the construction after the sample, with the first such chunk's error (a chunk not
+    yet run may hold an earlier one).  ``stats`` (a dict) gets "chunk_runs" (chunks run, again ones
+    included), "passes" and "sample" (the chunks of the first pass, or 0)."""
     history = []
     results = [None] * len(chunks)
     size = tuning.SPREAD_SAMPLE_CHUNKS if sample is None else sample
@@ -121,6 +124,9 @@ def agree(build, chunks, run, stats=None, sample=None):
     if first:
         run_pass(first)
         sampled = {i: results[i] for i in first}
+        for i in first:
+            if isinstance(results[i]["reports"][0], BaseException):
+                raise results[i]["reports"][0]
     todo = [i for i in range(len(chunks)) if results[i] is None]
     while True:
         run_pass(todo)
